@@ -1,0 +1,143 @@
+"""Every input check of pybudget, in one place.
+
+Nothing invalid may reach the Cython kernels (they run without bounds checks), so
+the functions here convert data once to the layout the kernels expect and raise a
+ValueError/TypeError naming the parameter and the problem otherwise.
+"""
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import check_array
+
+INT32_MAX = np.iinfo(np.int32).max
+
+
+def as_csr(X, name="X"):
+    """Check X (dense or sparse) and return a canonical CSR matrix for the kernels:
+    float64 data, int32 sorted indices without duplicates, at least one row and column,
+    all values finite.  The caller's matrix is never modified."""
+    if X is None:
+        raise TypeError(f"{name} must be an array or sparse matrix, got None")
+    X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True,
+                    input_name=name, accept_large_sparse=True)
+    return canonical_csr(X)
+
+
+def canonical_csr(X):
+    """CSR float64 with int32 sorted, duplicate-free indices from an already checked
+    (finite, 2-d, float) array or sparse matrix.  Copies only what must change."""
+    if not sp.issparse(X):
+        X = sp.csr_matrix(np.asarray(X, dtype=np.float64))
+    elif X.format != "csr":
+        X = X.tocsr()
+    if X.shape[1] > INT32_MAX or X.nnz > INT32_MAX:
+        raise ValueError(f"X is too large for 32-bit indices: shape {X.shape}, nnz {X.nnz}")
+    copied = False
+    if X.dtype != np.float64:
+        X = X.astype(np.float64)
+        copied = True
+    if X.indices.dtype != np.int32 or X.indptr.dtype != np.int32:
+        X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)),
+                          shape=X.shape)
+        copied = True
+    X.has_sorted_indices = False  # force scipy to look instead of trusting a stale flag
+    if not X.has_canonical_format:
+        if not copied:
+            X = X.copy()
+        X.sum_duplicates()  # sorts indices too
+    X.data = np.ascontiguousarray(X.data)
+    X.indices = np.ascontiguousarray(X.indices, dtype=np.int32)
+    X.indptr = np.ascontiguousarray(X.indptr, dtype=np.int32)
+    return X
+
+
+def encode_labels(y, n_samples, name="y", min_classes=2):
+    """Return (classes, codes) for any hashable/sortable labels; codes index classes."""
+    if y is None:
+        raise TypeError(f"{name} must be array-like, got None")
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.ravel()
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional, got shape {y.shape}")
+    if y.shape[0] != n_samples:
+        raise ValueError(f"{name} has {y.shape[0]} labels but X has {n_samples} rows")
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise ValueError(f"{name} contains NaN or infinity")
+    if y.dtype.kind == "O":
+        if any(v is None for v in y):
+            raise ValueError(f"{name} contains None")
+    classes, codes = np.unique(y, return_inverse=True)
+    if classes.shape[0] < min_classes:
+        raise ValueError(f"{name} has {classes.shape[0]} class(es) {classes.tolist()}; "
+                         f"at least {min_classes} are needed")
+    return classes, codes.astype(np.intp)
+
+
+def binary_labels(y, n_samples, name="y"):
+    """(classes, ±1 float64 array) for exactly two label values."""
+    classes, codes = encode_labels(y, n_samples, name)
+    if classes.shape[0] != 2:
+        raise ValueError(f"{name} must have exactly two classes for this solver, "
+                         f"got {classes.shape[0]}: {classes.tolist()[:10]}")
+    return classes, np.where(codes == 1, 1.0, -1.0)
+
+
+def positive(name, value, allow_inf=False):
+    """A real number > 0 (finite unless allow_inf)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a positive number, got {value!r}")
+    value = float(value)
+    if not value > 0 or (not allow_inf and not np.isfinite(value)):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return value
+
+
+def positive_int(name, value, minimum=1):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def choice(name, value, options):
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"{name} must be one of {sorted(options)}, got {value!r}")
+    return value
+
+
+def sample_weights(sample_weight, n_samples):
+    """float64 weights >= 0, finite, one per row (ones when None)."""
+    if sample_weight is None:
+        return np.ones(n_samples)
+    sw = np.asarray(sample_weight, dtype=np.float64)
+    if sw.ndim == 0:
+        sw = np.full(n_samples, float(sw))
+    if sw.ndim != 1 or sw.shape[0] != n_samples:
+        raise ValueError(f"sample_weight must have shape ({n_samples},), got {sw.shape}")
+    if not np.all(np.isfinite(sw)):
+        raise ValueError("sample_weight contains NaN or infinity")
+    if np.any(sw < 0):
+        raise ValueError("sample_weight must be non-negative")
+    if not np.any(sw > 0):
+        raise ValueError("sample_weight is zero for every sample")
+    return sw
+
+
+def seed_from(random_state):
+    """A 64-bit seed for the solvers' own generator from None/int/RandomState/Generator."""
+    if random_state is None:
+        return int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
+    if isinstance(random_state, (bool, np.bool_)):
+        raise TypeError(f"random_state must be None, an int or a numpy generator, got {random_state!r}")
+    if isinstance(random_state, numbers.Integral):
+        if random_state < 0:
+            raise ValueError(f"random_state must be non-negative, got {random_state}")
+        return int(np.random.SeedSequence(int(random_state)).generate_state(1, np.uint64)[0])
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, 2**63 - 1, dtype=np.int64))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**63 - 1))
+    raise TypeError(f"random_state must be None, an int or a numpy generator, got {random_state!r}")

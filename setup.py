@@ -1,0 +1,42 @@
+"""Build script: declares the Cython extensions (metadata lives in pyproject.toml).
+
+Every ``pybudget/*.pyx`` becomes an extension ``pybudget.<name>``.  Set
+``PYBUDGET_DEBUG=1`` to build with bounds checking and without -O3, for debugging.
+"""
+import os
+from pathlib import Path
+
+import numpy as np
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+DEBUG = os.environ.get("PYBUDGET_DEBUG", "0") not in ("", "0")
+
+directives = {
+    "language_level": 3,
+    "boundscheck": DEBUG,
+    "wraparound": DEBUG,
+    "initializedcheck": DEBUG,
+    "cdivision": not DEBUG,
+    "nonecheck": False,
+    "embedsignature": True,
+}
+
+if os.name == "nt":
+    compile_args = ["/O2"]
+else:
+    compile_args = ["-O0", "-g"] if DEBUG else ["-O3"]
+
+here = Path(__file__).parent
+extensions = [
+    Extension(
+        f"pybudget.{pyx.stem}",
+        [f"pybudget/{pyx.name}"],
+        include_dirs=[np.get_include()],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
+        extra_compile_args=compile_args,
+    )
+    for pyx in sorted((here / "pybudget").glob("*.pyx"))
+]
+
+setup(ext_modules=cythonize(extensions, compiler_directives=directives))
