@@ -65,3 +65,35 @@ def _row_pair_dot_py(X, int i, Y, int j):
     csr_row(&a, i, &ad, &ai, &an)
     csr_row(&b, j, &bd, &bi, &bn)
     return sparse_dot_sparse(ad, ai, an, bd, bi, bn)
+
+
+def csr_structure(const int[::1] indptr, const int[::1] indices, int n_cols):
+    """Check the structure of a CSR matrix before any kernel touches it.
+
+    Returns True when every row's indices are strictly increasing (canonical), False
+    when some row is unsorted or has duplicates (the caller repairs it).  Raises
+    ValueError for structure the kernels could not survive: indptr not starting at 0,
+    decreasing or ending beyond the index array, or column indices outside [0, n_cols).
+    """
+    cdef Py_ssize_t n = indptr.shape[0] - 1, i, k, nnz = indices.shape[0]
+    cdef bint canonical = True, bad_ptr = False, bad_index = False
+    if n < 0 or indptr[0] != 0 or indptr[n] > nnz:
+        raise ValueError("X is not a valid CSR matrix: indptr does not match the index array")
+    with nogil:
+        for i in range(n):
+            if indptr[i + 1] < indptr[i]:
+                bad_ptr = True
+                break
+            for k in range(indptr[i], indptr[i + 1]):
+                if indices[k] < 0 or indices[k] >= n_cols:
+                    bad_index = True
+                    break
+                if k > indptr[i] and indices[k] <= indices[k - 1]:
+                    canonical = False
+            if bad_index:
+                break
+    if bad_ptr:
+        raise ValueError("X is not a valid CSR matrix: indptr decreases")
+    if bad_index:
+        raise ValueError(f"X is not a valid CSR matrix: a column index lies outside [0, {n_cols})")
+    return canonical

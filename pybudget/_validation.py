@@ -10,6 +10,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_array
 
+from pybudget._csr import csr_structure
+
 INT32_MAX = np.iinfo(np.int32).max
 
 
@@ -41,14 +43,19 @@ def canonical_csr(X):
         X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)),
                           shape=X.shape)
         copied = True
-    X.has_sorted_indices = False  # force scipy to look instead of trusting a stale flag
-    if not X.has_canonical_format:
-        if not copied:
-            X = X.copy()
-        X.sum_duplicates()  # sorts indices too
     X.data = np.ascontiguousarray(X.data)
     X.indices = np.ascontiguousarray(X.indices, dtype=np.int32)
     X.indptr = np.ascontiguousarray(X.indptr, dtype=np.int32)
+    # Our own scan (not scipy's cached flags): index ranges and sortedness are what
+    # the unchecked kernels rely on.
+    if X.data.shape[0] < X.indptr[-1]:
+        raise ValueError("X is not a valid CSR matrix: data is shorter than indptr says")
+    if not csr_structure(X.indptr, X.indices, X.shape[1]):
+        if not copied:
+            X = X.copy()
+        X.has_sorted_indices = False
+        X.has_canonical_format = False
+        X.sum_duplicates()  # sorts the indices too
     return X
 
 

@@ -208,6 +208,11 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             out[np.searchsorted(classes, label)] = V.positive(f"class_weight[{label!r}]", weight)
         return out
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
     def decision_function(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", reset=False,

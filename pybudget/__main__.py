@@ -1,0 +1,5 @@
+import sys
+
+from pybudget.cli import main
+
+sys.exit(main())

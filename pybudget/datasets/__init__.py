@@ -1,0 +1,85 @@
+"""Data sets: LIBSVM/svmlight files and a few small real data sets shipped with pybudget.
+
+``load(name)`` returns ``(X_train, y_train, X_test, y_test)`` for an embedded data set
+(``EMBEDDED``), a benchmark name found in a data directory (``$PYBUDGET_DATA``,
+default ``../shared/data`` next to the checkout) or a LIBSVM file path
+(optionally ``"train_path,test_path"``).
+"""
+import lzma
+import os
+from pathlib import Path
+
+import numpy as np
+from sklearn.datasets import load_svmlight_file
+
+DATA_DIR = Path(__file__).parent / "data"
+
+# name -> (train file, test file) inside the package; see bench/make_embedded_data.py
+EMBEDDED = {
+    "a9a": ("a9a.bz2", "a9a.t.bz2"),
+    "debian-lib-small": ("debian-lib-small.train.bz2", "debian-lib-small.test.bz2"),
+}
+
+# Benchmark names -> (train, test) file names in the external data directory.
+_EXTERNAL = {
+    "debian-lib": ("debian-lib.train.bz2", "debian-lib.test.bz2"),
+}
+
+
+def load_svmlight(path, n_features=None):
+    """Read a LIBSVM/svmlight file (plain, .gz, .bz2 or .xz) as (CSR float64, labels)."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no data file at {path!r}")
+    kw = {} if n_features is None else {"n_features": n_features}
+    if path.endswith(".xz"):
+        with lzma.open(path, "rb") as f:
+            X, y = load_svmlight_file(f, **kw)
+    else:
+        X, y = load_svmlight_file(path, **kw)
+    return X.tocsr(), y
+
+
+def external_data_dir():
+    """Directory of the benchmark data ($PYBUDGET_DATA or ../shared/data of the checkout)."""
+    env = os.environ.get("PYBUDGET_DATA")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+def _pair(train, test):
+    X, y = load_svmlight(train)
+    if test is None:
+        return X, y, None, None
+    Xt, yt = load_svmlight(test, n_features=X.shape[1])
+    return X, y, Xt, yt
+
+
+def load(name):
+    """(X_train, y_train, X_test, y_test) for an embedded name, a benchmark name in
+    the external data directory, or a path ("train[,test]")."""
+    if name in EMBEDDED:
+        tr, te = EMBEDDED[name]
+        return _pair(DATA_DIR / tr, DATA_DIR / te)
+    ext = external_data_dir()
+    if name in _EXTERNAL or (ext / f"{name}.bz2").exists():
+        tr, te = _EXTERNAL.get(name, (f"{name}.bz2", f"{name}.t.bz2"))
+        test = ext / te
+        return _pair(ext / tr, test if test.exists() else None)
+    parts = str(name).split(",")
+    if len(parts) in (1, 2) and os.path.exists(parts[0]):
+        return _pair(parts[0], parts[1] if len(parts) == 2 else None)
+    raise ValueError(f"unknown data set {name!r}: not one of the embedded {sorted(EMBEDDED)}, "
+                     f"not found in {ext}, and not an existing file path")
+
+
+def available():
+    """Names loadable with ``load``: embedded ones, then those in the data directory."""
+    names = list(EMBEDDED)
+    ext = external_data_dir()
+    if ext.is_dir():
+        names += sorted(_EXTERNAL)
+        names += sorted(p.name[:-4] for p in ext.glob("*.bz2")
+                        if not p.name.endswith(".t.bz2") and "debian-lib" not in p.name)
+    return names

@@ -1,0 +1,124 @@
+"""Every bad input is refused in Python with a message naming the problem."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from conftest import make_problem
+from pybudget import LinearSVC, solve_linear
+from pybudget._validation import as_csr
+
+
+@pytest.fixture
+def Xy():
+    return make_problem(n=30, d=6, seed=0)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_X(Xy, bad):
+    X, y = Xy
+    Xd = X.toarray()
+    Xd[3, 2] = bad
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        solve_linear(Xd, y)
+    Xs = X.copy()
+    Xs.data[0] = bad
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        solve_linear(Xs, y)
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        LinearSVC().fit(Xs, y)
+
+
+def test_empty_and_shape_errors(Xy):
+    X, y = Xy
+    with pytest.raises(ValueError, match="0 sample"):
+        solve_linear(np.zeros((0, 3)), [])
+    with pytest.raises(ValueError, match="0 feature"):
+        solve_linear(np.zeros((5, 0)), [0, 1, 0, 1, 0])
+    with pytest.raises(ValueError, match="30 rows"):
+        solve_linear(X, y[:-1])
+    with pytest.raises(ValueError, match="1-dimensional"):
+        solve_linear(X, np.c_[y, y])
+    with pytest.raises(ValueError, match="2D|2-d|Expected 2D"):
+        solve_linear(np.ones(5), [0, 1, 0, 1, 0])
+    with pytest.raises(TypeError, match="None"):
+        solve_linear(None, y)
+
+
+def test_labels(Xy):
+    X, y = Xy
+    with pytest.raises(ValueError, match="1 class"):
+        solve_linear(X, np.ones(30))
+    with pytest.raises(ValueError, match="exactly two classes"):
+        solve_linear(X, np.arange(30) % 3)
+    with pytest.raises(ValueError, match="NaN"):
+        solve_linear(X, np.where(y > 0, np.nan, 1.0))
+    res = solve_linear(X, np.where(y > 0, "yes", "no"))  # non-numeric labels are fine
+    assert list(res.classes) == ["no", "yes"]
+
+
+@pytest.mark.parametrize("name,value,err", [
+    ("C", 0, ValueError), ("C", -1.0, ValueError), ("C", np.inf, ValueError),
+    ("C", "1", TypeError), ("tol", 0.0, ValueError), ("tol", -1e-3, ValueError),
+    ("intercept_scaling", 0.0, ValueError), ("max_iter", 0, ValueError),
+    ("max_iter", 2.5, TypeError), ("loss", "log", ValueError),
+    ("selection", "random", ValueError), ("random_state", -3, ValueError),
+    ("random_state", "seed", TypeError),
+])
+def test_bad_parameters(Xy, name, value, err):
+    X, y = Xy
+    kw = {name: value}
+    if name == "intercept_scaling":
+        kw["fit_intercept"] = True
+    with pytest.raises(err, match=name):
+        solve_linear(X, y, **kw)
+    with pytest.raises(err, match=name):
+        LinearSVC(**kw).fit(X, y)
+
+
+def test_sample_weight_errors(Xy):
+    X, y = Xy
+    with pytest.raises(ValueError, match="sample_weight must have shape"):
+        solve_linear(X, y, sample_weight=np.ones(3))
+    with pytest.raises(ValueError, match="non-negative"):
+        solve_linear(X, y, sample_weight=-np.ones(30))
+    with pytest.raises(ValueError, match="NaN"):
+        solve_linear(X, y, sample_weight=np.full(30, np.nan))
+    with pytest.raises(ValueError, match="zero for every"):
+        solve_linear(X, y, sample_weight=np.zeros(30))
+
+
+def test_int64_and_unsorted_indices_are_converted_without_touching_input(Xy):
+    X, y = Xy
+    ref = solve_linear(X, y, tol=1e-6, random_state=0)
+    X64 = sp.csr_matrix((X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64)),
+                        shape=X.shape)
+    np.testing.assert_array_equal(solve_linear(X64, y, tol=1e-6, random_state=0).coef, ref.coef)
+    # reverse the index order inside every row
+    rows = [slice(X.indptr[i], X.indptr[i + 1]) for i in range(X.shape[0])]
+    ind = np.concatenate([X.indices[r][::-1] for r in rows])
+    dat = np.concatenate([X.data[r][::-1] for r in rows])
+    Xu = sp.csr_matrix((dat, ind, X.indptr.copy()), shape=X.shape)
+    before = Xu.indices.copy()
+    got = solve_linear(Xu, y, tol=1e-6, random_state=0)
+    np.testing.assert_allclose(got.coef, ref.coef, atol=1e-12)
+    np.testing.assert_array_equal(Xu.indices, before)  # the caller's matrix is untouched
+
+
+def test_duplicate_entries_are_summed():
+    X = sp.csr_matrix((np.array([1.0, 2.0, 5.0]), np.array([1, 1, 0]), np.array([0, 2, 3])),
+                      shape=(2, 3))
+    C = as_csr(X)
+    np.testing.assert_array_equal(C.toarray(), [[0, 3, 0], [5, 0, 0]])
+
+
+def test_malformed_csr_is_refused():
+    X = sp.csr_matrix(np.eye(3))
+    X.indices[1] = 7  # out of range: would be a wild write in an unchecked kernel
+    with pytest.raises(ValueError):
+        solve_linear(X, [0, 1, 0])
+
+
+def test_all_zero_rows_and_columns_are_fine():
+    X = sp.csr_matrix(np.array([[0, 0, 0], [1, 0, 0], [0, 0, 0], [-1, 0, 0.0]]))
+    res = solve_linear(X, [1, 1, 0, 0], tol=1e-6)
+    assert np.isfinite(res.coef).all() and res.converged
