@@ -1,0 +1,196 @@
+"""C-grid benchmark of the linear solvers (AVSF paper, Tables 2-3 and Figure 1).
+
+For each data set, tolerance, C and strategy, trains r times (seeds 0..r-1) and records
+time (median/min/max), sweeps, steps, dual objective, exact final KKT violation,
+converged or capped, and test accuracy.  Strategies: uniform, shrinking, avsf (and
+auto when available) from pybudget, and liblinear = liblinear-official's
+``train(problem, "-s 3 -c C -e tol")`` with its own defaults (its iteration cap
+included, reported as "capped"; its dual objective parsed from its output; its KKT
+violation is not observable and left empty).
+
+Writes bench/results/<stem>.json (machine, versions, parameters, raw runs), .md and .png.
+
+    python bench/cgrid.py --data debian-lib --tol 0.01 0.001 -r 3
+    python bench/cgrid.py --quick          # smoke run, a few seconds
+"""
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from common import (have_liblinear, liblinear_coef, liblinear_train, machine,
+                    median_min_max, write_outputs)
+from pybudget import _validation as V
+from pybudget._linear import SELECTIONS
+from pybudget.cgrid import DEFAULT_CS, run_cell
+from pybudget.datasets import load
+
+
+def liblinear_cell(prob, X_test, y_test, n_features, C, tol, labels):
+    model, elapsed, info = liblinear_train(prob, f"-s 3 -c {C} -e {tol}")
+    w, b = liblinear_coef(model, n_features)
+    acc = None
+    if X_test is not None:
+        acc = float(np.mean(labels[(X_test @ w + b > 0).astype(int)] == y_test))
+    return {"C": C, "selection": "liblinear", "tol": tol, "time": elapsed,
+            "n_iter": info["n_iter"], "n_steps": None, "dual_objective": info["objective"],
+            "primal_objective": None, "kkt_violation": None, "converged": not info["capped"],
+            "test_accuracy": acc}
+
+
+def summarise(runs):
+    """One row per (data, tol, C, strategy): medians and agreement of objectives."""
+    keys = list(dict.fromkeys((r["data"], r["tol"], r["C"], r["selection"]) for r in runs))
+    rows = []
+    for k in keys:
+        rs = [r for r in runs if (r["data"], r["tol"], r["C"], r["selection"]) == k]
+        med, lo, hi = median_min_max([r["time"] for r in rs])
+        duals = [r["dual_objective"] for r in rs if r["converged"] and r["dual_objective"] is not None]
+        spread = (max(duals) - min(duals)) / abs(max(duals)) if len(duals) > 1 else 0.0
+        opt = lambda f: (None if rs[0][f] is None else float(np.median([r[f] for r in rs])))  # noqa: E731
+        rows.append({"data": k[0], "tol": k[1], "C": k[2], "selection": k[3],
+                     "time_median": med, "time_min": lo, "time_max": hi, "runs": len(rs),
+                     "n_iter": opt("n_iter"), "n_steps": opt("n_steps"),
+                     "dual_objective": opt("dual_objective"),
+                     "kkt_violation": None if rs[0]["kkt_violation"] is None else
+                     max(r["kkt_violation"] for r in rs),
+                     "converged": all(r["converged"] for r in rs),
+                     "dual_spread": spread, "test_accuracy": opt("test_accuracy")})
+    return rows
+
+
+def markdown(rows):
+    out = ["# C-grid benchmark", "",
+           "Median time in seconds over the runs, median coordinate steps in brackets; "
+           "`*` = stopped by the iteration cap (liblinear: its own cap).", ""]
+    for data in dict.fromkeys(r["data"] for r in rows):
+        for tol in dict.fromkeys(r["tol"] for r in rows if r["data"] == data):
+            sub = [r for r in rows if r["data"] == data and r["tol"] == tol]
+            Cs = sorted({r["C"] for r in sub})
+            sels = list(dict.fromkeys(r["selection"] for r in sub))
+            cell = {(r["C"], r["selection"]): r for r in sub}
+            out += [f"## {data}, tol {tol:g}", "",
+                    "| strategy | " + " | ".join(f"C={c:g}" for c in Cs) + " | total |",
+                    "|---" * (len(Cs) + 2) + "|"]
+            for s in sels:
+                cells, total = [], 0.0
+                for c in Cs:
+                    r = cell.get((c, s))
+                    if r is None:
+                        cells.append("—")
+                        continue
+                    total += r["time_median"]
+                    steps = "" if r["n_steps"] is None else f" ({r['n_steps']:.1e})"
+                    cells.append(f"{r['time_median']:.3f}{'' if r['converged'] else '*'}{steps}")
+                out.append(f"| {s} | " + " | ".join(cells) + f" | {total:.3f} |")
+            if "shrinking" in sels and "avsf" in sels:
+                ratios = [cell[(c, "shrinking")]["time_median"] / cell[(c, "avsf")]["time_median"]
+                          for c in Cs]
+                tot = (sum(cell[(c, "shrinking")]["time_median"] for c in Cs)
+                       / sum(cell[(c, "avsf")]["time_median"] for c in Cs))
+                out.append("| shrinking / avsf | " + " | ".join(f"{x:.2f}×" for x in ratios)
+                           + f" | {tot:.2f}× |")
+            out += ["", "| C | strategy | time median [min, max] | sweeps | dual objective | "
+                    "max final KKT | converged | dual spread | test acc. |",
+                    "|---|---|---|---|---|---|---|---|---|"]
+            for r in sub:
+                kkt = "—" if r["kkt_violation"] is None else f"{r['kkt_violation']:.2e}"
+                acc = "—" if r["test_accuracy"] is None else f"{100 * r['test_accuracy']:.2f} %"
+                dual = "—" if r["dual_objective"] is None else f"{r['dual_objective']:.9g}"
+                out.append(f"| {r['C']:g} | {r['selection']} | {r['time_median']:.3f} "
+                           f"[{r['time_min']:.3f}, {r['time_max']:.3f}] | {r['n_iter']:.0f} | "
+                           f"{dual} | {kkt} | {'yes' if r['converged'] else 'capped'} | "
+                           f"{r['dual_spread']:.1e} | {acc} |")
+            out.append("")
+    return "\n".join(out) + "\n"
+
+
+def plot(rows, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no plot", file=sys.stderr)
+        return
+    datas = list(dict.fromkeys(r["data"] for r in rows))
+    fig, axes = plt.subplots(1, len(datas), figsize=(5 * len(datas), 4), squeeze=False)
+    styles = ["-", "--", ":", "-."]
+    for ax, data in zip(axes[0], datas):
+        tols = list(dict.fromkeys(r["tol"] for r in rows if r["data"] == data))
+        sels = list(dict.fromkeys(r["selection"] for r in rows if r["data"] == data))
+        for si, s in enumerate(sels):
+            for ti, tol in enumerate(tols):
+                sub = sorted((r for r in rows if r["data"] == data and r["tol"] == tol
+                              and r["selection"] == s), key=lambda r: r["C"])
+                ax.loglog([r["C"] for r in sub], [r["time_median"] for r in sub],
+                          styles[ti % 4], marker="os^vd"[si % 5], color=f"C{si}",
+                          label=f"{s}, tol {tol:g}")
+        ax.set_title(data)
+        ax.set_xlabel("C")
+        ax.set_ylabel("training time [s]")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}", file=sys.stderr)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", nargs="+", default=["debian-lib"])
+    ap.add_argument("--C", type=float, nargs="+", default=list(DEFAULT_CS))
+    ap.add_argument("--tol", type=float, nargs="+", default=[0.01])
+    ap.add_argument("--selection", nargs="+", default=["shrinking", "avsf", "liblinear"],
+                    choices=sorted(SELECTIONS) + ["liblinear"])
+    ap.add_argument("-r", "--repeats", type=int, default=3)
+    ap.add_argument("--max-iter", type=int, default=1000000)
+    ap.add_argument("--stem", default=None, help="output file stem (default cgrid_<data>)")
+    ap.add_argument("--out", default=None, help="results directory (default bench/results)")
+    ap.add_argument("--quick", action="store_true", help="smoke run on embedded a9a")
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.data, a.C, a.tol, a.repeats = ["a9a"], [0.01, 0.1], [0.1], 1
+    runs = []
+    for data in a.data:
+        X, y, Xt, yt = load(data)
+        X = V.as_csr(X)
+        Xt = None if Xt is None else V.as_csr(Xt)
+        labels = np.unique(y)
+        prob = None
+        if "liblinear" in a.selection:
+            if have_liblinear():
+                from liblinear import liblinearutil as ll
+                prob = ll.problem(y, X)
+            else:
+                print("liblinear-official not installed: skipping it", file=sys.stderr)
+        for tol in a.tol:
+            for C in a.C:
+                for s in a.selection:
+                    for rep in range(a.repeats):
+                        if s == "liblinear":
+                            if prob is None:
+                                continue
+                            r = liblinear_cell(prob, Xt, yt, X.shape[1], C, tol, labels)
+                        else:
+                            r = run_cell(X, y, C, s, tol=tol, max_iter=a.max_iter,
+                                         random_state=rep, X_test=Xt, y_test=yt)
+                        r.update(data=data, repeat=rep)
+                        runs.append(r)
+                        print(f"{data} tol={tol:g} C={C:g} {s} #{rep}: {r['time']:.3f}s "
+                              f"sweeps={r['n_iter']}{'' if r['converged'] else ' capped'}",
+                              file=sys.stderr, flush=True)
+    rows = summarise(runs)
+    stem = a.stem or ("cgrid_quick" if a.quick else "cgrid_" + "_".join(a.data))
+    record = {"machine": machine(), "params": vars(a), "summary": rows, "runs": runs,
+              "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
+    write_outputs(stem, record, markdown(rows), **({"out_dir": a.out} if a.out else {}))
+    from pathlib import Path
+    from common import RESULTS
+    plot(rows, Path(a.out or RESULTS) / f"{stem}.png")
+
+
+if __name__ == "__main__":
+    main()
