@@ -1,0 +1,21 @@
+"""Each bench script runs end to end in its --quick mode and writes its outputs."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+SCRIPTS = ["cgrid.py", "linear_check.py", "linear_speed.py"]
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_bench_quick(script, tmp_path):
+    pytest.importorskip("liblinear.liblinearutil")
+    subprocess.run([sys.executable, str(BENCH / script), "--quick", "--out", str(tmp_path)],
+                   check=True, capture_output=True, text=True, timeout=600)
+    outputs = list(tmp_path.glob("*.json"))
+    assert outputs and (tmp_path / (outputs[0].stem + ".md")).exists()
+    record = json.loads(outputs[0].read_text())
+    assert "machine" in record

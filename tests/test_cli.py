@@ -1,0 +1,43 @@
+import subprocess
+import sys
+from pathlib import Path
+
+from pybudget.cgrid import cgrid, format_table
+from pybudget.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_cgrid_function_and_table():
+    rows = cgrid("a9a", Cs=[0.01, 0.1], tol=0.1, selections=["shrinking", "avsf"])
+    assert len(rows) == 4 and all(r["converged"] for r in rows)
+    assert all(0.8 < r["test_accuracy"] < 0.9 for r in rows)
+    table = format_table(rows)
+    assert "| shrinking |" in table and "| avsf |" in table and "C=0.01" in table
+
+
+def test_cli_cgrid_prints_table(capsys):
+    assert main(["cgrid", "--data", "a9a", "--C", "0.1", "--tol", "0.1", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "| strategy | C=0.1 | total |" in out and "dual objective" in out
+
+
+def test_cli_errors_are_messages(capsys):
+    assert main(["cgrid", "--data", "no-such-set", "-q"]) == 2
+    assert "unknown data set" in capsys.readouterr().err
+    assert main(["cgrid", "--data", "a9a", "--C", "-1", "-q"]) == 2
+    assert "C must be" in capsys.readouterr().err
+
+
+def test_python_dash_m_runs():
+    out = subprocess.run([sys.executable, "-m", "pybudget", "cgrid", "--data", "a9a", "--C", "1",
+                          "--tol", "0.1", "-q"], capture_output=True, text=True, check=True)
+    assert "| avsf |" in out.stdout
+
+
+def test_readme_commands_are_what_ci_runs():
+    readme = (ROOT / "README.md").read_text().splitlines()
+    first = readme.index("```bash")
+    install_run, test_cmd = readme[first + 1], readme[first + 2]
+    assert install_run == "pip install . && python -m pybudget cgrid"
+    assert test_cmd in (ROOT / ".ci" / "run").read_text().splitlines()

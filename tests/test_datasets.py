@@ -1,0 +1,47 @@
+import bz2
+import gzip
+import lzma
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import dump_svmlight_file
+
+from pybudget.datasets import EMBEDDED, available, load, load_svmlight
+
+
+@pytest.mark.parametrize("name", sorted(EMBEDDED))
+def test_embedded_sets_load(name):
+    X, y, Xt, yt = load(name)
+    assert sp.issparse(X) and X.shape[0] == y.shape[0] > 1000
+    assert Xt.shape[1] == X.shape[1] and Xt.shape[0] == yt.shape[0] > 500
+    assert set(np.unique(y)) == {-1.0, 1.0}
+    assert name in available()
+
+
+def test_embedded_a9a_is_the_real_a9a():
+    X, y, Xt, yt = load("a9a")
+    assert X.shape == (32561, 123) and X.nnz == 451592
+    assert Xt.shape == (16281, 123) and int((y == 1).sum()) == 7841
+
+
+@pytest.mark.parametrize("opener,suffix", [(open, ""), (gzip.open, ".gz"), (bz2.open, ".bz2"),
+                                           (lzma.open, ".xz")])
+def test_load_svmlight_compressions(tmp_path, opener, suffix):
+    X = sp.random(20, 7, density=0.4, format="csr", random_state=0)
+    y = np.arange(20) % 2
+    path = tmp_path / f"d.svm{suffix}"
+    with opener(path, "wb") as f:
+        dump_svmlight_file(X, y, f)
+    X2, y2 = load_svmlight(path, n_features=7)
+    np.testing.assert_allclose(X2.toarray(), X.toarray())
+    np.testing.assert_array_equal(y2, y)
+    X3, _, Xt, _ = load(f"{path},{path}")
+    assert Xt.shape == X3.shape
+
+
+def test_unknown_data_set():
+    with pytest.raises(ValueError, match="unknown data set 'nope'"):
+        load("nope")
+    with pytest.raises(FileNotFoundError):
+        load_svmlight("/nonexistent/file.svm")
