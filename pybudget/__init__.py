@@ -3,7 +3,10 @@
 Linear SVMs by dual coordinate descent (uniform, liblinear's hard shrinking, AVSF) and
 budgeted kernel SVMs.  Public names only; see the README.
 """
+from pybudget import merging
+from pybudget.kernel import BudgetResult, BudgetSVC, solve_budget
 from pybudget.linear import LinearResult, LinearSVC, solve_linear
 
 __version__ = "0.1.0"
-__all__ = ["LinearSVC", "LinearResult", "solve_linear", "__version__"]
+__all__ = ["LinearSVC", "LinearResult", "solve_linear", "BudgetSVC", "BudgetResult",
+           "solve_budget", "merging", "__version__"]

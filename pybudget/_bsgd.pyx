@@ -1,0 +1,115 @@
+# BSGD (Wang, Crammer & Vucetic): Pegasos on the kernel primal with a budget.
+#   lambda = 1/(n C), eta_t = 1/(lambda t), t global over epochs and partial_fit calls.
+#   Step t on (x, y): margin with the current model; every coefficient *= (1 - 1/t)
+#   (lazily, through the model's scale); on a margin violation add x with coefficient
+#   y eta_t (binary) or +eta_t for class y and -eta_t for the best wrong class r
+#   (multi-class, BSGD paper section 5); maintenance when the buffer is full.  No bias.
+# Inputs are validated in pybudget/kernel.py; nothing here checks them again.
+from libc.stdint cimport uint64_t
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
+
+from pybudget._csr cimport CsrView, csr_view, csr_row
+from pybudget._rng cimport rng_shuffle
+from pybudget._budget cimport BudgetModel
+from pybudget._merge cimport Maintainer
+
+import numpy as np
+
+
+cdef inline double now() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec + 1e-9 * ts.tv_nsec
+
+
+cdef struct EpochStats:
+    long n_added
+    double merge_time
+
+
+cdef void bsgd_epoch(const CsrView* X, const double* xsq, const int* codes, int* perm,
+                     BudgetModel mdl, Maintainer mt, int trigger, int M, double lam,
+                     long* t, uint64_t* rng, double* krow, double* f, double* coef,
+                     EpochStats* st) noexcept nogil:
+    cdef int s, i, c, r, nnz, n = X.n_rows, K = mdl.n_coef, y
+    cdef const double* xd
+    cdef const int* xi
+    cdef double eta, yf, best, t0
+    cdef bint violated
+    rng_shuffle(rng, perm, n)
+    for s in range(n):
+        i = perm[s]
+        t[0] += 1
+        csr_row(X, i, &xd, &xi, &nnz)
+        mdl.kernel_row_sparse(xd, xi, nnz, xsq[i], krow)
+        mdl.decision(krow, f)
+        y = codes[i]
+        if K == 1:
+            yf = f[0] if y == 1 else -f[0]
+            violated = yf < 1.0
+        else:
+            r = -1
+            best = 0.0
+            for c in range(K):
+                if c != y and (r < 0 or f[c] > best):
+                    best = f[c]
+                    r = c
+            violated = 1.0 + best - f[y] > 0.0
+        mdl.scale_by(1.0 - 1.0 / t[0])
+        if not violated:
+            continue
+        eta = 1.0 / (lam * t[0])
+        if K == 1:
+            coef[0] = eta if y == 1 else -eta
+        else:
+            for c in range(K):
+                coef[c] = 0.0
+            coef[y] = eta
+            coef[r] = -eta
+        mdl.add_sparse(xd, xi, nnz, xsq[i], coef, -1)
+        st.n_added += 1
+        if mdl.n_sv >= trigger:
+            t0 = now()
+            mt.run(mdl, M)
+            st.merge_time += now() - t0
+
+
+def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
+             int budget, int merge_size, double lam, int epochs, long t_start,
+             uint64_t seed):
+    """Run `epochs` BSGD epochs on canonical CSR X (codes: 0/1 for binary with the model's
+    n_coef == 1, else the class index), continuing the model in `mdl` and the global step
+    count t_start.  Returns a dict of counters and timings."""
+    if (mdl.d != X.shape[1] or xsq.shape[0] != X.shape[0] or codes.shape[0] != X.shape[0]
+            or X.shape[0] < 1 or not lam > 0):
+        raise ValueError("bsgd_run: arrays do not match")
+    if np.min(codes) < 0 or np.max(codes) >= max(mdl.n_coef, 2):
+        raise ValueError("bsgd_run: class codes out of range")
+    cdef CsrView V = csr_view(X.data, X.indices, X.indptr, X.shape[1])
+    cdef int n = X.shape[0], ep
+    cdef long t = t_start
+    cdef uint64_t rng = seed
+    cdef int[::1] perm = np.arange(n, dtype=np.int32)
+    cdef double[::1] krow = np.zeros(mdl.cap + 1)
+    cdef double[::1] f = np.zeros(mdl.n_coef)
+    cdef double[::1] coef = np.zeros(mdl.n_coef)
+    # the buffer holds budget + M - 1 rows; one event merges M into one (M = 2: one
+    # overflow), removal/projection delete one SV per overflow
+    cdef int trigger = mdl.cap
+    cdef int M = merge_size
+    cdef EpochStats st
+    cdef double t0 = now(), t1
+    st.n_added = 0
+    st.merge_time = 0.0
+    for ep in range(epochs):
+        with nogil:
+            bsgd_epoch(&V, &xsq[0], &codes[0], &perm[0], mdl, mt, trigger, M, lam, &t, &rng,
+                       &krow[0], &f[0], &coef[0], &st)
+    with nogil:
+        t1 = now()
+        # a multi-merge buffer may end up to M - 2 over budget: merge down to B
+        while mdl.n_sv > budget:
+            mt.run(mdl, M if M < mdl.n_sv - budget + 1 else mdl.n_sv - budget + 1)
+        st.merge_time += now() - t1
+    return {"t": t, "n_added": st.n_added, "merge_time": st.merge_time,
+            "time": now() - t0, "seed_state": rng}

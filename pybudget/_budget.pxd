@@ -1,0 +1,37 @@
+# The budgeted model shared by BSGD and BSCA:
+#   f_c(x) = scale * sum_j beta[j, c] * exp(-gamma * ||z_j - x||^2),  c < n_coef.
+# SVs are dense rows (merged SVs are not training points and their support is the union
+# of their parents'), with room for `cap` = B + M - 1 rows so insertion never reallocates.
+# Coefficients carry a lazy common factor `scale` (Pegasos shrinks every coefficient each
+# step); it is folded into beta when it falls below FOLD_BELOW.
+
+cdef class BudgetModel:
+    cdef readonly int d, n_coef, cap, n_sv, n_src
+    cdef readonly double gamma
+    cdef public double scale
+    cdef double[:, ::1] Z_mv
+    cdef double[::1] sqn_mv
+    cdef double[:, ::1] beta_mv
+    cdef int[::1] src_mv
+    cdef int[::1] slot_mv
+    # raw pointers, taken once (the arrays above keep the memory alive)
+    cdef double* Z          # cap x d
+    cdef double* sqn        # cap: ||z_j||^2
+    cdef double* beta       # cap x n_coef (unscaled)
+    cdef int* src           # cap: training index of the SV, -1 once merged
+    cdef int* slot_of       # n_src: slot of training point i, -1 if none (may be NULL)
+
+    cdef void kernel_row_sparse(self, const double* xd, const int* xi, int nnz, double xsq,
+                                double* out) noexcept nogil
+    cdef void kernel_row_dense(self, const double* x, double xsq, double* out) noexcept nogil
+    cdef double sqdist_sv(self, int a, int b) noexcept nogil
+    cdef void decision(self, const double* krow, double* out) noexcept nogil
+    cdef int add_sparse(self, const double* xd, const int* xi, int nnz, double xsq,
+                        const double* coef, int source) noexcept nogil
+    cdef int add_dense(self, const double* x, const double* coef, int source) noexcept nogil
+    cdef void remove(self, int j) noexcept nogil
+    cdef void scale_by(self, double f) noexcept nogil
+    cdef void fold(self) noexcept nogil
+    cdef void clear(self) noexcept nogil
+    cdef void _set_coef(self, int j, const double* coef) noexcept nogil
+    cdef void _set_source(self, int j, int source) noexcept nogil

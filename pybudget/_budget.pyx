@@ -1,0 +1,282 @@
+# The typed budget model buffer (see _budget.pxd).  All cdef methods are nogil and
+# unchecked; the Python-level methods at the bottom exist for tests and for moving a
+# model in and out of the solvers, and they do check their arguments.
+from libc.math cimport exp
+from libc.string cimport memcpy, memset
+
+import numpy as np
+import scipy.sparse as sp
+
+# Below this the lazy common factor is folded into the coefficients, well before
+# beta/scale could overflow or lose precision.
+cdef double FOLD_BELOW = 1e-9
+
+
+cdef class BudgetModel:
+    """Budgeted Gaussian-kernel model: up to ``cap`` dense SV rows of ``d`` features,
+    ``n_coef`` coefficients per SV (1 for binary, K for multi-class), a lazy scale, the
+    source training index of each SV (-1 once merged) and, when ``n_src > 0``, the
+    inverse map training index -> slot."""
+
+    def __init__(self, int d, int n_coef, int cap, double gamma, int n_src=0):
+        if d < 1 or n_coef < 1 or cap < 1 or not gamma > 0 or n_src < 0:
+            raise ValueError("BudgetModel needs d, n_coef, cap >= 1, gamma > 0, n_src >= 0")
+        self.d = d
+        self.n_coef = n_coef
+        self.cap = cap
+        self.gamma = gamma
+        self.n_sv = 0
+        self.n_src = n_src
+        self.scale = 1.0
+        self.Z_mv = np.zeros((cap, d))
+        self.sqn_mv = np.zeros(cap)
+        self.beta_mv = np.zeros((cap, n_coef))
+        self.src_mv = np.full(cap, -1, dtype=np.int32)
+        self.slot_mv = np.full(max(n_src, 1), -1, dtype=np.int32)
+        self.Z = &self.Z_mv[0, 0]
+        self.sqn = &self.sqn_mv[0]
+        self.beta = &self.beta_mv[0, 0]
+        self.src = &self.src_mv[0]
+        self.slot_of = &self.slot_mv[0] if n_src > 0 else NULL
+
+    # ---- kernels -------------------------------------------------------------------
+
+    cdef void kernel_row_sparse(self, const double* xd, const int* xi, int nnz, double xsq,
+                                double* out) noexcept nogil:
+        """out[j] = k(z_j, x) for a sparse x with squared norm xsq."""
+        cdef int j, k
+        cdef double dot, d2
+        cdef const double* z
+        for j in range(self.n_sv):
+            z = self.Z + <Py_ssize_t>j * self.d
+            dot = 0.0
+            for k in range(nnz):
+                dot += xd[k] * z[xi[k]]
+            d2 = self.sqn[j] + xsq - 2.0 * dot
+            out[j] = exp(-self.gamma * d2) if d2 > 0.0 else 1.0
+
+    cdef void kernel_row_dense(self, const double* x, double xsq, double* out) noexcept nogil:
+        cdef int j, k
+        cdef double dot, d2
+        cdef const double* z
+        for j in range(self.n_sv):
+            z = self.Z + <Py_ssize_t>j * self.d
+            dot = 0.0
+            for k in range(self.d):
+                dot += x[k] * z[k]
+            d2 = self.sqn[j] + xsq - 2.0 * dot
+            out[j] = exp(-self.gamma * d2) if d2 > 0.0 else 1.0
+
+    cdef double sqdist_sv(self, int a, int b) noexcept nogil:
+        """||z_a - z_b||^2 computed from the difference (exact for near-equal rows)."""
+        cdef const double* za = self.Z + <Py_ssize_t>a * self.d
+        cdef const double* zb = self.Z + <Py_ssize_t>b * self.d
+        cdef double s = 0.0, t
+        cdef int k
+        for k in range(self.d):
+            t = za[k] - zb[k]
+            s += t * t
+        return s
+
+    cdef void decision(self, const double* krow, double* out) noexcept nogil:
+        """out[c] = f_c(x) from a kernel row of x."""
+        cdef int j, c
+        cdef const double* b
+        for c in range(self.n_coef):
+            out[c] = 0.0
+        for j in range(self.n_sv):
+            b = self.beta + <Py_ssize_t>j * self.n_coef
+            for c in range(self.n_coef):
+                out[c] += b[c] * krow[j]
+        for c in range(self.n_coef):
+            out[c] *= self.scale
+
+    # ---- insertion / removal ---------------------------------------------------------
+
+    cdef void _set_coef(self, int j, const double* coef) noexcept nogil:
+        cdef int c
+        cdef double* b = self.beta + <Py_ssize_t>j * self.n_coef
+        for c in range(self.n_coef):
+            b[c] = coef[c] / self.scale
+
+    cdef void _set_source(self, int j, int source) noexcept nogil:
+        self.src[j] = source
+        if source >= 0 and self.slot_of != NULL:
+            self.slot_of[source] = j
+
+    cdef int add_sparse(self, const double* xd, const int* xi, int nnz, double xsq,
+                        const double* coef, int source) noexcept nogil:
+        """Append x with true coefficients coef (divided by the scale); returns the slot.
+        The caller guarantees n_sv < cap."""
+        cdef int j = self.n_sv, k
+        cdef double* z = self.Z + <Py_ssize_t>j * self.d
+        memset(z, 0, self.d * sizeof(double))
+        for k in range(nnz):
+            z[xi[k]] = xd[k]
+        self.sqn[j] = xsq
+        self._set_coef(j, coef)
+        self._set_source(j, source)
+        self.n_sv += 1
+        return j
+
+    cdef int add_dense(self, const double* x, const double* coef, int source) noexcept nogil:
+        cdef int j = self.n_sv, k
+        cdef double* z = self.Z + <Py_ssize_t>j * self.d
+        cdef double s = 0.0
+        memcpy(z, x, self.d * sizeof(double))
+        for k in range(self.d):
+            s += x[k] * x[k]
+        self.sqn[j] = s
+        self._set_coef(j, coef)
+        self._set_source(j, source)
+        self.n_sv += 1
+        return j
+
+    cdef void remove(self, int j) noexcept nogil:
+        """Delete slot j by moving the last SV into it (order is not meaningful)."""
+        cdef int last = self.n_sv - 1
+        if self.src[j] >= 0 and self.slot_of != NULL:
+            self.slot_of[self.src[j]] = -1
+        if j != last:
+            memcpy(self.Z + <Py_ssize_t>j * self.d, self.Z + <Py_ssize_t>last * self.d,
+                   self.d * sizeof(double))
+            memcpy(self.beta + <Py_ssize_t>j * self.n_coef,
+                   self.beta + <Py_ssize_t>last * self.n_coef, self.n_coef * sizeof(double))
+            self.sqn[j] = self.sqn[last]
+            self.src[j] = self.src[last]
+            if self.src[j] >= 0 and self.slot_of != NULL:
+                self.slot_of[self.src[j]] = j
+        self.src[last] = -1
+        self.n_sv = last
+
+    # ---- lazy scaling -----------------------------------------------------------------
+
+    cdef void scale_by(self, double f) noexcept nogil:
+        """Multiply every coefficient by f >= 0 in O(1) (O(n_sv) when folding)."""
+        if f <= 0.0:
+            self.clear()
+            return
+        self.scale *= f
+        if self.scale < FOLD_BELOW:
+            self.fold()
+
+    cdef void fold(self) noexcept nogil:
+        cdef Py_ssize_t k
+        for k in range(<Py_ssize_t>self.n_sv * self.n_coef):
+            self.beta[k] *= self.scale
+        self.scale = 1.0
+
+    cdef void clear(self) noexcept nogil:
+        cdef int j
+        if self.slot_of != NULL:
+            for j in range(self.n_sv):
+                if self.src[j] >= 0:
+                    self.slot_of[self.src[j]] = -1
+        for j in range(self.n_sv):
+            self.src[j] = -1
+        self.n_sv = 0
+        self.scale = 1.0
+
+    # ---- Python-level access (tests, solver entry/exit) -------------------------------
+
+    def load(self, Z, beta, src=None):
+        """Replace the content by SV rows Z (n, d), true coefficients beta (n, n_coef)
+        and optional source indices (n,)."""
+        Z = np.ascontiguousarray(Z, dtype=np.float64)
+        beta = np.ascontiguousarray(beta, dtype=np.float64).reshape(Z.shape[0], -1)
+        n = Z.shape[0]
+        if Z.ndim != 2 or Z.shape[1] != self.d or beta.shape[1] != self.n_coef or n > self.cap:
+            raise ValueError("model arrays do not fit this buffer")
+        srcs = (np.full(n, -1, dtype=np.int32) if src is None or self.n_src == 0
+                else np.asarray(src, dtype=np.int32).reshape(n))
+        if np.any(srcs < -1) or np.any(srcs >= self.n_src):
+            raise ValueError("source index out of range")
+        self.clear()
+        cdef double[:, ::1] Zv = Z
+        cdef double[:, ::1] bv = beta
+        cdef int j
+        for j in range(n):
+            self.add_dense(&Zv[j, 0], &bv[j, 0], srcs[j])
+
+    def arrays(self):
+        """(Z, beta, src) copies of the current model with the scale folded in."""
+        n = self.n_sv
+        return (np.asarray(self.Z_mv)[:n].copy(),
+                np.asarray(self.beta_mv)[:n] * self.scale,
+                np.asarray(self.src_mv)[:n].copy())
+
+    @property
+    def raw_beta(self):
+        return np.asarray(self.beta_mv)[:self.n_sv].copy()
+
+    @property
+    def sq_norms(self):
+        return np.asarray(self.sqn_mv)[:self.n_sv].copy()
+
+    @property
+    def slots(self):
+        return np.asarray(self.slot_mv)[:self.n_src].copy()
+
+    def add(self, x, coef, int source=-1):
+        """Append one row x (dense 1-d array or 1-row sparse matrix)."""
+        if self.n_sv >= self.cap:
+            raise ValueError("buffer is full")
+        if self.n_src == 0:
+            source = -1
+        if not -1 <= source < self.n_src:
+            raise ValueError("source index out of range")
+        cdef double[::1] c = np.ascontiguousarray(coef, dtype=np.float64).reshape(self.n_coef)
+        cdef double[::1] xd
+        cdef int[::1] xi
+        if sp.issparse(x):
+            x = sp.csr_matrix(x, dtype=np.float64)
+            x.sum_duplicates()
+            if x.shape != (1, self.d):
+                raise ValueError("x has the wrong shape")
+            xd = np.ascontiguousarray(x.data, dtype=np.float64)
+            xi = np.ascontiguousarray(x.indices, dtype=np.int32)
+            if xd.shape[0] == 0:
+                xd = np.zeros(1)
+                xi = np.zeros(1, dtype=np.int32)
+                return self.add_sparse(&xd[0], &xi[0], 0, 0.0, &c[0], source)
+            return self.add_sparse(&xd[0], &xi[0], xd.shape[0], float(np.dot(x.data, x.data)),
+                                   &c[0], source)
+        xd = np.ascontiguousarray(x, dtype=np.float64).reshape(self.d)
+        return self.add_dense(&xd[0], &c[0], source)
+
+    def remove_slot(self, int j):
+        if not 0 <= j < self.n_sv:
+            raise IndexError("slot out of range")
+        self.remove(j)
+
+    def multiply(self, double f):
+        if not f >= 0:
+            raise ValueError("factor must be >= 0")
+        self.scale_by(f)
+
+    def kernel_row(self, x):
+        """k(z_j, x) for every SV j (x dense 1-d or a 1-row sparse matrix)."""
+        out = np.zeros(max(self.n_sv, 1))
+        cdef double[::1] o = out
+        cdef double[::1] xd
+        cdef int[::1] xi
+        if sp.issparse(x):
+            x = sp.csr_matrix(x, dtype=np.float64)
+            x.sum_duplicates()
+            if x.shape != (1, self.d):
+                raise ValueError("x has the wrong shape")
+            xd = np.append(x.data, 0.0)
+            xi = np.append(x.indices, 0).astype(np.int32)
+            self.kernel_row_sparse(&xd[0], &xi[0], x.nnz, float(np.dot(x.data, x.data)), &o[0])
+        else:
+            xd = np.ascontiguousarray(x, dtype=np.float64).reshape(self.d)
+            self.kernel_row_dense(&xd[0], float(np.dot(xd, xd)), &o[0])
+        return out[:self.n_sv]
+
+    def decision_function(self, x):
+        k = self.kernel_row(x)
+        out = np.zeros(self.n_coef)
+        cdef double[::1] o = out
+        cdef double[::1] kv = np.append(k, 0.0)
+        self.decision(&kv[0], &o[0])
+        return out

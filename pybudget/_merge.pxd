@@ -1,0 +1,62 @@
+# Budget maintenance on a BudgetModel: merging (golden section or lookup tables, pairwise
+# or multi-merge), removal, projection.  Used by _bsgd.pyx and _bsca.pyx.
+from pybudget._budget cimport BudgetModel
+
+cdef enum:
+    MAINT_MERGE = 0
+    MAINT_REMOVE = 1
+    MAINT_PROJECT = 2
+
+cdef enum:
+    SEARCH_GSS = 0
+    SEARCH_LOOKUP_H = 1
+    SEARCH_LOOKUP_WD = 2
+
+cdef enum:
+    MULTI_CASCADE = 0
+    MULTI_GRADIENT = 1
+
+
+cdef struct MergeParams:
+    int maintenance
+    int search
+    int multi
+    int merge_size       # M: points merged into one per event
+    double tol           # golden-section tolerance on h
+    const double* h_table    # (GRID x GRID) h*(m, kappa), NULL unless lookup-h
+    const double* r_table    # (GRID x GRID) rescaled normalised WD, NULL unless lookup-wd
+
+
+cdef struct MaintCounts:
+    long n_merges        # merge events (each replaces 2..M SVs by one)
+    long n_removed       # SVs deleted without replacement (removal, projection, fallback)
+
+
+cdef class MergeWork:
+    cdef double[::1] c_mv, wd_mv, h_mv, z_mv, z2_mv, coef_mv, gram_mv, rhs_mv, g_mv
+    cdef int[::1] top_mv, pts_mv
+    cdef double* c
+    cdef double* wd
+    cdef double* h
+    cdef double* z
+    cdef double* z2
+    cdef double* coef
+    cdef double* gram
+    cdef double* rhs
+    cdef double* g
+    cdef int* top
+    cdef int* pts
+
+
+cdef double gss_h(double m, double c, double tol) noexcept nogil
+cdef double wd_general(double A, double D, double Cc, double c, double h) noexcept nogil
+cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
+                  MaintCounts* counts) noexcept nogil
+
+
+cdef class Maintainer:
+    cdef MergeParams P
+    cdef MergeWork W
+    cdef object _keep
+    cdef public long n_merges, n_removed
+    cdef int run(self, BudgetModel mdl, int M) noexcept nogil

@@ -1,0 +1,375 @@
+"""Budgeted kernel SVMs (BSGD and BSCA): the functional API and the estimator.
+
+Gaussian kernel ``k(x, x') = exp(-gamma * ||x - x'||^2)`` (no 1/2 in front of gamma);
+``gamma="scale"`` is ``1 / (n_features * X.var())`` as in scikit-learn, the variance taken
+over all entries of X including the zeros of a sparse matrix.
+"""
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from pybudget import _validation as V
+from pybudget._bsca import bsca_run
+from pybudget._bsgd import bsgd_run
+from pybudget._budget import BudgetModel
+from pybudget._merge import MAINTENANCE, MULTI, SEARCHES, Maintainer
+
+SOLVERS = ("bsgd", "bsca")
+# SV rows are stored dense: refuse a buffer that would not fit comfortably in memory.
+MAX_BUFFER_BYTES = 4 * 2**30
+
+
+@dataclass
+class BudgetResult:
+    """Outcome of ``solve_budget``.
+
+    The decision function is ``k(X, support_vectors) @ dual_coef.T`` (shape (n, 1) for
+    binary problems, positive side ``classes[1]``; (n, K) otherwise).  ``n_iter`` counts
+    epochs, ``n_steps`` training-point visits, ``n_added`` SV insertions (BSGD margin
+    violations; BSCA nonzero steps), ``n_merges`` merge events, ``n_removed`` SVs dropped
+    without a merge; ``merge_time`` and ``time`` are seconds of maintenance and of
+    optimisation in total.  ``alpha`` holds BSCA's dual variables ((n_problems, n)),
+    ``t`` BSGD's global step count.
+    """
+    classes: np.ndarray
+    support_vectors: np.ndarray
+    dual_coef: np.ndarray
+    gamma: float
+    budget: int
+    n_iter: int
+    n_steps: int
+    n_added: int
+    n_merges: int
+    n_removed: int
+    merge_time: float
+    time: float
+    alpha: np.ndarray = None
+    t: int = 0
+
+
+def check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_size,
+                        merge_search, multi_merge, merge_tol):
+    """Validate every budget-solver parameter that does not depend on the data; returns
+    a dict of normalised values (gamma stays "scale" until the data are known)."""
+    C = V.positive("C", C)
+    if isinstance(gamma, str):
+        if gamma != "scale":
+            raise ValueError(f"gamma must be a positive number or 'scale', got {gamma!r}")
+    else:
+        gamma = V.positive("gamma", gamma)
+    budget = V.positive_int("budget", budget, minimum=2)
+    V.choice("solver", solver, SOLVERS)
+    epochs = V.positive_int("epochs", epochs, minimum=1)
+    V.choice("maintenance", maintenance, MAINTENANCE)
+    merge_size = V.positive_int("merge_size", merge_size, minimum=2)
+    if merge_size > budget:
+        raise ValueError(f"merge_size={merge_size} must not exceed budget={budget}")
+    V.choice("merge_search", merge_search, SEARCHES)
+    V.choice("multi_merge", multi_merge, MULTI)
+    merge_tol = V.positive("merge_tol", merge_tol)
+    if merge_tol >= 0.5:
+        raise ValueError(f"merge_tol must be below 0.5 (a tolerance on h in [0, 1]), "
+                         f"got {merge_tol!r}")
+    if maintenance != "merge":
+        changed = [f"{name}={value!r}" for name, value, default in
+                   (("merge_size", merge_size, 2), ("merge_search", merge_search, "gss"),
+                    ("multi_merge", multi_merge, "cascade"))
+                   if value != default]
+        if changed:
+            raise ValueError(f"{', '.join(changed)} only apply to maintenance='merge', "
+                             f"got maintenance={maintenance!r}")
+    return dict(C=C, gamma=gamma, budget=budget, solver=solver, epochs=epochs,
+                maintenance=maintenance, merge_size=merge_size, merge_search=merge_search,
+                multi_merge=multi_merge, merge_tol=merge_tol)
+
+
+def scale_gamma(X):
+    """scikit-learn's gamma='scale' for dense or sparse X (zeros included)."""
+    n, d = X.shape
+    if sp.issparse(X):
+        mean = X.sum() / (n * d)
+        var = X.multiply(X).sum() / (n * d) - mean * mean
+    else:
+        var = np.asarray(X).var()
+    return 1.0 / (d * var) if var > 0 else 1.0
+
+
+def row_sqnorms(X):
+    return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
+
+
+def _effective_budget(p, n, d, verbose):
+    budget = p["budget"]
+    if budget > n and n >= 2:
+        if verbose:
+            print(f"[pybudget] budget={budget} exceeds the {n} training rows; using {n}")
+        budget = n
+    M = p["merge_size"] if p["maintenance"] == "merge" else 2
+    M = min(M, budget)
+    cap = budget + M - 1
+    if cap * d * 8 > MAX_BUFFER_BYTES:
+        raise ValueError(f"budget={budget} SV rows of {d} dense features need "
+                         f"{cap * d * 8 / 2**30:.1f} GiB; reduce the budget or the features")
+    return budget, M, cap
+
+
+def _new_model(d, n_coef, cap, gamma, p, n_src=0, Z=None, beta=None):
+    mdl = BudgetModel(d, n_coef, cap, gamma, n_src)
+    if Z is not None and Z.shape[0] > 0:
+        mdl.load(Z, beta)
+    mt = Maintainer(mdl, p["maintenance"], p["merge_search"], p["multi_merge"],
+                    min(p["merge_size"], cap) if p["maintenance"] == "merge" else 2,
+                    p["merge_tol"])
+    return mdl, mt
+
+
+def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, state=None,
+          epochs=None):
+    """BSGD on validated data; `state` = (Z, beta, t) continues a model (partial_fit)."""
+    n, d = X.shape
+    n_coef = 1 if n_classes == 2 else n_classes
+    Z0, beta0, t0 = state if state is not None else (None, None, 0)
+    mdl, mt = _new_model(d, n_coef, cap, gamma, p, Z=Z0, beta=beta0)
+    lam = 1.0 / (n_lambda * p["C"])
+    out = bsgd_run(X, row_sqnorms(X), codes.astype(np.int32), mdl, mt, budget, M, lam,
+                   epochs or p["epochs"], t0, seed)
+    Z, beta, _ = mdl.arrays()
+    return Z, beta.T.copy(), out, mt
+
+
+def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap):
+    """BSCA, one-vs-rest for more than two classes; SVs of all problems stacked."""
+    n, d = X.shape
+    problems = [1] if n_classes == 2 else list(range(n_classes))
+    xsq = row_sqnorms(X)
+    Zs, coefs, alphas = [], [], []
+    stats = dict(n_updates=0, merge_time=0.0, time=0.0, n_merges=0, n_removed=0)
+    for k in problems:
+        y = np.where(codes == k, 1.0, -1.0)
+        alpha = np.zeros(n)
+        mdl, mt = _new_model(d, 1, cap, gamma, p, n_src=n)
+        out = bsca_run(X, xsq, y, p["C"], alpha, mdl, mt, budget, M, p["epochs"],
+                       (seed + k) % 2**64)
+        Z, beta, _ = mdl.arrays()
+        Zs.append(Z)
+        coefs.append(beta[:, 0])
+        alphas.append(alpha)
+        stats["n_updates"] += out["n_updates"]
+        stats["merge_time"] += out["merge_time"]
+        stats["time"] += out["time"]
+        stats["n_merges"] += mt.n_merges
+        stats["n_removed"] += mt.n_removed
+    Z = np.vstack(Zs)
+    dual = np.zeros((len(problems), Z.shape[0]))
+    start = 0
+    for r, c in enumerate(coefs):
+        dual[r, start:start + c.shape[0]] = c
+        start += c.shape[0]
+    return Z, dual, np.vstack(alphas), stats
+
+
+def _fit(X, codes, classes, p, seed, verbose=0):
+    """Shared by solve_budget and BudgetSVC.fit: X canonical CSR, codes class indices."""
+    n, d = X.shape
+    gamma = scale_gamma(X) if p["gamma"] == "scale" else p["gamma"]
+    budget, M, cap = _effective_budget(p, n, d, verbose)
+    K = classes.shape[0]
+    if p["solver"] == "bsgd":
+        Z, dual, out, mt = _bsgd(X, codes, K, p, gamma, seed, budget, M, cap, n_lambda=n)
+        res = BudgetResult(classes=classes, support_vectors=Z, dual_coef=dual, gamma=gamma,
+                           budget=budget, n_iter=p["epochs"], n_steps=p["epochs"] * n,
+                           n_added=out["n_added"], n_merges=mt.n_merges,
+                           n_removed=mt.n_removed, merge_time=out["merge_time"],
+                           time=out["time"], t=out["t"])
+    else:
+        Z, dual, alpha, st = _bsca(X, codes, K, p, gamma, seed, budget, M, cap)
+        n_prob = dual.shape[0]
+        res = BudgetResult(classes=classes, support_vectors=Z, dual_coef=dual, gamma=gamma,
+                           budget=budget, n_iter=p["epochs"],
+                           n_steps=p["epochs"] * n * n_prob, n_added=st["n_updates"],
+                           n_merges=st["n_merges"], n_removed=st["n_removed"],
+                           merge_time=st["merge_time"], time=st["time"], alpha=alpha)
+    if verbose:
+        print(f"[pybudget] {p['solver']}: {res.n_iter} epoch(s), {Z.shape[0]} SVs, "
+              f"{res.n_merges} merges, {res.n_removed} removed, "
+              f"merge {res.merge_time:.3f}s of {res.time:.3f}s")
+    return res
+
+
+def solve_budget(X, y, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epochs=1,
+                 maintenance="merge", merge_size=2, merge_search="gss",
+                 multi_merge="cascade", merge_tol=0.01, random_state=None, verbose=0):
+    """Train a budgeted Gaussian-kernel SVM with BSGD or BSCA; see :class:`BudgetSVC`
+    for the parameters.  Returns a :class:`BudgetResult`."""
+    p = check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_size,
+                            merge_search, multi_merge, merge_tol)
+    X = V.as_csr(X)
+    classes, codes = V.encode_labels(y, X.shape[0])
+    return _fit(X, codes, classes, p, V.seed_from(random_state), verbose)
+
+
+def kernel_decision(X, Z, dual_coef, gamma, chunk=4096):
+    """k(X, Z) @ dual_coef.T in row chunks (bounded memory); X CSR or dense."""
+    n = X.shape[0]
+    out = np.zeros((n, dual_coef.shape[0]))
+    if Z.shape[0] == 0:
+        return out
+    zsq = np.einsum("ij,ij->i", Z, Z)
+    for a in range(0, n, chunk):
+        Xa = X[a:a + chunk]
+        if sp.issparse(Xa):
+            xsq = np.asarray(Xa.multiply(Xa).sum(axis=1)).ravel()
+            dots = np.asarray(Xa @ Z.T)
+        else:
+            xsq = np.einsum("ij,ij->i", Xa, Xa)
+            dots = Xa @ Z.T
+        d2 = np.maximum(xsq[:, None] + zsq[None, :] - 2.0 * dots, 0.0)
+        out[a:a + chunk] = np.exp(-gamma * d2) @ dual_coef.T
+    return out
+
+
+class BudgetSVC(ClassifierMixin, BaseEstimator):
+    """Gaussian-kernel SVM with at most ``budget`` support vectors.
+
+    ``solver="bsgd"``: budgeted Pegasos (Wang, Crammer & Vucetic), lambda = 1/(n C),
+    step 1/(lambda t), a fresh permutation per epoch, no bias; more than two classes by
+    the paper's multi-class formulation (one coefficient per class per SV).
+    ``solver="bsca"``: budgeted stochastic coordinate ascent on the dual (Qaadan,
+    Schueler & Glasmachers), alpha in [0, C]; one-vs-rest for more than two classes.
+
+    Budget maintenance: ``"merge"`` (merge ``merge_size`` SVs into one, partner search by
+    golden section ``"gss"`` with tolerance ``merge_tol`` on h, or the ``"lookup-h"`` /
+    ``"lookup-wd"`` tables; ``merge_size >= 3`` as a ``"cascade"`` of exact pairwise
+    merges or one ``"gradient"`` merge), ``"remove"`` (drop the smallest SV) or
+    ``"project"`` (project the smallest SV onto the others).  Lookup tables are defined
+    for binary merges; multi-class BSGD always searches the exact multi-class objective.
+
+    ``partial_fit`` (bsgd only) runs one epoch over each chunk, continuing the global
+    step count; lambda uses the number of rows seen so far, so one pass over all chunks
+    ends with the lambda of ``fit``.
+
+    Attributes: ``classes_``, ``support_vectors_`` (n_sv, n_features), ``dual_coef_``
+    (n_problems, n_sv), ``gamma_`` (the gamma used), ``n_iter_`` (epochs), ``n_merges_``,
+    ``n_removed_``, ``merge_time_`` and ``fit_time_`` (seconds), ``n_features_in_``.
+    """
+
+    def __init__(self, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epochs=1,
+                 maintenance="merge", merge_size=2, merge_search="gss",
+                 multi_merge="cascade", merge_tol=0.01, random_state=None, verbose=0):
+        self.C = C
+        self.gamma = gamma
+        self.budget = budget
+        self.solver = solver
+        self.epochs = epochs
+        self.maintenance = maintenance
+        self.merge_size = merge_size
+        self.merge_search = merge_search
+        self.multi_merge = multi_merge
+        self.merge_tol = merge_tol
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _params(self):
+        return check_budget_params(self.C, self.gamma, self.budget, self.solver, self.epochs,
+                                   self.maintenance, self.merge_size, self.merge_search,
+                                   self.multi_merge, self.merge_tol)
+
+    def fit(self, X, y):
+        p = self._params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32])
+        check_classification_targets(y)
+        X = V.canonical_csr(X)
+        classes, codes = V.encode_labels(y, X.shape[0])
+        res = _fit(X, codes, classes, p, V.seed_from(self.random_state), self.verbose)
+        self._store(res)
+        self._t = res.t
+        self._n_seen = X.shape[0]
+        return self
+
+    def _store(self, res):
+        self.classes_ = res.classes
+        self.support_vectors_ = res.support_vectors
+        self.dual_coef_ = res.dual_coef
+        self.gamma_ = res.gamma
+        self.n_iter_ = res.n_iter
+        self.n_merges_ = res.n_merges
+        self.n_removed_ = res.n_removed
+        self.merge_time_ = res.merge_time
+        self.fit_time_ = res.time
+
+    def partial_fit(self, X, y, classes=None):
+        p = self._params()
+        if p["solver"] != "bsgd":
+            raise ValueError(f"partial_fit needs solver='bsgd', got solver={p['solver']!r}")
+        first = not hasattr(self, "classes_")
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
+                             reset=first)
+        check_classification_targets(y)
+        X = V.canonical_csr(X)
+        if first:
+            if classes is None:
+                raise ValueError("classes must be passed on the first call to partial_fit")
+            all_classes, _ = V.encode_labels(np.asarray(classes), len(classes), name="classes")
+        else:
+            all_classes = self.classes_
+            if classes is not None and not np.array_equal(np.unique(classes), all_classes):
+                raise ValueError(f"classes={list(classes)} differ from the classes of the "
+                                 f"first partial_fit call {all_classes.tolist()}")
+        seen, codes = V.encode_labels(y, X.shape[0], min_classes=1)
+        unseen = np.setdiff1d(seen, all_classes)
+        if unseen.size:
+            raise ValueError(f"y contains labels {unseen.tolist()[:10]} not in classes "
+                             f"{all_classes.tolist()}")
+        codes = np.searchsorted(all_classes, seen)[codes]
+        n, d = X.shape
+        if first:
+            self.gamma_ = scale_gamma(X) if p["gamma"] == "scale" else p["gamma"]
+            self._t = 0
+            self._n_seen = 0
+            self.n_iter_ = self.n_merges_ = self.n_removed_ = 0
+            self.merge_time_ = self.fit_time_ = 0.0
+            K = all_classes.shape[0]
+            self.support_vectors_ = np.zeros((0, d))
+            self.dual_coef_ = np.zeros((1 if K == 2 else K, 0))
+        self._n_seen += n
+        budget = p["budget"]
+        M = min(p["merge_size"] if p["maintenance"] == "merge" else 2, budget)
+        cap = budget + M - 1
+        if cap * d * 8 > MAX_BUFFER_BYTES:
+            raise ValueError(f"budget={budget} SV rows of {d} dense features need "
+                             f"{cap * d * 8 / 2**30:.1f} GiB; reduce the budget")
+        seed = V.seed_from(self.random_state)
+        seed = (seed + 0x9E3779B97F4A7C15 * (self._t + 1)) % 2**64   # new order per call
+        state = (self.support_vectors_, self.dual_coef_.T, self._t)
+        Z, dual, out, mt = _bsgd(X, codes, all_classes.shape[0], p, self.gamma_, seed,
+                                 budget, M, cap, n_lambda=self._n_seen, state=state, epochs=1)
+        self.classes_ = all_classes
+        self.support_vectors_ = Z
+        self.dual_coef_ = dual
+        self._t = out["t"]
+        self.n_iter_ += 1
+        self.n_merges_ += mt.n_merges
+        self.n_removed_ += mt.n_removed
+        self.merge_time_ += out["merge_time"]
+        self.fit_time_ += out["time"]
+        return self
+
+    def decision_function(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", reset=False,
+                          dtype=[np.float64, np.float32])
+        if sp.issparse(X):
+            X = V.canonical_csr(X)
+        scores = kernel_decision(X, self.support_vectors_, self.dual_coef_, self.gamma_)
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def predict(self, X):
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(np.intp)]
+        return self.classes_[np.argmax(scores, axis=1)]
