@@ -125,7 +125,7 @@ cdef double search_h_general(double A, double D, double Cc, double c, double tol
 cdef double precise_h(double m, double c) noexcept nogil:
     """h* to ~1e-12 with no unimodality assumption: a dense scan of [0, 1] locates the
     global maximum's bracket, golden section shrinks it, Newton on s'(h) = 0 polishes."""
-    cdef double lo, hi, x1, x2, f1, f2, f, best = -1.0, h, a, b, d1, d2, hn
+    cdef double lo, hi, lo0, hi0, x1, x2, f1, f2, f, best = -1.0, h, a, b, d1, d2, hn
     cdef int k, kbest = 0, it
     if c <= 0.0:
         return m
@@ -140,6 +140,8 @@ cdef double precise_h(double m, double c) noexcept nogil:
         lo = 0.0
     if hi > 1.0:
         hi = 1.0
+    lo0 = lo
+    hi0 = hi
     x1 = hi - INVPHI * (hi - lo)
     x2 = lo + INVPHI * (hi - lo)
     f1 = s_val(m, c, x1)
@@ -158,7 +160,10 @@ cdef double precise_h(double m, double c) noexcept nogil:
             x1 = hi - INVPHI * (hi - lo)
             f1 = s_val(m, c, x1)
     h = 0.5 * (lo + hi)
-    for it in range(4):
+    # s is flat at its maximum, so comparing s values pins h only to ~sqrt(eps / s'');
+    # Newton on s'(h) = 0 (s'/(2c) is computed to full absolute precision) finishes the
+    # job inside the bracket.
+    for it in range(8):
         a = exp(-c * (1.0 - h) * (1.0 - h))
         b = exp(-c * h * h)
         d1 = m * (1.0 - h) * a - (1.0 - m) * h * b
@@ -166,7 +171,10 @@ cdef double precise_h(double m, double c) noexcept nogil:
         if d2 >= 0.0:
             break
         hn = h - d1 / d2
-        if hn < lo or hn > hi or s_val(m, c, hn) < s_val(m, c, h):
+        if hn < lo0 or hn > hi0:
+            break
+        if fabs(hn - h) < 1e-16:
+            h = hn
             break
         h = hn
     return h

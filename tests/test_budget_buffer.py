@@ -1,0 +1,106 @@
+"""The typed model buffer against plain numpy."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from pybudget._budget import BudgetModel
+
+
+def rbf(A, B, gamma):
+    return np.exp(-gamma * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
+
+
+def filled(n=7, d=5, n_coef=1, gamma=0.7, seed=0, cap=10, n_src=0):
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(n, d)) * (rng.uniform(size=(n, d)) < 0.6)
+    beta = rng.normal(size=(n, n_coef))
+    mdl = BudgetModel(d, n_coef, cap, gamma, n_src)
+    mdl.load(Z, beta, np.arange(n) if n_src else None)
+    return mdl, Z, beta
+
+
+def test_kernel_rows_sparse_and_dense_match_numpy():
+    mdl, Z, beta = filled()
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        x = rng.normal(size=5) * (rng.uniform(size=5) < 0.5)
+        ref = rbf(Z, x[None, :], 0.7).ravel()
+        np.testing.assert_allclose(mdl.kernel_row(x), ref, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(mdl.kernel_row(sp.csr_matrix(x)), ref, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(mdl.decision_function(x), ref @ beta, rtol=1e-12, atol=1e-14)
+    # an empty sparse row and an SV equal to x (distance clamped at 0, k = 1)
+    np.testing.assert_allclose(mdl.kernel_row(sp.csr_matrix((1, 5))),
+                               np.exp(-0.7 * (Z ** 2).sum(1)), rtol=1e-12)
+    assert mdl.kernel_row(Z[3])[3] == 1.0
+
+
+def test_cached_norms_and_round_trip():
+    mdl, Z, beta = filled(n_coef=3)
+    np.testing.assert_allclose(mdl.sq_norms, (Z ** 2).sum(1), rtol=1e-14)
+    Z2, b2, src = mdl.arrays()
+    np.testing.assert_array_equal(Z2, Z)
+    np.testing.assert_array_equal(b2, beta)
+    assert (src == -1).all()
+
+
+def test_remove_moves_last_and_keeps_slot_map():
+    mdl, Z, beta = filled(n_src=7)
+    np.testing.assert_array_equal(mdl.slots, np.arange(7))
+    mdl.remove_slot(2)
+    Z2, b2, src = mdl.arrays()
+    assert mdl.n_sv == 6
+    np.testing.assert_array_equal(src, [0, 1, 6, 3, 4, 5])
+    np.testing.assert_array_equal(Z2[2], Z[6])
+    slots = mdl.slots
+    assert slots[2] == -1 and slots[6] == 2
+    for j, s in enumerate(src):
+        assert slots[s] == j
+    mdl.remove_slot(5)                    # removing the last row
+    assert mdl.n_sv == 5 and mdl.slots[5] == -1
+    with pytest.raises(IndexError):
+        mdl.remove_slot(5)
+
+
+def test_lazy_scaling_equals_eager_to_1e12():
+    rng = np.random.default_rng(3)
+    mdl = BudgetModel(4, 2, 200, 0.5)
+    Z, B = np.zeros((0, 4)), np.zeros((0, 2))
+    for t in range(1, 150):
+        f = rng.choice([0.5, 0.9, 1 - 1 / (t + 1)])    # 0.5 repeatedly forces folding
+        mdl.multiply(f)
+        B = B * f
+        if rng.uniform() < 0.5:
+            x, c = rng.normal(size=4), rng.normal(size=2)
+            mdl.add(x, c)
+            Z, B = np.vstack([Z, x]), np.vstack([B, c])
+        assert mdl.scale >= 1e-9
+        Zl, Bl, _ = mdl.arrays()
+        np.testing.assert_allclose(Bl, B, rtol=1e-12, atol=0)
+        np.testing.assert_array_equal(Zl, Z)
+    x = rng.normal(size=4)
+    np.testing.assert_allclose(mdl.decision_function(x), rbf(Z, x[None], 0.5).ravel() @ B,
+                               rtol=1e-12, atol=1e-300)
+
+
+def test_multiply_by_zero_clears():
+    mdl, _, _ = filled(n_src=7)
+    mdl.multiply(0.0)
+    assert mdl.n_sv == 0 and (mdl.slots == -1).all() and mdl.scale == 1.0
+
+
+def test_bad_arguments_raise():
+    with pytest.raises(ValueError):
+        BudgetModel(0, 1, 5, 1.0)
+    with pytest.raises(ValueError):
+        BudgetModel(3, 1, 5, 0.0)
+    mdl = BudgetModel(3, 1, 2, 1.0)
+    with pytest.raises(ValueError, match="do not fit"):
+        mdl.load(np.zeros((3, 3)), np.zeros(3))
+    mdl.add(np.ones(3), [1.0])
+    mdl.add(np.ones(3), [1.0])
+    with pytest.raises(ValueError, match="full"):
+        mdl.add(np.ones(3), [1.0])
+    with pytest.raises(ValueError, match="shape"):
+        BudgetModel(3, 1, 2, 1.0).kernel_row(sp.csr_matrix(np.ones((1, 4))))
+    with pytest.raises(ValueError, match=">= 0"):
+        mdl.multiply(-1.0)
