@@ -140,3 +140,173 @@ def test_opposite_signs_rejected_by_public_api():
         merging.h(1.5, 0.5)
     with pytest.raises(ValueError, match="kappa"):
         merging.h(0.5, 0.0)
+
+
+# ---- maintenance events on the buffer ---------------------------------------------------
+
+from pybudget._budget import BudgetModel  # noqa: E402
+from pybudget._merge import Maintainer  # noqa: E402
+
+
+def model_from(Z, beta, gamma, extra=3):
+    beta = np.asarray(beta, dtype=np.float64).reshape(Z.shape[0], -1)
+    mdl = BudgetModel(Z.shape[1], beta.shape[1], Z.shape[0] + extra, gamma)
+    mdl.load(Z, beta)
+    return mdl
+
+
+def model_wd(Z0, B0, Z1, B1, gamma):
+    """||f_0 - f_1||^2 in feature space (summed over classes) from kernel matrices."""
+    Z = np.vstack([Z0, Z1])
+    V = np.vstack([B0.reshape(Z0.shape[0], -1), -B1.reshape(Z1.shape[0], -1)])
+    return float(np.trace(V.T @ gram(Z, gamma) @ V))
+
+
+def pair_wd(zp, bp, zq, bq, gamma, tol):
+    c = gamma * np.sum((zp - zq) ** 2)
+    m = bp / (bp + bq)
+    hv = _merge.gss_h_array(np.array([m]), np.array([c]), tol)[0]
+    wd = _merge.wd_array(np.array([bp * bp]), np.array([bq * bq]), np.array([bp * bq]),
+                         np.array([c]), np.array([hv]))[0]
+    return wd, hv, c
+
+
+def test_pairwise_merge_event_matches_reference():
+    rng = np.random.default_rng(5)
+    gamma, tol = 0.4, 1e-3
+    for trial in range(20):
+        Z = rng.normal(size=(9, 3))
+        beta = rng.uniform(0.1, 2, 9) * rng.choice([-1, 1], 9)
+        mdl = model_from(Z, beta, gamma)
+        mt = Maintainer(mdl, merge_size=2, tol=tol)
+        assert mt.step(mdl) == 1 and mt.n_merges == 1
+        p = int(np.argmin(np.abs(beta)))
+        cands = [j for j in range(9) if j != p and beta[j] * beta[p] > 0]
+        wds = [pair_wd(Z[p], beta[p], Z[j], beta[j], gamma, tol) for j in cands]
+        q = cands[int(np.argmin([w[0] for w in wds]))]
+        wd, hv, c = wds[cands.index(q)]
+        z = hv * Z[p] + (1 - hv) * Z[q]
+        bz = beta[p] * np.exp(-c * (1 - hv) ** 2) + beta[q] * np.exp(-c * hv ** 2)
+        Z1, B1, src = mdl.arrays()
+        np.testing.assert_allclose(Z1[-1], z, rtol=1e-12, atol=1e-14)
+        assert B1[-1, 0] == pytest.approx(bz, rel=1e-12)
+        keep = [j for j in range(9) if j not in (p, q)]
+        assert sorted(map(tuple, Z1[:-1])) == sorted(map(tuple, Z[keep]))
+        assert model_wd(Z, beta, Z1, B1, gamma) == pytest.approx(wd, rel=1e-8, abs=1e-12)
+
+
+@pytest.mark.parametrize("search", ["lookup-h", "lookup-wd"])
+def test_lookup_merge_is_close_to_gss(search):
+    rng = np.random.default_rng(6)
+    gamma, same, ratios = 0.3, 0, []
+    for trial in range(40):
+        Z = rng.normal(size=(12, 2))
+        beta = rng.uniform(0.1, 2, 12)
+        m1, m2 = model_from(Z, beta, gamma), model_from(Z, beta, gamma)
+        Maintainer(m1, search="gss", tol=1e-4).step(m1)
+        Maintainer(m2, search=search, tol=1e-4).step(m2)
+        a, b = m1.arrays(), m2.arrays()
+        same += np.allclose(a[0][-1], b[0][-1])
+        ratios.append(model_wd(Z, beta, *b[:2], gamma) / model_wd(Z, beta, *a[:2], gamma))
+    assert same >= 30                      # usually the same partner
+    assert np.median(ratios) < 1.01 and max(ratios) < 2.0
+
+
+def test_never_merges_opposite_signs():
+    Z = np.array([[0.0, 0.0], [0.1, 0.0], [0.0, 0.1], [3.0, 3.0]])
+    beta = np.array([-0.1, 1.0, 2.0, 3.0])      # the smallest has no same-sign partner
+    mdl = model_from(Z, beta, 1.0)
+    mt = Maintainer(mdl)
+    mt.step(mdl)
+    assert mt.n_merges == 0 and mt.n_removed == 1
+    _, B1, _ = mdl.arrays()
+    assert np.all(B1 > 0)
+    # with a same-sign partner far away it still prefers it to any opposite-sign one
+    beta = np.array([-0.1, 1.0, 2.0, -3.0])
+    mdl = model_from(Z, beta, 1.0)
+    Maintainer(mdl).step(mdl)
+    Z1, B1, _ = mdl.arrays()
+    assert sorted(B1[:, 0] > 0) == [False, True, True]
+    assert tuple(Z1[-1]) not in {tuple(z) for z in Z}
+
+
+def test_cascade_multi_merge_equals_explicit_pairwise_sequence():
+    rng = np.random.default_rng(7)
+    gamma, tol = 0.5, 1e-3
+    for M in (3, 4, 6):
+        Z = rng.normal(size=(10, 3))
+        beta = rng.uniform(0.1, 2, 10)
+        mdl = model_from(Z, beta, gamma)
+        mt = Maintainer(mdl, merge_size=M, multi="cascade", tol=tol)
+        assert mt.step(mdl) == M - 1
+        p = int(np.argmin(beta))
+        others = [j for j in range(10) if j != p]
+        wds = [pair_wd(Z[p], beta[p], Z[j], beta[j], gamma, tol)[0] for j in others]
+        partners = [others[i] for i in np.argsort(wds, kind="stable")[:M - 1]]
+        z, b = Z[p].copy(), beta[p]
+        for q in partners:                     # explicit merges via the public API
+            z, b, _ = merging.merge(z, Z[q], b, beta[q], gamma, tol=tol)
+        Z1, B1, _ = mdl.arrays()
+        np.testing.assert_allclose(Z1[-1], z, rtol=1e-10, atol=1e-12)
+        assert B1[-1, 0] == pytest.approx(b, rel=1e-10)
+        assert Z1.shape[0] == 10 - (M - 1)
+
+
+def test_gradient_multi_merge_reaches_brute_force_optimum():
+    from scipy.optimize import minimize
+    rng = np.random.default_rng(8)
+    gamma = 0.5
+    for trial in range(5):
+        Z = rng.normal(size=(8, 2)) * 0.7
+        beta = rng.uniform(0.1, 2, 8)
+        mdl = model_from(Z, beta, gamma)
+        mt = Maintainer(mdl, merge_size=4, multi="gradient")
+        mt.step(mdl)
+        Z1, B1, _ = mdl.arrays()
+        zg = Z1[-1]
+        merged = [i for i in range(8) if tuple(Z[i]) not in {tuple(z) for z in Z1[:-1]}]
+        assert len(merged) == 4
+        P, bP = Z[merged], beta[merged]
+        # brute force: beta_z in closed form, minimise the WD over z from several starts
+        def wd(z):
+            bz = bP @ np.exp(-gamma * ((P - z) ** 2).sum(1))
+            return model_wd(P, bP, z[None], np.array([bz]), gamma)
+        best = min((minimize(wd, P[i], method="Nelder-Mead",
+                             options=dict(xatol=1e-10, fatol=1e-14, maxiter=4000))
+                    for i in range(4)), key=lambda r: r.fun)
+        got = model_wd(P, bP, Z1[-1:], B1[-1:], gamma)
+        assert got <= best.fun * (1 + 1e-6) + 1e-12
+        start = (bP @ P) / bP.sum()
+        assert got <= wd(start) + 1e-15
+
+
+def test_projection_never_degrades_more_than_removal():
+    rng = np.random.default_rng(9)
+    for trial in range(30):
+        n, K = 8, rng.choice([1, 3])
+        Z = rng.normal(size=(n, 2)) * rng.choice([0.3, 1.0, 3.0])
+        beta = rng.normal(size=(n, K))
+        gamma = rng.choice([0.2, 1.0])
+        wd = {}
+        for how in ("remove", "project"):
+            mdl = model_from(Z, beta, gamma)
+            Maintainer(mdl, maintenance=how).step(mdl)
+            wd[how] = model_wd(Z, beta, *mdl.arrays()[:2], gamma)
+        p = int(np.argmin((beta ** 2).sum(1)))
+        assert wd["remove"] == pytest.approx((beta[p] ** 2).sum(), rel=1e-10)
+        assert wd["project"] <= wd["remove"] + 1e-12
+
+
+def test_multiclass_h_search_matches_grid():
+    rng = np.random.default_rng(10)
+    hs = np.linspace(0, 1, 100001)
+    for trial in range(60):
+        bm, bn = rng.normal(size=(2, 4))
+        c = rng.choice([0.05, 1.0, 3.0, 8.0])
+        A, D, Cc = bm @ bm, bn @ bn, bm @ bn
+        hv = _merge.search_h_general_array(*(np.array([v]) for v in (A, D, Cc, c)), 1e-5)[0]
+        g = A * np.exp(-2 * c * (1 - hs) ** 2) + 2 * Cc * np.exp(-c * ((1 - hs) ** 2 + hs ** 2)) \
+            + D * np.exp(-2 * c * hs ** 2)
+        gv = A * np.exp(-2 * c * (1 - hv) ** 2) + 2 * Cc * np.exp(-c * ((1 - hv) ** 2 + hv ** 2)) \
+            + D * np.exp(-2 * c * hv ** 2)
+        assert gv >= g.max() - 1e-8 * max(1.0, g.max())
