@@ -32,7 +32,7 @@ extensions = [
     Extension(
         f"pybudget.{pyx.stem}",
         [f"pybudget/{pyx.name}"],
-        include_dirs=[np.get_include()],
+        include_dirs=[np.get_include(), "pybudget"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
         extra_compile_args=compile_args,
     )

@@ -168,8 +168,9 @@ def main(argv=None):
                 print("liblinear-official not installed: skipping it", file=sys.stderr)
         for tol in a.tol:
             for C in a.C:
-                for s in a.selection:
-                    for rep in range(a.repeats):
+                # strategies interleaved within each repeat: load changes hit all alike
+                for rep in range(a.repeats):
+                    for s in a.selection:
                         if s == "liblinear":
                             if prob is None:
                                 continue

@@ -4,6 +4,11 @@
 # sorted indices): rows are read in place, never copied.  All kernels are inline, nogil
 # and unchecked: the Python layer guarantees shapes, dtypes and index ranges.
 
+cdef extern from "_prefetch.h":
+    void PB_PREFETCH(const void* p) noexcept nogil
+    void PB_PREFETCH_W(const void* p) noexcept nogil
+
+
 cdef struct CsrView:
     const double* data
     const int* indices
@@ -18,6 +23,23 @@ cdef inline void csr_row(const CsrView* X, int i, const double** data,
     data[0] = X.data + start
     indices[0] = X.indices + start
     nnz[0] = X.indptr[i + 1] - start
+
+
+cdef inline void csr_prefetch_row(const CsrView* X, int i) noexcept nogil:
+    """Hint the row's values and indices into cache (a few steps ahead of use)."""
+    cdef int start = X.indptr[i], end = X.indptr[i + 1], k
+    for k in range(start, end, 8):
+        PB_PREFETCH(X.data + k)
+    for k in range(start, end, 16):
+        PB_PREFETCH(X.indices + k)
+
+
+cdef inline void csr_prefetch_dense(const CsrView* X, int i, const double* w) noexcept nogil:
+    """Hint the entries of a dense vector that row i will touch (its indices must be
+    cached already, e.g. by csr_prefetch_row one step earlier)."""
+    cdef int k
+    for k in range(X.indptr[i], X.indptr[i + 1]):
+        PB_PREFETCH_W(w + X.indices[k])
 
 
 cdef inline double sparse_dot_dense(const double* data, const int* indices, int nnz,

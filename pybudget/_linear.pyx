@@ -13,10 +13,11 @@ from libc.math cimport exp, fabs, INFINITY
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport malloc, free
 
-from pybudget._csr cimport CsrView, csr_view, csr_row, sparse_dot_dense, sparse_axpy, sparse_sqnorm
+from pybudget._csr cimport (CsrView, csr_view, csr_row, csr_prefetch_dense, csr_prefetch_row,
+                            sparse_dot_dense, sparse_axpy, sparse_sqnorm)
 from pybudget._rng cimport rng_shuffle, rng_uniform
 
-import numpy as np
+import sys
 
 cdef enum:
     SEL_UNIFORM = 0
@@ -57,6 +58,16 @@ cdef inline double qd_of(const Problem* P, int i) noexcept nogil:
     cdef int nnz
     csr_row(&P.X, i, &xd, &xi, &nnz)
     return sparse_sqnorm(xd, nnz) + P.bias * P.bias + P.diag[i]
+
+
+cdef inline void prefetch_ahead(const Problem* P, const int* order, int s, int end,
+                                const double* w) noexcept nogil:
+    # Rows are visited in random order, so each step waits on memory: fetch the row
+    # two steps ahead and the weights of the row one step ahead.
+    if s + 2 < end:
+        csr_prefetch_row(&P.X, order[s + 2])
+    if s + 1 < end:
+        csr_prefetch_dense(&P.X, order[s + 1], w)
 
 
 cdef inline double projected(double G, double a, double U) noexcept nogil:
@@ -136,7 +147,7 @@ cdef void make_schedule(uint64_t* rng, const double* p, double psum, int n,
 def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1] diag,
               const double[::1] cvec, double bias, double[::1] alpha, double[::1] w,
               double[::1] prefs, int selection, double tol, int max_iter, uint64_t seed,
-              bint squared):
+              bint squared, int verbose=0):
     """Run dual CD in place on alpha, w (and prefs for AVSF).
 
     w must equal sum_i alpha_i y_i x_i (plus the bias column) on entry.  Returns a dict
@@ -188,6 +199,7 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
                 v = 0.0
                 for s in range(n):
                     i = order[s]
+                    prefetch_ahead(&P, order, s, n, wp)
                     G = P.y[i] * margin(&P, wp, i) - 1.0 + P.diag[i] * ap[i]
                     pg = projected(G, ap[i], P.upper[i])
                     if fabs(pg) > v:
@@ -204,6 +216,7 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
                 s = 0
                 while s < active:
                     i = order[s]
+                    prefetch_ahead(&P, order, s, active, wp)
                     steps += 1
                     G = P.y[i] * margin(&P, wp, i) - 1.0 + P.diag[i] * ap[i]
                     pg = 0.0
@@ -251,6 +264,7 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
                 v = 0.0
                 for s in range(n):
                     i = order[s]
+                    prefetch_ahead(&P, order, s, n, wp)
                     G = P.y[i] * margin(&P, wp, i) - 1.0 + P.diag[i] * ap[i]
                     pg = fabs(projected(G, ap[i], P.upper[i]))
                     if pg > v:
@@ -288,6 +302,10 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
                     canstop = False
 
             it += 1
+            if verbose >= 2:
+                with gil:
+                    sys.stderr.write(f"sweep {it}: violation {v if selection != SEL_SHRINKING else pgmax_new - pgmin_new:.3g}, "
+                                     f"steps {steps}, active {active}, pref sum {psum:.4g}, canstop {canstop}\n")
             if stop_rule:
                 kkt = exact_pass(&P, wp, ap, &loss_sum, squared)
                 if kkt <= tol:
