@@ -46,6 +46,12 @@ cdef double gss_h(double m, double c, double tol) noexcept nogil:
     cdef int it = 0
     if c <= 0.0:
         return m          # kappa = 1: every h is optimal; m is the limit of h* as c -> 0
+    if fabs(m - 0.5) <= 1e-12:
+        # equal coefficients (the rule for unmerged Pegasos SVs): by symmetry h* = 1/2 when
+        # s is unimodal (kappa >= e^-2); decide exactly instead of by rounding noise
+        if c <= 2.0:
+            return 0.5
+        m = 0.5
     if m >= 0.5:
         lo = 0.5
         hi = 1.0
@@ -307,14 +313,17 @@ cdef inline double sqdist(const double* a, const double* b, int n) noexcept nogi
 
 
 cdef int smallest_sv(BudgetModel mdl) noexcept nogil:
-    """Slot with the smallest |beta| (squared norm for vectors); ties to the lowest slot."""
+    """Slot with the smallest |beta| (squared norm for vectors); ties to the lowest slot.
+    Unmerged Pegasos SVs all have the same |beta| = nC/t in exact arithmetic, so ties are
+    the rule: values within 1e-12 (relative) count as equal, which makes the choice
+    independent of the rounding of the lazy scale."""
     cdef int j, p = 0
     cdef double v, best = -1.0
     cdef const double* b
     for j in range(mdl.n_sv):
         b = mdl.beta + <Py_ssize_t>j * mdl.n_coef
         v = dot_n(b, b, mdl.n_coef)
-        if best < 0.0 or v < best:
+        if best < 0.0 or v < best * (1.0 - 1e-12):
             best = v
             p = j
     return p

@@ -1,0 +1,166 @@
+"""BSGD against an eager numpy reference that replays the solver's random order."""
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from pybudget import BudgetSVC, _merge
+from pybudget._bsgd import bsgd_run
+from pybudget._budget import BudgetModel
+from pybudget._merge import Maintainer
+from pybudget.kernel import row_sqnorms
+
+MASK = (1 << 64) - 1
+
+
+class SplitMix:
+    """Python twin of pybudget/_rng.pxd."""
+
+    def __init__(self, seed):
+        self.s = seed & MASK
+
+    def next(self):
+        self.s = (self.s + 0x9E3779B97F4A7C15) & MASK
+        z = self.s
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+        return z ^ (z >> 31)
+
+    def shuffle(self, a):
+        for i in range(len(a) - 1, 0, -1):
+            j = ((self.next() >> 32) * (i + 1)) >> 32
+            a[i], a[j] = a[j], a[i]
+
+
+def reference_bsgd(X, y, C, gamma, budget, epochs, seed, tol):
+    """Eager Pegasos (every coefficient scaled every step) with pairwise merging written
+    out in numpy; SV slots handled like the buffer (remove = move last into the hole)."""
+    n = X.shape[0]
+    lam = 1.0 / (n * C)
+    Z, B = [], []
+    perm, rng, t = list(range(n)), SplitMix(seed), 0
+    for _ in range(epochs):
+        rng.shuffle(perm)
+        for i in perm:
+            t += 1
+            f = sum(b * np.exp(-gamma * np.sum((z - X[i]) ** 2)) for z, b in zip(Z, B))
+            B = [b * (1 - 1 / t) for b in B]
+            if t == 1:
+                Z, B = [], []
+            if y[i] * f < 1:
+                Z.append(X[i].copy())
+                B.append(y[i] / (lam * t))
+                if len(Z) > budget:
+                    p = 0                     # smallest |beta|, ties (1e-12) to the lowest
+                    for j in range(1, len(B)):
+                        if B[j] ** 2 < B[p] ** 2 * (1 - 1e-12):
+                            p = j
+                    best = None
+                    for j in range(len(Z)):
+                        if j == p or B[j] * B[p] <= 0:
+                            continue
+                        c = gamma * np.sum((Z[p] - Z[j]) ** 2)
+                        m = B[p] / (B[p] + B[j])
+                        h = _merge.gss_h_array(np.array([m]), np.array([c]), tol)[0]
+                        wd = _merge.wd_array(*(np.array([v]) for v in
+                                               (B[p] ** 2, B[j] ** 2, B[p] * B[j], c, h)))[0]
+                        if best is None or wd < best[0]:
+                            best = (wd, j, h, c)
+                    _, q, h, c = best
+                    z = h * Z[p] + (1 - h) * Z[q]
+                    b = B[p] * np.exp(-c * (1 - h) ** 2) + B[q] * np.exp(-c * h * h)
+                    for r in sorted((p, q), reverse=True):
+                        Z[r], B[r] = Z[-1], B[-1]
+                        Z.pop()
+                        B.pop()
+                    Z.append(z)
+                    B.append(b)
+    return np.array(Z), np.array(B), t
+
+
+def run_solver(X, y, C, gamma, budget, epochs, seed, tol, t0=0, mdl=None):
+    Xc = sp.csr_matrix(X)
+    Xc.indices = Xc.indices.astype(np.int32)
+    Xc.indptr = Xc.indptr.astype(np.int32)
+    if mdl is None:
+        mdl = BudgetModel(X.shape[1], 1, budget + 1, gamma)
+    mt = Maintainer(mdl, tol=tol)
+    out = bsgd_run(Xc, row_sqnorms(Xc), (y > 0).astype(np.int32), mdl, mt, budget, 2,
+                   1.0 / (X.shape[0] * C), epochs, t0, seed)
+    return mdl, out, mt
+
+
+def small_problem(n=60, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * (rng.uniform(size=(n, d)) < 0.8)
+    y = np.where(X[:, 0] + 0.5 * X[:, 1] ** 2 > 0.3, 1.0, -1.0)
+    return X, y
+
+
+def test_lazy_scaling_matches_eager_without_maintenance():
+    X, y = small_problem()
+    mdl, out, mt = run_solver(X, y, C=2.0, gamma=0.5, budget=60, epochs=1, seed=123, tol=0.01)
+    Zr, Br, t = reference_bsgd(X, y, 2.0, 0.5, 60, 1, 123, 0.01)
+    Z, B, _ = mdl.arrays()
+    assert mt.n_merges == 0 and out["t"] == t == 60
+    np.testing.assert_array_equal(Z, Zr)
+    np.testing.assert_allclose(B[:, 0], Br, rtol=1e-12, atol=1e-12 * np.abs(Br).max())
+
+
+def test_bsgd_with_merging_matches_reference_over_epochs():
+    X, y = small_problem(n=50)
+    mdl, out, mt = run_solver(X, y, C=5.0, gamma=0.8, budget=8, epochs=3, seed=7, tol=1e-3)
+    Zr, Br, t = reference_bsgd(X, y, 5.0, 0.8, 8, 3, 7, 1e-3)
+    Z, B, _ = mdl.arrays()
+    assert mt.n_merges > 10 and out["t"] == t == 150
+    np.testing.assert_allclose(Z, Zr, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(B[:, 0], Br, rtol=1e-9, atol=1e-9 * np.abs(Br).max())
+
+
+def test_t_is_global_across_calls():
+    X, y = small_problem(n=40)
+    mdl, out, _ = run_solver(X, y, 1.0, 0.5, 10, 1, 5, 0.01)
+    _, out2, _ = run_solver(X, y, 1.0, 0.5, 10, 2, 6, 0.01, t0=out["t"], mdl=mdl)
+    assert out2["t"] == 120
+    clf = BudgetSVC(budget=10, random_state=0)
+    clf.partial_fit(X[:25], y[:25], classes=[-1.0, 1.0]).partial_fit(X[25:], y[25:])
+    assert clf._t == 40 and clf.n_iter_ == 2
+    assert clf.support_vectors_.shape[0] <= 10
+
+
+@pytest.mark.parametrize("maintenance,kw", [("merge", dict(merge_size=3)),
+                                             ("merge", dict(merge_size=4, multi_merge="gradient")),
+                                             ("merge", dict(merge_search="lookup-wd")),
+                                             ("merge", dict(merge_search="lookup-h")),
+                                             ("remove", {}), ("project", {})])
+def test_every_maintenance_respects_budget_and_learns(maintenance, kw):
+    X, y = small_problem(n=300, seed=1)
+    clf = BudgetSVC(C=10, gamma=0.5, budget=20, epochs=3, maintenance=maintenance,
+                    random_state=0, **kw).fit(X, y)
+    assert clf.support_vectors_.shape[0] <= 20
+    assert clf.score(X, y) > (0.7 if maintenance == "remove" else 0.8)   # removal: a baseline
+
+
+def test_multiclass_bsgd_learns_blobs():
+    from sklearn.datasets import make_blobs
+    X, y = make_blobs(400, centers=4, n_features=3, random_state=0, cluster_std=1.0)
+    clf = BudgetSVC(C=10, gamma=0.3, budget=30, epochs=5, random_state=0).fit(X, y)
+    assert clf.dual_coef_.shape == (4, clf.support_vectors_.shape[0])
+    assert clf.support_vectors_.shape[0] <= 30
+    # Crammer-Singer updates keep every SV's coefficients summing to zero; merges too
+    np.testing.assert_allclose(clf.dual_coef_.sum(0), 0, atol=1e-8 * np.abs(clf.dual_coef_).max())
+    assert clf.score(X, y) > 0.9
+
+
+DATA = Path(os.environ.get("PYBUDGET_DATA", "/work/shared/data"))
+
+
+@pytest.mark.skipif(not (DATA / "ijcnn1.bz2").exists(), reason="benchmark data not available")
+def test_ijcnn1_one_epoch_smoke():
+    from sklearn.datasets import load_svmlight_file
+    X, y = load_svmlight_file(str(DATA / "ijcnn1.bz2"))
+    Xt, yt = load_svmlight_file(str(DATA / "ijcnn1.t.bz2"), n_features=X.shape[1])
+    clf = BudgetSVC(C=32, gamma=2.0, budget=200, random_state=0).fit(X, y)
+    assert clf.score(Xt[:20000], yt[:20000]) > 0.94
