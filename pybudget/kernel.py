@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._available_if import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -274,6 +275,11 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
     def _params(self):
         return check_budget_params(self.C, self.gamma, self.budget, self.solver, self.epochs,
                                    self.maintenance, self.merge_size, self.merge_search,
@@ -302,10 +308,15 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         self.merge_time_ = res.merge_time
         self.fit_time_ = res.time
 
+    def _is_bsgd(self):
+        if self.solver != "bsgd":
+            raise AttributeError(f"partial_fit needs solver='bsgd', got solver={self.solver!r}")
+        return True
+
+    @available_if(_is_bsgd)
     def partial_fit(self, X, y, classes=None):
+        """One BSGD epoch over the chunk (X, y); ``classes`` is required on the first call."""
         p = self._params()
-        if p["solver"] != "bsgd":
-            raise ValueError(f"partial_fit needs solver='bsgd', got solver={p['solver']!r}")
         first = not hasattr(self, "classes_")
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              reset=first)

@@ -1,0 +1,141 @@
+"""BudgetSVC / solve_budget: scikit-learn compliance and every bad input of issue 4."""
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.utils.estimator_checks import check_estimator
+
+from pybudget import BudgetSVC, solve_budget
+from pybudget.kernel import scale_gamma
+
+
+@pytest.mark.parametrize("solver", ["bsgd", "bsca"])
+def test_check_estimator(solver):
+    check_estimator(BudgetSVC(C=10.0, epochs=5, budget=50, solver=solver, random_state=0))
+
+
+def data(n=120, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    y = np.where(X[:, 0] * X[:, 1] > 0, "a", "b")
+    return X, y
+
+
+BAD = [
+    (dict(budget=1), ValueError, "budget must be an integer >= 2"),
+    (dict(budget=2.5), TypeError, "budget must be an integer"),
+    (dict(merge_size=1), ValueError, "merge_size must be an integer >= 2"),
+    (dict(budget=5, merge_size=6), ValueError, "merge_size=6 must not exceed budget=5"),
+    (dict(gamma=0.0), ValueError, "gamma must be a positive finite number"),
+    (dict(gamma=-1.0), ValueError, "gamma must be a positive finite number"),
+    (dict(gamma="auto"), ValueError, "gamma must be a positive number or 'scale'"),
+    (dict(C=0.0), ValueError, "C must be a positive finite number"),
+    (dict(C=-2), ValueError, "C must be a positive finite number"),
+    (dict(epochs=0), ValueError, "epochs must be an integer >= 1"),
+    (dict(solver="smo"), ValueError, "solver must be one of"),
+    (dict(maintenance="drop"), ValueError, "maintenance must be one of"),
+    (dict(merge_search="bisect"), ValueError, "merge_search must be one of"),
+    (dict(multi_merge="tree"), ValueError, "multi_merge must be one of"),
+    (dict(merge_tol=0.0), ValueError, "merge_tol must be a positive finite number"),
+    (dict(maintenance="remove", merge_size=3), ValueError,
+     r"merge_size=3 only apply to maintenance='merge'"),
+    (dict(maintenance="project", merge_search="lookup-wd"), ValueError,
+     r"merge_search='lookup-wd' only apply to maintenance='merge'"),
+    (dict(maintenance="remove", multi_merge="gradient"), ValueError,
+     r"multi_merge='gradient' only apply to maintenance='merge'"),
+]
+
+
+@pytest.mark.parametrize("params,exc,msg", BAD)
+def test_bad_parameters(params, exc, msg):
+    X, y = data()
+    with pytest.raises(exc, match=msg):
+        BudgetSVC(**params).fit(X, y)
+    with pytest.raises(exc, match=msg):
+        solve_budget(X, y, **params)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nan_inf_rejected(bad):
+    X, y = data()
+    X[3, 2] = bad
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        BudgetSVC().fit(X, y)
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        solve_budget(sp.csr_matrix(X), y)
+
+
+def test_single_class_rejected():
+    X, _ = data()
+    with pytest.raises(ValueError, match="class"):
+        BudgetSVC().fit(X, np.ones(X.shape[0]))
+    with pytest.raises(ValueError, match="1 class"):
+        solve_budget(X, np.ones(X.shape[0]))
+
+
+def test_partial_fit_errors():
+    X, y = data()
+    with pytest.raises(ValueError, match="classes must be passed on the first call"):
+        BudgetSVC().partial_fit(X, y)
+    clf = BudgetSVC(random_state=0).partial_fit(X[:50], y[:50], classes=["a", "b"])
+    with pytest.raises(ValueError, match=r"labels \['c'\] not in classes"):
+        clf.partial_fit(X[:3], ["a", "c", "b"])
+    with pytest.raises(ValueError, match=r"labels \['c'\] not in classes"):
+        BudgetSVC().partial_fit(X[:3], ["a", "c", "b"], classes=["a", "b"])
+    with pytest.raises(ValueError, match="differ from the classes"):
+        clf.partial_fit(X[:3], y[:3], classes=["a", "b", "z"])
+    with pytest.raises(AttributeError, match="partial_fit"):
+        BudgetSVC(solver="bsca").partial_fit(X, y, classes=["a", "b"])
+    with pytest.raises(ValueError, match="features"):
+        clf.partial_fit(X[:5, :3], y[:5])
+    # a chunk with a single (known) class is fine
+    clf.partial_fit(X[y == "a"][:10], np.array(["a"] * 10))
+
+
+def test_budget_capped_at_n_and_said_in_verbose(capsys):
+    X, y = data(n=30)
+    clf = BudgetSVC(budget=500, verbose=1, random_state=0).fit(X, y)
+    assert "budget=500 exceeds the 30 training rows; using 30" in capsys.readouterr().out
+    assert clf.support_vectors_.shape[0] <= 30
+
+
+def test_dense_and_sparse_give_the_same_model():
+    X, y = data()
+    X[np.abs(X) < 0.5] = 0.0
+    a = BudgetSVC(budget=20, epochs=2, random_state=3).fit(X, y)
+    b = BudgetSVC(budget=20, epochs=2, random_state=3).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(a.support_vectors_, b.support_vectors_, rtol=1e-12)
+    np.testing.assert_allclose(a.decision_function(X), b.decision_function(sp.csr_matrix(X)),
+                               rtol=1e-10, atol=1e-12)
+    assert a.gamma_ == pytest.approx(b.gamma_, rel=1e-12)
+
+
+def test_gamma_scale_matches_sklearn_convention():
+    X, _ = data()
+    assert scale_gamma(X) == pytest.approx(1.0 / (X.shape[1] * X.var()))
+    Xs = sp.random(50, 8, density=0.3, random_state=0, format="csr")
+    assert scale_gamma(Xs) == pytest.approx(1.0 / (8 * Xs.toarray().var()))
+
+
+def test_solve_budget_result_and_estimator_agree():
+    X, y = data()
+    res = solve_budget(X, y, C=5.0, gamma=0.5, budget=15, epochs=2, random_state=1)
+    clf = BudgetSVC(C=5.0, gamma=0.5, budget=15, epochs=2, random_state=1).fit(X, y)
+    np.testing.assert_array_equal(res.support_vectors, clf.support_vectors_)
+    assert res.n_iter == clf.n_iter_ == 2 and res.n_merges == clf.n_merges_ > 0
+    assert res.time > 0 and 0 <= res.merge_time <= res.time
+    assert list(res.classes) == ["a", "b"]
+    # decision function from the arrays: k(X, SV) @ dual_coef.T
+    K = np.exp(-0.5 * ((X[:, None] - res.support_vectors[None]) ** 2).sum(-1))
+    np.testing.assert_allclose(clf.decision_function(X), (K @ res.dual_coef.T).ravel(),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_pickle_round_trip_and_continue():
+    X, y = data()
+    clf = BudgetSVC(budget=15, random_state=0).partial_fit(X[:60], y[:60], classes=["a", "b"])
+    clone = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(clf.predict(X), clone.predict(X))
+    clone.partial_fit(X[60:], y[60:])
+    assert clone._t == 120 and clone.support_vectors_.shape[0] <= 15
