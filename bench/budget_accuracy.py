@@ -1,0 +1,172 @@
+"""Issue 4 "Done means": maths checks, accuracy (median and spread over seeds) and epoch
+times of BSGD/BSCA at B = 500 (B = 100 multi-class).  Writes bench/results/
+budget_accuracy.json and .md.
+
+    python bench/budget_accuracy.py [--quick] [--data-dir DIR] [--seeds 0 1 2]
+"""
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.datasets import load_svmlight_file
+from sklearn.model_selection import StratifiedKFold
+
+import pybudget
+from pybudget import BudgetSVC, merging
+
+OUT = Path(__file__).parent / "results"
+LIBSVM = {"a9a": (85.07, 42.0), "ijcnn1": (98.70, 8.6), "w8a": (99.05, 12.0)}
+
+# (label, data set, solver, epochs, C, gamma, budget, target accuracy %)
+RUNS = [
+    ("BSGD 1 epoch", "ijcnn1", "bsgd", 1, 32, 2.0, 500, 96.5),
+    ("BSGD 1 epoch", "a9a", "bsgd", 1, 32, 2 ** -7, 500, 80.0),
+    ("BSGD 5 epochs", "ijcnn1", "bsgd", 5, 32, 2.0, 500, 98.0),
+    ("BSGD 5 epochs", "w8a", "bsgd", 5, 8, 0.03, 500, 98.5),
+    ("BSGD 20 epochs", "a9a", "bsgd", 20, 32, 2 ** -7, 500, 84.3),
+    ("BSCA 1 epoch", "a9a", "bsca", 1, 32, 2 ** -7, 500, 83.5),
+    ("BSCA 1 epoch", "ijcnn1", "bsca", 1, 32, 2.0, 500, 97.3),
+]
+MULTI = [("pendigits", 96.5), ("dna.scale", 92.0)]
+
+
+def load(data_dir, name):
+    X, y = load_svmlight_file(str(data_dir / f"{name}.bz2"))
+    Xt, yt = load_svmlight_file(str(data_dir / f"{name}.t.bz2"), n_features=X.shape[1])
+    return X, y, Xt, yt
+
+
+def maths_checks(n=100_000):
+    """The issue's maths figures, measured (the tests assert them)."""
+    rng = np.random.default_rng(0)
+    m = rng.uniform(0.01, 0.99, n)
+    kappa = rng.uniform(np.exp(-2), 0.999, n)
+    precise = merging.normalised_wd(m, kappa)
+    rel = np.abs(merging.normalised_wd(m, kappa, "lookup-wd") - precise) / precise
+    # WD formula vs explicit kernel-matrix norm
+    err = 0.0
+    for _ in range(200):
+        zm, zn = rng.normal(size=(2, 4))
+        bm, bn = rng.uniform(0.1, 2, 2)
+        g = rng.uniform(0.05, 2)
+        z, bz, wd = merging.merge(zm, zn, bm, bn, g)
+        P = np.vstack([zm, zn, z])
+        K = np.exp(-g * ((P[:, None] - P[None]) ** 2).sum(-1))
+        v = np.array([bm, bn, -bz])
+        err = max(err, abs(wd - v @ K @ v))
+    # golden section vs dense grid, kappa < e^-2 included
+    hs = np.linspace(0, 1, 100001)
+    gss_err = 0.0
+    for mi, ki in zip(rng.uniform(0, 1, 300), np.concatenate([rng.uniform(1e-4, np.exp(-2), 150),
+                                                              rng.uniform(np.exp(-2), 1, 150)])):
+        if abs(mi - 0.5) < 1e-3:
+            continue
+        href = hs[np.argmax(merging.s(mi, ki, hs))]
+        gss_err = max(gss_err, abs(float(merging.h(mi, ki, tol=0.01)) - href))
+    return {"lookup_wd_rel_err_max": float(rel.max()), "lookup_wd_rel_err_median": float(np.median(rel)),
+            "wd_formula_vs_kernel_matrix_max_abs": err, "gss_tol_0.01_max_h_err_vs_grid": gss_err}
+
+
+def run(X, y, Xt, yt, solver, epochs, C, gamma, budget, seed, **kw):
+    clf = BudgetSVC(C=C, gamma=gamma, budget=budget, solver=solver, epochs=epochs,
+                    random_state=seed, **kw).fit(X, y)
+    return {"seed": seed, "accuracy": 100 * float(np.mean(clf.predict(Xt) == yt)),
+            "fit_time": clf.fit_time_, "merge_time": clf.merge_time_,
+            "epoch_time": clf.fit_time_ / epochs, "n_merges": clf.n_merges_,
+            "n_sv": int(clf.support_vectors_.shape[0])}
+
+
+def cv_gamma(X, y, grid, C, budget, epochs):
+    """2-fold CV accuracy per gamma on the training set (seed 0)."""
+    scores = {}
+    for g in grid:
+        acc = []
+        for tr, va in StratifiedKFold(2, shuffle=True, random_state=0).split(X, y):
+            clf = BudgetSVC(C=C, gamma=g, budget=budget, epochs=epochs, random_state=0)
+            acc.append(clf.fit(X[tr], y[tr]).score(X[va], y[va]))
+        scores[g] = float(np.mean(acc))
+    return max(scores, key=scores.get), scores
+
+
+def summary(rows):
+    acc = np.array([r["accuracy"] for r in rows])
+    ep = np.array([r["epoch_time"] for r in rows])
+    return {"acc_median": float(np.median(acc)), "acc_min": float(acc.min()),
+            "acc_max": float(acc.max()), "epoch_time_median": float(np.median(ep))}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="smoke run: small subsets, one seed")
+    ap.add_argument("--data-dir", default=os.environ.get("PYBUDGET_DATA", "/work/shared/data"))
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    args = ap.parse_args()
+    data_dir = Path(args.data_dir)
+    seeds = args.seeds[:1] if args.quick else args.seeds
+    record = {"machine": platform.platform(), "cpu_count": os.cpu_count(),
+              "python": platform.python_version(), "pybudget": pybudget.__version__,
+              "numpy": np.__version__, "quick": args.quick, "seeds": seeds,
+              "maths": maths_checks(10_000 if args.quick else 100_000), "runs": [], "multiclass": []}
+    cache = {}
+    for label, name, solver, epochs, C, gamma, budget, target in RUNS:
+        if not (data_dir / f"{name}.bz2").exists():
+            print(f"skip {name}: not in {data_dir}")
+            continue
+        if name not in cache:
+            cache[name] = load(data_dir, name)
+        X, y, Xt, yt = cache[name]
+        if args.quick:
+            X, y, Xt, yt, epochs, budget = X[:3000], y[:3000], Xt[:3000], yt[:3000], 1, 100
+        rows = [run(X, y, Xt, yt, solver, epochs, C, gamma, budget, s, merge_tol=0.01)
+                for s in seeds]
+        entry = {"label": label, "data": name, "solver": solver, "epochs": epochs, "C": C,
+                 "gamma": gamma, "budget": budget, "target": target, "seeds": rows, **summary(rows)}
+        record["runs"].append(entry)
+        print(f"{label:15s} {name:8s} acc median {entry['acc_median']:.2f} "
+              f"[{entry['acc_min']:.2f}, {entry['acc_max']:.2f}] (target {target}) "
+              f"epoch {entry['epoch_time_median']:.3f}s", flush=True)
+    for name, target in MULTI:
+        if not (data_dir / f"{name}.bz2").exists():
+            continue
+        X, y, Xt, yt = load(data_dir, name)
+        budget, epochs, C = 100, 5, 10.0
+        if args.quick:
+            X, y, epochs = X[:1000], y[:1000], 1
+        grid = [0.01, 0.03, 0.1, 0.3] if name == "dna.scale" else [0.03, 0.1, 0.3, 1.0]
+        gamma, scores = cv_gamma(X, y, grid[:2] if args.quick else grid, C, budget, epochs)
+        rows = [run(X, y, Xt, yt, "bsgd", epochs, C, gamma, budget, s) for s in seeds]
+        entry = {"data": name, "solver": "bsgd", "epochs": epochs, "C": C, "gamma": gamma,
+                 "cv_scores": {str(k): v for k, v in scores.items()}, "budget": budget,
+                 "target": target, "seeds": rows, **summary(rows)}
+        record["multiclass"].append(entry)
+        print(f"multi-class     {name:9s} gamma {gamma} acc median {entry['acc_median']:.2f} "
+              f"[{entry['acc_min']:.2f}, {entry['acc_max']:.2f}] (target {target})", flush=True)
+    OUT.mkdir(parents=True, exist_ok=True)
+    stem = "budget_accuracy_quick" if args.quick else "budget_accuracy"
+    (OUT / f"{stem}.json").write_text(json.dumps(record, indent=1))
+    lines = ["# Budgeted SVMs: issue 4 figures", "",
+             f"{record['machine']}, {record['cpu_count']} cores, seeds {seeds}, golden-section "
+             "merging (tol 0.01) unless noted.", "", "## Maths", ""]
+    lines += [f"- {k}: {v:.3g}" for k, v in record["maths"].items()]
+    lines += ["", "## Accuracy and epoch time", "",
+              "| run | data | B | accuracy % median [min, max] | target | epoch s | LIBSVM % / s |",
+              "|---|---|---|---|---|---|---|"]
+    for e in record["runs"]:
+        lib = LIBSVM.get(e["data"])
+        lines.append(f"| {e['label']} | {e['data']} | {e['budget']} | {e['acc_median']:.2f} "
+                     f"[{e['acc_min']:.2f}, {e['acc_max']:.2f}] | {e['target']} | "
+                     f"{e['epoch_time_median']:.3f} | {lib[0]} / {lib[1]} |" if lib else "")
+    for e in record["multiclass"]:
+        lines.append(f"| BSGD {e['epochs']} epochs, gamma {e['gamma']} (2-fold CV) | {e['data']} | "
+                     f"{e['budget']} | {e['acc_median']:.2f} [{e['acc_min']:.2f}, {e['acc_max']:.2f}] | "
+                     f"{e['target']} | {e['epoch_time_median']:.3f} | |")
+    (OUT / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    print(f"wrote {OUT / stem}.json/.md")
+
+
+if __name__ == "__main__":
+    main()
