@@ -144,7 +144,7 @@ def main(argv=None):
     ap.add_argument("--C", type=float, nargs="+", default=list(DEFAULT_CS))
     ap.add_argument("--tol", type=float, nargs="+", default=[0.01])
     ap.add_argument("--selection", nargs="+", default=["shrinking", "avsf", "liblinear"],
-                    choices=sorted(SELECTIONS) + ["liblinear"])
+                    choices=sorted(SELECTIONS) + ["auto", "liblinear"])
     ap.add_argument("-r", "--repeats", type=int, default=3)
     ap.add_argument("--max-iter", type=int, default=1000000)
     ap.add_argument("--stem", default=None, help="output file stem (default cgrid_<data>)")

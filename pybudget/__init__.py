@@ -6,7 +6,9 @@ budgeted kernel SVMs.  Public names only; see the README.
 from pybudget import merging
 from pybudget.kernel import BudgetResult, BudgetSVC, solve_budget
 from pybudget.linear import LinearResult, LinearSVC, solve_linear
+from pybudget.path import CVGridResult, cv_grid, linear_path
 
 __version__ = "0.1.0"
-__all__ = ["LinearSVC", "LinearResult", "solve_linear", "BudgetSVC", "BudgetResult",
-           "solve_budget", "merging", "__version__"]
+__all__ = ["LinearSVC", "LinearResult", "solve_linear", "linear_path", "cv_grid",
+           "CVGridResult", "BudgetSVC", "BudgetResult", "solve_budget", "merging",
+           "__version__"]

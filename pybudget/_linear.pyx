@@ -12,6 +12,7 @@ from cpython.exc cimport PyErr_CheckSignals
 from libc.math cimport exp, fabs, INFINITY
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy
 
 from pybudget._csr cimport (CsrView, csr_view, csr_row, csr_prefetch_dense, csr_prefetch_row,
                             sparse_dot_dense, sparse_axpy, sparse_sqnorm)
@@ -104,19 +105,31 @@ cdef inline double step(const Problem* P, double* w, double* alpha, int i,
 
 
 cdef double exact_pass(const Problem* P, const double* w, const double* alpha,
-                       double* loss_sum, bint squared) noexcept nogil:
-    """Max |projected gradient| over all variables, and the weighted primal loss."""
+                       double* loss_sum, bint squared, double tol, int* order,
+                       int* n_active) noexcept nogil:
+    """Max |projected gradient| over all variables and the weighted primal loss.
+
+    Also rewrites order as a permutation with the rows that hard shrinking would drop
+    (at a bound, gradient pushing outwards by more than tol) at the end; their count
+    is n - n_active.  That is the shrinking state a warm start carries over."""
     cdef double v = 0.0, G, pg, m, l, s = 0.0
-    cdef int i
+    cdef int i, front = 0, back = P.n - 1
     for i in range(P.n):
         m = P.y[i] * margin(P, w, i)
         G = m - 1.0 + P.diag[i] * alpha[i]
         pg = fabs(projected(G, alpha[i], P.upper[i]))
         if pg > v:
             v = pg
+        if (alpha[i] <= 0.0 and G > tol) or (alpha[i] >= P.upper[i] and G < -tol):
+            order[back] = i
+            back -= 1
+        else:
+            order[front] = i
+            front += 1
         l = 1.0 - m
         if l > 0.0:
             s += P.cvec[i] * (l * l if squared else l)
+    n_active[0] = front
     loss_sum[0] = s
     return v
 
@@ -146,13 +159,17 @@ cdef void make_schedule(uint64_t* rng, const double* p, double psum, int n,
 
 def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1] diag,
               const double[::1] cvec, double bias, double[::1] alpha, double[::1] w,
-              double[::1] prefs, int selection, double tol, int max_iter, uint64_t seed,
-              bint squared, int verbose=0):
-    """Run dual CD in place on alpha, w (and prefs for AVSF).
+              double[::1] prefs, int[::1] perm, int n_active, double dref0,
+              int selection, double tol, int max_iter, uint64_t seed, bint squared,
+              int verbose=0):
+    """Run dual CD in place on alpha and w, starting from the given state.
 
-    w must equal sum_i alpha_i y_i x_i (plus the bias column) on entry.  Returns a dict
-    with n_iter (sweeps), n_steps (coordinate visits), converged, kkt_violation
-    (exact, one extra pass), loss_sum (weighted primal loss), interrupted.
+    w must equal sum_i alpha_i y_i x_i (plus the bias column) on entry.  Warm-start
+    state, updated in place: prefs (AVSF preferences), perm (a permutation of the
+    rows whose first n_active entries are the shrinking active set) and dref0 (AVSF
+    reference gain; <= 0 means "learn it in the first sweep").  Returns a dict with
+    n_iter (sweeps), n_steps (coordinate visits), converged, kkt_violation (exact,
+    one extra pass), loss_sum (weighted primal loss), n_active and dref.
     """
     cdef Problem P
     P.X = csr_view(X.data, X.indices, X.indptr, X.shape[1])
@@ -166,30 +183,36 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     cdef int n = P.n
     cdef double* wp = &w[0]
     cdef double* ap = &alpha[0]
-    cdef double* pp = &prefs[0]
+    cdef double* learned = &prefs[0]
 
     cdef double* qd = <double*>malloc(n * sizeof(double))
-    cdef int* order = <int*>malloc(n * sizeof(int))
-    if qd == NULL or order == NULL:
+    cdef int* sched = <int*>malloc(n * sizeof(int))  # AVSF's schedule
+    # AVSF works on pp; learned (the caller's array) receives the preferences as they
+    # were before the final reset-to-uniform, which is what a warm start wants.
+    cdef double* pp = <double*>malloc(n * sizeof(double))
+    if qd == NULL or sched == NULL or pp == NULL:
         free(qd)
-        free(order)
+        free(sched)
+        free(pp)
         raise MemoryError()
+    memcpy(pp, learned, n * sizeof(double))
+    cdef bint saved = False
+    cdef int* order = &perm[0]
     P.qd = qd
 
     cdef uint64_t rng = seed
-    cdef int i, s, it = 0, active = n, t
+    cdef int i, s, it = 0, active = n_active, final_active = n
     cdef long long steps = 0
-    cdef double G, pg, mu, v, gain, href, psum = 0.0, dref = 0.0, pnew
+    cdef double G, pg, mu, v, gain, href, psum = 0.0, dref = dref0, pnew
     cdef double pgmax_old = INFINITY, pgmin_old = -INFINITY, pgmax_new, pgmin_new
     cdef double kkt = INFINITY, loss_sum = 0.0
     cdef double log_range = 5.991464547107982  # log(P_MAX / P_MIN): caps exp()
     cdef bint converged = False, interrupted = False, canstop = True, stop_rule
-    cdef bint first_sweep = True
+    cdef bint first_sweep = dref0 <= 0.0
 
     with nogil:
         for i in range(n):
             qd[i] = qd_of(&P, i)
-            order[i] = i
             psum += pp[i]
 
         while it < max_iter:
@@ -245,6 +268,11 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
                     if fabs(pg) > 1e-12:
                         step(&P, wp, ap, i, G)
                     s += 1
+                if pgmax_new < pgmin_new:
+                    # Nothing left in the active set (all shrunk or a warm start with an
+                    # empty one): no violation seen, so the full set must be re-checked.
+                    pgmax_new = 0.0
+                    pgmin_new = 0.0
                 if (pgmax_new - pgmin_new <= tol and fabs(pgmax_new) <= tol
                         and fabs(pgmin_new) <= tol):
                     if active == n:
@@ -260,11 +288,11 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
                 pgmin_old = pgmin_new if pgmin_new < 0.0 else -INFINITY
 
             else:  # SEL_AVSF
-                make_schedule(&rng, pp, psum, n, order)
+                make_schedule(&rng, pp, psum, n, sched)
                 v = 0.0
                 for s in range(n):
-                    i = order[s]
-                    prefetch_ahead(&P, order, s, n, wp)
+                    i = sched[s]
+                    prefetch_ahead(&P, sched, s, n, wp)
                     G = P.y[i] * margin(&P, wp, i) - 1.0 + P.diag[i] * ap[i]
                     pg = fabs(projected(G, ap[i], P.upper[i]))
                     if pg > v:
@@ -294,12 +322,15 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
                         stop_rule = True
                     else:
                         # Reset preferences: the next sweep is uniform and must confirm.
+                        memcpy(learned, pp, n * sizeof(double))
+                        saved = True
                         for i in range(n):
                             pp[i] = 1.0
                         psum = n
                         canstop = True
                 else:
                     canstop = False
+                    saved = False
 
             it += 1
             if verbose >= 2:
@@ -307,7 +338,7 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
                     sys.stderr.write(f"sweep {it}: violation {v if selection != SEL_SHRINKING else pgmax_new - pgmin_new:.3g}, "
                                      f"steps {steps}, active {active}, pref sum {psum:.4g}, canstop {canstop}\n")
             if stop_rule:
-                kkt = exact_pass(&P, wp, ap, &loss_sum, squared)
+                kkt = exact_pass(&P, wp, ap, &loss_sum, squared, tol, order, &final_active)
                 if kkt <= tol:
                     converged = True
                     break
@@ -323,11 +354,15 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
                 break
 
         if not converged:
-            kkt = exact_pass(&P, wp, ap, &loss_sum, squared)
+            kkt = exact_pass(&P, wp, ap, &loss_sum, squared, tol, order, &final_active)
 
+    if not saved:
+        memcpy(learned, pp, n * sizeof(double))
     free(qd)
-    free(order)
+    free(sched)
+    free(pp)
     if interrupted:
         raise KeyboardInterrupt
     return {"n_iter": it, "n_steps": steps, "converged": bool(converged),
+            "n_active": final_active, "dref": dref,
             "kkt_violation": kkt, "loss_sum": loss_sum}

@@ -53,7 +53,7 @@ def cgrid(data="debian-lib-small", Cs=DEFAULT_CS, tol=0.01, selections=DEFAULT_S
         X, y, Xt, yt = (tuple(data) + (None, None))[:4]
     Cs = [V.positive("C", c) for c in Cs]
     for s in selections:
-        V.choice("selection", s, ("uniform", "shrinking", "avsf"))
+        V.choice("selection", s, ("uniform", "shrinking", "avsf", "auto"))
     X = V.as_csr(X)  # convert once, not per cell
     if Xt is not None:
         Xt = V.as_csr(Xt)

@@ -26,7 +26,7 @@ def build_parser():
     g.add_argument("--C", type=float, nargs="+", default=list(DEFAULT_CS), help="grid of C")
     g.add_argument("--tol", type=float, default=0.01, help="KKT tolerance (default %(default)s)")
     g.add_argument("--selection", nargs="+", default=list(DEFAULT_SELECTIONS),
-                   choices=["uniform", "shrinking", "avsf"], help="strategies to compare")
+                   choices=["uniform", "shrinking", "avsf", "auto"], help="strategies to compare")
     g.add_argument("--loss", default="hinge", choices=["hinge", "squared_hinge"])
     g.add_argument("--max-iter", type=int, default=100000, help="sweep cap per run")
     g.add_argument("-B", "--bias", type=float, default=-1,

@@ -38,23 +38,49 @@ class LinearResult:
     time: float
     classes: np.ndarray = None
     preferences: np.ndarray = None
+    state: "SolverState" = None
+    selection: str = None
 
 
 def check_linear_params(C, loss, selection, tol, max_iter, fit_intercept, intercept_scaling):
     C = V.positive("C", C)
     V.choice("loss", loss, LOSSES)
-    V.choice("selection", selection, SELECTIONS)
+    V.choice("selection", selection, list(SELECTIONS) + ["auto"])
     tol = V.positive("tol", tol)
     max_iter = V.positive_int("max_iter", max_iter)
     bias = V.positive("intercept_scaling", intercept_scaling) if fit_intercept else 0.0
     return C, tol, max_iter, bias
 
 
-def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed,
-            alpha0=None, prefs0=None):
+@dataclass
+class SolverState:
+    """What a warm start carries from one C to the next: dual variables, AVSF
+    preferences and reference gain, and the hard-shrinking partition (rows that
+    shrinking would drop are at the end of perm, after the first n_active)."""
+    alpha: np.ndarray
+    prefs: np.ndarray
+    perm: np.ndarray
+    n_active: int
+    dref: float
+    C: float
+
+    def rescaled(self, C_new, carry="all"):
+        """Start for C_new: alpha scaled by C_new/C (clipped later to the new box);
+        with carry="alpha" the strategy state starts fresh."""
+        n = self.alpha.shape[0]
+        alpha = self.alpha * (C_new / self.C)
+        if carry == "alpha":
+            return SolverState(alpha, np.ones(n), np.arange(n, dtype=np.int32), n, 0.0, C_new)
+        # The reference gain scales with the step sizes, i.e. with C squared.
+        return SolverState(alpha, self.prefs.copy(), self.perm.copy(), self.n_active,
+                           self.dref * (C_new / self.C) ** 2, C_new)
+
+
+def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=None,
+            verbose=0, C=1.0):
     """One binary problem on validated data: X canonical CSR, y ±1 floats, cvec the
-    per-sample C (> 0).  Warm start from alpha0 (clipped to the box) and AVSF
-    preferences prefs0 when given.  Returns a LinearResult (classes unset)."""
+    per-sample C (> 0) derived from the scalar ``C`` (kept in the returned state).  ``start`` is a SolverState to warm-start from (its alpha is
+    clipped to the box).  Returns a LinearResult whose ``state`` continues the run."""
     n, d = X.shape
     squared = loss == "squared_hinge"
     if squared:
@@ -63,36 +89,74 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed,
     else:
         upper = cvec
         diag = np.zeros(n)
-    alpha = np.zeros(n) if alpha0 is None else np.clip(np.asarray(alpha0, float), 0.0, upper)
     w = np.zeros(d + 1)
-    if alpha0 is not None:
+    if start is None:
+        alpha, prefs = np.zeros(n), np.ones(n)
+        perm, n_active, dref = np.arange(n, dtype=np.int32), n, 0.0
+    else:
+        alpha = np.clip(start.alpha, 0.0, upper)
+        prefs, perm = start.prefs.copy(), start.perm.copy()
+        n_active, dref = start.n_active, start.dref
         ay = alpha * y
         w[:d] = safe_sparse_dot(ay, X)
         w[d] = bias * ay.sum()
-    prefs = np.ones(n) if prefs0 is None else np.array(prefs0, dtype=np.float64)
     t0 = time.perf_counter()
-    out = dcd_solve(X, y, upper, diag, cvec, bias, alpha, w, prefs, SELECTIONS[selection],
-                    tol, max_iter, seed, squared)
+    out = dcd_solve(X, y, upper, diag, cvec, bias, alpha, w, prefs, perm, n_active, dref,
+                    SELECTIONS[selection], tol, max_iter, seed, squared, verbose)
     elapsed = time.perf_counter() - t0
     wsq = float(w @ w)
     dual = float(alpha.sum() - 0.5 * wsq - 0.5 * np.dot(diag, alpha * alpha))
     primal = 0.5 * wsq + out["loss_sum"]
+    state = SolverState(alpha, prefs, perm, out["n_active"], out["dref"], C)
     return LinearResult(coef=w[:d].copy(), intercept=float(w[d] * bias), alpha=alpha,
                         n_iter=out["n_iter"], n_steps=out["n_steps"], dual_objective=dual,
                         primal_objective=primal, kkt_violation=out["kkt_violation"],
-                        converged=out["converged"], time=elapsed, preferences=prefs)
+                        converged=out["converged"], time=elapsed, preferences=prefs,
+                        state=state)
 
 
-def _solve_weighted(X, y, cvec, **kw):
-    """dual_cd on the rows with positive weight (zero-weight rows do not exist for the
-    problem); alpha is reported for every row (0 where the weight is 0)."""
+def resolve_selection(selection, X, cvec, bias):
+    """The strategy "auto" stands for, from cheap statistics of the data and C.
+
+    Hard shrinking wins unless the problem has many free dual variables that need far
+    more updates than the rest, which is when AVSF's soft shrinking pays off: data of
+    high dimension relative to the number of rows (text), at C large enough that the
+    box constraints stop binding (median C_i (‖x_i‖² + bias²) >= 1).  On low-dimensional
+    data at most about d + 1 variables are free at the optimum, so hard shrinking can
+    drop nearly everything and stays ahead at every C (AVSF paper, §5; bench/).
+    """
+    if selection != "auto":
+        return selection
+    n, d = X.shape
+    if X.nnz == 0:
+        return "shrinking"
+    d_used = int(np.count_nonzero(np.bincount(X.indices, minlength=d)))
+    if d_used < AUTO_MIN_DIM_RATIO * n:
+        return "shrinking"
+    sq = np.add.reduceat(X.data * X.data, X.indptr[:-1]) if X.nnz else np.zeros(n)
+    sq[np.diff(X.indptr) == 0] = 0.0  # reduceat repeats a value for empty rows
+    scale = float(np.median(cvec * (sq + bias * bias)))
+    return "avsf" if scale >= AUTO_MIN_SCALE else "shrinking"
+
+
+AUTO_MIN_DIM_RATIO = 0.5
+AUTO_MIN_SCALE = 1.0
+
+
+def _solve_binary(X, y, cvec, C, *, selection, start=None, **kw):
+    """dual_cd on the rows with positive weight (zero-weight rows are not part of the
+    problem; ``start`` refers to those rows only) after resolving "auto".  alpha is
+    reported for every row (0 where the weight is 0)."""
     keep = cvec > 0
-    if keep.all():
-        return dual_cd(X, y, cvec, **kw)
-    res = dual_cd(X[keep], y[keep], cvec[keep], **kw)
-    alpha = np.zeros(y.shape[0])
-    alpha[keep] = res.alpha
-    res.alpha = alpha
+    if not keep.all():
+        X, y, cvec = X[keep], y[keep], cvec[keep]
+    used = resolve_selection(selection, X, cvec, kw.get("bias", 0.0))
+    res = dual_cd(X, y, cvec, selection=used, start=start, C=C, **kw)
+    res.selection = used
+    if not keep.all():
+        alpha = np.zeros(keep.shape[0])
+        alpha[keep] = res.alpha
+        res.alpha = alpha
     return res
 
 
@@ -114,8 +178,8 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="avsf", tol=0.1, max_it
     X = V.as_csr(X)
     classes, ypm = V.binary_labels(y, X.shape[0])
     cvec = C * V.sample_weights(sample_weight, X.shape[0])
-    res = _solve_weighted(X, ypm, cvec, loss=loss, selection=selection, tol=tol,
-                          max_iter=max_iter, bias=bias, seed=V.seed_from(random_state))
+    res = _solve_binary(X, ypm, cvec, C, loss=loss, selection=selection, tol=tol,
+                        max_iter=max_iter, bias=bias, seed=V.seed_from(random_state))
     res.classes = classes
     if not res.converged:
         warnings.warn(f"dual CD reached max_iter={max_iter} sweeps before tol={tol} "
@@ -134,12 +198,17 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     Attributes: ``classes_``, ``coef_`` (n_problems, n_features), ``intercept_``,
     ``n_iter_`` (largest sweep count), ``n_steps_`` (total coordinate steps),
     ``dual_objective_``, ``kkt_violation_`` and ``converged_`` (one per problem),
-    ``fit_time_`` (optimisation seconds, summed).
+    ``selection_`` (the strategy used, "auto" resolved), ``fit_time_`` (optimisation
+    seconds, summed).
+
+    With ``warm_start=True`` a refit on the same data with a new C starts from the
+    previous solution: dual variables rescaled by C_new/C_old and clipped to the new
+    box, AVSF preferences and the hard-shrinking partition carried over.
     """
 
     def __init__(self, C=1.0, *, loss="hinge", selection="avsf", tol=0.1, max_iter=1000,
                  fit_intercept=True, intercept_scaling=1.0, class_weight=None,
-                 random_state=None, verbose=0):
+                 warm_start=False, random_state=None, verbose=0):
         self.C = C
         self.loss = loss
         self.selection = selection
@@ -148,6 +217,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
         self.class_weight = class_weight
+        self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
 
@@ -161,13 +231,14 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         classes, codes = V.encode_labels(y, X.shape[0])
         cvec = C * V.sample_weights(sample_weight, X.shape[0]) * self._class_weights(classes, codes)[codes]
         seed = V.seed_from(self.random_state)
-        problems = [1] if classes.shape[0] == 2 else range(classes.shape[0])
+        problems = [1] if classes.shape[0] == 2 else list(range(classes.shape[0]))
+        starts = self._warm_starts(X, classes, cvec, C, len(problems))
         results = []
-        for k in problems:
+        for k, start in zip(problems, starts):
             ypm = np.where(codes == k, 1.0, -1.0)
-            res = _solve_weighted(X, ypm, cvec, loss=self.loss, selection=self.selection,
-                                  tol=tol, max_iter=max_iter, bias=bias,
-                                  seed=(seed + k) % 2**64)
+            res = _solve_binary(X, ypm, cvec, C, loss=self.loss, selection=self.selection,
+                                tol=tol, max_iter=max_iter, bias=bias,
+                                seed=(seed + k) % 2**64, start=start)
             if self.verbose:
                 print(f"[pybudget] class {classes[k]!r}: {res.n_iter} sweeps, "
                       f"{res.n_steps} steps, dual {res.dual_objective:.6g}, "
@@ -182,10 +253,24 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
         self.kkt_violation_ = np.array([r.kkt_violation for r in results])
         self.converged_ = np.array([r.converged for r in results])
         self.fit_time_ = sum(r.time for r in results)
+        self.selection_ = results[0].selection
+        # private: what the next warm-started fit needs (and how to recognise the data)
+        self._warm = {"states": [r.state for r in results], "shape": X.shape,
+                      "classes": classes, "zero_weight": cvec == 0}
         if not self.converged_.all():
             warnings.warn(f"LinearSVC reached max_iter={max_iter} sweeps before tol={tol}; "
                           "increase max_iter", ConvergenceWarning)
         return self
+
+    def _warm_starts(self, X, classes, cvec, C, n_problems):
+        """Per-problem start states for a warm-started fit, or Nones."""
+        prev = getattr(self, "_warm", None) if self.warm_start else None
+        if (prev is None or prev["shape"] != X.shape
+                or not np.array_equal(prev["classes"], classes)
+                or not np.array_equal(prev["zero_weight"], cvec == 0)
+                or len(prev["states"]) != n_problems):
+            return [None] * n_problems
+        return [st.rescaled(C) for st in prev["states"]]
 
     def _class_weights(self, classes, codes):
         """Weight per class (index-aligned with classes) from class_weight."""
