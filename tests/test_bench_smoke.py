@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
-SCRIPTS = ["cgrid.py", "linear_check.py", "linear_speed.py"]
+SCRIPTS = ["cgrid.py", "linear_check.py", "linear_speed.py", "warmstart.py", "cvgrid.py"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
