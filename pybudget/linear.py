@@ -37,7 +37,6 @@ class LinearResult:
     converged: bool
     time: float
     classes: np.ndarray = None
-    preferences: np.ndarray = None
     state: "SolverState" = None
     selection: str = None
 
@@ -64,9 +63,9 @@ class SolverState:
     dref: float
     C: float
 
-    def rescaled(self, C_new, carry="all"):
+    def rescaled(self, C_new, carry="alpha"):
         """Start for C_new: alpha scaled by C_new/C (clipped later to the new box);
-        with carry="alpha" the strategy state starts fresh."""
+        with carry="alpha" the strategy state starts fresh, with "all" it is kept."""
         n = self.alpha.shape[0]
         alpha = self.alpha * (C_new / self.C)
         if carry == "alpha":
@@ -111,8 +110,7 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     return LinearResult(coef=w[:d].copy(), intercept=float(w[d] * bias), alpha=alpha,
                         n_iter=out["n_iter"], n_steps=out["n_steps"], dual_objective=dual,
                         primal_objective=primal, kkt_violation=out["kkt_violation"],
-                        converged=out["converged"], time=elapsed, preferences=prefs,
-                        state=state)
+                        converged=out["converged"], time=elapsed, state=state)
 
 
 def resolve_selection(selection, X, cvec, bias):
@@ -203,7 +201,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
 
     With ``warm_start=True`` a refit on the same data with a new C starts from the
     previous solution: dual variables rescaled by C_new/C_old and clipped to the new
-    box, AVSF preferences and the hard-shrinking partition carried over.
+    box (``linear_path`` documents the other choices and what they gain).
     """
 
     def __init__(self, C=1.0, *, loss="hinge", selection="avsf", tol=0.1, max_iter=1000,

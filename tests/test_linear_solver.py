@@ -156,7 +156,7 @@ def test_avsf_adapts_preferences():
         warnings.simplefilter("ignore", ConvergenceWarning)
         mid = solve_linear(X, y, 100.0, selection="avsf", tol=1e-12, max_iter=20, random_state=0)
     assert res.converged
-    p = mid.preferences
+    p = mid.state.prefs
     assert p.min() >= 1 / 20 - 1e-12 and p.max() <= 20 + 1e-12
     assert p.min() < 0.5 and p.max() > 2  # frequencies really differ
     # variables at the lower bound (not support vectors) get low preference
