@@ -1,8 +1,31 @@
-"""The ``pybudget`` command line (also ``python -m pybudget``)."""
+"""The ``pybudget`` command line (also ``python -m pybudget``).
+
+Subcommands: ``train``, ``predict``, ``info`` (liblinear/LIBSVM habits on LIBSVM files,
+model files from ``pybudget.save``) and ``cgrid`` (the C-grid comparison).  Results go to
+stdout, progress and messages to stderr; errors print one line and exit with status 2.
+"""
 import argparse
+import contextlib
+import os
 import sys
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
 
 from pybudget.cgrid import DEFAULT_CS, DEFAULT_SELECTIONS, cgrid, format_table
+
+LINEAR_OPTS = {"loss": "-s/--loss", "tol": "-e", "bias": "-B", "selection": "--selection",
+               "max_iter": "--max-iter"}
+KERNEL_OPTS = {"gamma": "-g", "budget": "--budget", "maintenance": "--maintenance",
+               "merge_size": "--merge-size", "merge_search": "--merge-search",
+               "epochs": "--epochs"}
+LIBLINEAR_S = {"1": "squared_hinge", "3": "hinge"}
+
+
+class CLIError(ValueError):
+    """A usage problem found after parsing (exit status 2, one-line message)."""
 
 
 def _cgrid(args):
@@ -11,6 +34,288 @@ def _cgrid(args):
                  random_state=args.seed, verbose=not args.quiet)
     print(format_table(rows, title=f"{args.data}, tol {args.tol:g}, loss {args.loss}"))
     return 0
+
+
+# ---------------------------------------------------------------------------- helpers
+
+def _log(args, msg):
+    if not args.quiet:
+        print(f"[pybudget] {msg}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _progress_to_stderr(args):
+    """Estimator progress (printed on stdout by the estimators) goes to stderr; warnings
+    become one-line messages (none with -q)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    if not args.quiet:
+        seen = set()
+        for w in caught:
+            msg = str(w.message)
+            if msg not in seen:
+                seen.add(msg)
+                print(f"pybudget: warning: {msg}", file=sys.stderr)
+
+
+def _resolve_kernel(args):
+    """'linear' (LinearSVC, dual CD) or 'rbf' (BudgetSVC) from --kernel/--solver."""
+    kernel, solver = args.kernel, args.solver
+    if args.stream and kernel is None and solver is None:
+        solver = args.solver = "bsgd"
+    if solver in ("bsgd", "bsca"):
+        if kernel == "linear":
+            raise CLIError(f"--solver {solver} trains a Gaussian-kernel model; it cannot be "
+                           "combined with --kernel linear")
+        kernel = "rbf"
+    elif solver == "dcd":
+        if kernel == "rbf":
+            raise CLIError("--solver dcd is the linear solver; use --solver bsgd or bsca "
+                           "with --kernel rbf")
+        kernel = "linear"
+    kernel = kernel or "linear"
+    wrong = KERNEL_OPTS if kernel == "linear" else LINEAR_OPTS
+    given = [flag for dest, flag in wrong.items() if getattr(args, dest) is not None]
+    if given:
+        raise CLIError(f"{', '.join(given)} apply only to "
+                       f"{'--kernel rbf' if kernel == 'linear' else '--kernel linear'}")
+    if args.stream and (kernel != "rbf" or (solver or "bsgd") != "bsgd"):
+        raise CLIError("--stream trains with BSGD's partial_fit: use it with --kernel rbf "
+                       "(--solver bsgd)")
+    if args.stream and args.cv:
+        raise CLIError("-v (cross-validation) needs the data in memory; drop --stream")
+    return kernel
+
+
+def _make_estimator(args, kernel):
+    from pybudget.kernel import BudgetSVC
+    from pybudget.linear import LinearSVC
+    verbose = 0 if args.quiet else (2 if args.verbose and kernel == "linear" else 1)
+    if kernel == "linear":
+        loss = args.loss or "hinge"
+        bias = -1.0 if args.bias is None else args.bias
+        return LinearSVC(C=args.c, loss=loss, tol=0.1 if args.tol is None else args.tol,
+                         selection=args.selection or "avsf",
+                         max_iter=1000 if args.max_iter is None else args.max_iter,
+                         fit_intercept=bias > 0, intercept_scaling=bias if bias > 0 else 1.0,
+                         random_state=args.seed, verbose=verbose)
+    gamma = "scale" if args.gamma is None else _gamma(args.gamma)
+    return BudgetSVC(C=args.c, gamma=gamma, budget=500 if args.budget is None else args.budget,
+                     solver=args.solver or "bsgd",
+                     epochs=1 if args.epochs is None else args.epochs,
+                     maintenance=args.maintenance or "merge",
+                     merge_size=2 if args.merge_size is None else args.merge_size,
+                     merge_search=args.merge_search or "gss", random_state=args.seed,
+                     verbose=verbose)
+
+
+def _check_params(est):
+    if type(est).__name__ == "LinearSVC":
+        from pybudget.linear import check_linear_params
+        check_linear_params(est.C, est.loss, est.selection, est.tol, est.max_iter,
+                            est.fit_intercept, est.intercept_scaling)
+    else:
+        est._params()
+
+
+def _gamma(text):
+    if text == "scale":
+        return "scale"
+    try:
+        return float(text)
+    except ValueError:
+        raise CLIError(f"-g takes a positive number or 'scale', got {text!r}") from None
+
+
+def _liblinear_s(text):
+    if text not in LIBLINEAR_S:
+        raise argparse.ArgumentTypeError(
+            f"only the dual linear SVM types are available: 3 (L1-loss, hinge) or 1 "
+            f"(L2-loss, squared hinge), got {text!r}")
+    return LIBLINEAR_S[text]
+
+
+def _label_text(v):
+    """A label as LIBSVM files write it: integral floats without a decimal point."""
+    if isinstance(v, (float, np.floating)) and float(v).is_integer():
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    return str(v)
+
+
+def _fit_width(X, d):
+    """X with exactly d columns: missing ones are zero, extra ones (features never seen
+    in training) are dropped, as liblinear's predict does."""
+    if X.shape[1] == d:
+        return X
+    if X.shape[1] < d:
+        return sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], d))
+    return X[:, :d]
+
+
+# ---------------------------------------------------------------------------- train
+
+def _train(args):
+    from pybudget.datasets import load_svmlight
+    from pybudget.io import save
+    kernel = _resolve_kernel(args)
+    est = _make_estimator(args, kernel)
+    _check_params(est)  # before reading a possibly large file
+    model_file = args.model_file or (os.path.basename(args.train_file) + ".model")
+    if args.cv is not None and args.cv < 2:
+        raise CLIError(f"-v needs at least 2 folds, got {args.cv}")
+    t0 = time.perf_counter()
+    if args.stream:
+        from pybudget.stream import stream_fit
+        if args.chunk_size < 1:
+            raise CLIError(f"--chunk-size must be >= 1, got {args.chunk_size}")
+        _log(args, f"streaming {args.train_file} in chunks of {args.chunk_size} rows into "
+                   f"BudgetSVC(bsgd, budget={est.budget}), {est.epochs} pass(es)")
+        with _progress_to_stderr(args):
+            stream_fit(est, args.train_file, chunk_size=args.chunk_size, epochs=est.epochs,
+                       verbose=0 if args.quiet else 1)
+    else:
+        X, y = load_svmlight(args.train_file)
+        _log(args, f"read {X.shape[0]} rows x {X.shape[1]} features, "
+                   f"{X.nnz} nonzeros in {time.perf_counter() - t0:.2f}s")
+        if args.cv is not None:
+            return _cross_validate(args, est, X, y)
+        _log(args, f"training {_describe(est)}")
+        with _progress_to_stderr(args):
+            est.fit(X, y)
+    _log(args, f"trained in {time.perf_counter() - t0:.2f}s ({_summary(est)})")
+    est.set_params(verbose=0)
+    save(est, model_file)
+    _log(args, f"model written to {model_file}")
+    return 0
+
+
+def _describe(est):
+    name = type(est).__name__
+    if name == "LinearSVC":
+        return (f"LinearSVC(C={est.C:g}, loss={est.loss}, selection={est.selection}, "
+                f"tol={est.tol:g}, bias={'%g' % est.intercept_scaling if est.fit_intercept else 'none'})")
+    return (f"BudgetSVC(C={est.C:g}, solver={est.solver}, budget={est.budget}, "
+            f"gamma={est.gamma}, epochs={est.epochs}, maintenance={est.maintenance})")
+
+
+def _summary(est):
+    if type(est).__name__ == "LinearSVC":
+        return (f"{est.n_iter_} sweeps, {est.n_steps_} steps, "
+                f"KKT violation {np.max(est.kkt_violation_):.3g}")
+    return (f"{est.support_vectors_.shape[0]} support vectors, gamma {est.gamma_:.4g}, "
+            f"{est.n_merges_} merges")
+
+
+def _cross_validate(args, est, X, y):
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    counts = np.unique(y, return_counts=True)[1]
+    if counts.min() < args.cv:
+        raise CLIError(f"-v {args.cv} needs at least {args.cv} rows of every class")
+    _log(args, f"{args.cv}-fold cross-validation of {_describe(est)}")
+    est.set_params(verbose=0)
+    folds = StratifiedKFold(args.cv, shuffle=True, random_state=args.seed)
+    with _progress_to_stderr(args):
+        scores = cross_val_score(est, X, y, cv=folds, error_score="raise")
+    print(f"Cross Validation Accuracy = {100 * scores.mean():g}%")
+    return 0
+
+
+# ---------------------------------------------------------------------------- predict
+
+def _predict(args):
+    from pybudget.io import load
+    from pybudget.stream import iter_svmlight_chunks
+    model = load(args.model_file)
+    d = model.n_features_in_
+    n = correct = 0
+    extra = False
+    with open(args.output_file, "w") as out:
+        for X, y in iter_svmlight_chunks(args.test_file, 10000):
+            extra = extra or X.shape[1] > d
+            pred = model.predict(_fit_width(X, d))
+            texts = [_label_text(p) for p in pred]
+            out.write("\n".join(texts) + "\n")
+            correct += sum(t == _label_text(v) for t, v in zip(texts, y))
+            n += X.shape[0]
+    if extra and not args.quiet:
+        print(f"pybudget: warning: {args.test_file} has features beyond the {d} of the "
+              "model; they were ignored", file=sys.stderr)
+    if n == 0:
+        raise CLIError(f"{args.test_file}: no data rows")
+    if not args.quiet:
+        print(f"Accuracy = {100.0 * correct / n:g}% ({correct}/{n})")
+    return 0
+
+
+# ---------------------------------------------------------------------------- info
+
+def _info(args):
+    from pybudget.io import load, read_header
+    header = read_header(args.model_file)
+    model = load(args.model_file)  # verifies checksums and shapes
+    classes = [_label_text(c) for c in model.classes_]
+    lines = [
+        f"file: {args.model_file} ({os.path.getsize(args.model_file)} bytes)",
+        f"format: {header['format']} version {header['version']} "
+        f"(written by pybudget {header.get('pybudget_version', '?')}); checksums ok",
+        f"estimator: {header['estimator']}",
+        f"classes ({len(classes)}): {' '.join(classes[:20])}{' ...' if len(classes) > 20 else ''}",
+        f"features: {model.n_features_in_}",
+    ]
+    if header["estimator"] == "LinearSVC":
+        lines += [f"weights: {model.coef_.shape[0]} x {model.coef_.shape[1]}, "
+                  f"{int(np.count_nonzero(model.coef_))} nonzero",
+                  f"intercept: {' '.join(f'{b:.6g}' for b in model.intercept_[:10])}",
+                  f"training: {model.n_iter_} sweeps, {model.n_steps_} steps, "
+                  f"selection {model.selection_}, KKT violation "
+                  f"{np.max(model.kkt_violation_):.3g}, converged {bool(model.converged_.all())}"]
+    else:
+        lines += [f"support vectors: {model.support_vectors_.shape[0]} "
+                  f"(budget {model.budget}), dual coefficients {model.dual_coef_.shape[0]} "
+                  f"x {model.dual_coef_.shape[1]}",
+                  f"gamma: {model.gamma_:.17g}",
+                  f"training: {model.n_iter_} epoch(s), {model.n_merges_} merges, "
+                  f"{model.n_removed_} removed"]
+    params = model.get_params()
+    lines.append("params: " + ", ".join(f"{k}={v!r}" for k, v in sorted(params.items())))
+    print("\n".join(lines))
+    return 0
+
+
+# ---------------------------------------------------------------------------- parser
+
+TRAIN_HELP = """\
+Train a model on a LIBSVM file and write it to MODEL_FILE (default: the training
+file's name plus ".model" in the current directory).
+
+Which model: --kernel linear (default) trains LinearSVC by dual coordinate descent
+(--solver dcd); --kernel rbf trains a Gaussian-kernel BudgetSVC with --solver bsgd
+(default) or bsca.  Naming a solver is enough: --solver bsgd or bsca implies
+--kernel rbf.  Linear-only options (-s, --loss, -e, -B, --selection, --max-iter) are
+refused with an rbf model and kernel-only options (-g, --budget, --maintenance,
+--merge-size, --merge-search, --epochs) with a linear one.  More than two classes:
+one-vs-rest (linear, bsca) or BSGD's multi-class model.
+
+With -v N the command prints the N-fold cross-validation accuracy and writes no
+model (as in liblinear).  --stream reads the file in chunks of --chunk-size rows
+(BSGD partial_fit, bounded memory) for data larger than memory.
+
+Progress goes to stderr (per class for linear models, per chunk with an ETA when
+streaming; --verbose adds the per-sweep trace), -q silences it."""
+
+EPILOG = """\
+examples:
+  pybudget train -c 1 -B 1 train.txt model.pb
+  pybudget train --kernel rbf -c 10 -g 0.05 --budget 200 --epochs 3 train.txt model.pb
+  pybudget train -v 5 -c 0.1 train.txt
+  pybudget predict test.txt model.pb predictions.txt
+  pybudget info model.pb"""
 
 
 def build_parser():
@@ -34,6 +339,82 @@ def build_parser():
     g.add_argument("--seed", type=int, default=0, help="random seed")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     g.set_defaults(func=_cgrid)
+
+    t = sub.add_parser("train", help="train a model on a LIBSVM file and save it",
+                       description=TRAIN_HELP, epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    t.add_argument("train_file", metavar="TRAIN_FILE",
+                   help="LIBSVM/svmlight file (plain, .gz, .bz2, .xz)")
+    t.add_argument("model_file", metavar="MODEL_FILE", nargs="?",
+                   help="where to write the model (default: TRAIN_FILE's name + '.model')")
+    m = t.add_argument_group("model choice")
+    m.add_argument("--kernel", choices=["linear", "rbf"], default=None,
+                   help="linear: LinearSVC (default); rbf: Gaussian-kernel BudgetSVC")
+    m.add_argument("--solver", choices=["dcd", "bsgd", "bsca"], default=None,
+                   help="dcd: dual coordinate descent (linear); bsgd: budgeted SGD (rbf, "
+                        "default for rbf); bsca: budgeted stochastic coordinate ascent (rbf)")
+    m.add_argument("-c", type=float, default=1.0, metavar="C",
+                   help="cost C (default %(default)s)")
+    m.add_argument("-v", dest="cv", type=int, default=None, metavar="N",
+                   help="N-fold cross-validation: print the accuracy, write no model")
+    m.add_argument("--seed", type=int, default=0,
+                   help="random seed: same seed, same model (default %(default)s)")
+    m.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    m.add_argument("--verbose", action="store_true",
+                   help="per-sweep trace of the linear solver on stderr")
+    lin = t.add_argument_group("linear models (--kernel linear)")
+    lin.add_argument("-s", dest="loss", type=_liblinear_s, default=None, metavar="TYPE",
+                     help="liblinear solver type: 3 = L1-loss (hinge) SVM dual (default), "
+                          "1 = L2-loss (squared hinge) SVM dual")
+    lin.add_argument("--loss", dest="loss", choices=["hinge", "squared_hinge"],
+                     help="same as -s 3 / -s 1")
+    lin.add_argument("-e", dest="tol", type=float, default=None, metavar="EPS",
+                     help="tolerance on the final KKT violation (default 0.1)")
+    lin.add_argument("-B", dest="bias", type=float, default=None, metavar="BIAS",
+                     help="if BIAS > 0, append a constant feature of that value (a "
+                          "regularised bias, liblinear's -B); default -1: no bias")
+    lin.add_argument("--selection", choices=["uniform", "shrinking", "avsf", "auto"],
+                     default=None, help="coordinate selection (default avsf)")
+    lin.add_argument("--max-iter", type=int, default=None,
+                     help="cap on sweeps per problem (default 1000)")
+    ker = t.add_argument_group("budgeted kernel models (--kernel rbf)")
+    ker.add_argument("-g", dest="gamma", default=None, metavar="GAMMA",
+                     help="Gaussian kernel exp(-gamma |x-x'|^2): a number or 'scale' "
+                          "(default: scale = 1 / (n_features * var(X)))")
+    ker.add_argument("--budget", type=int, default=None,
+                     help="maximal number of support vectors (default 500)")
+    ker.add_argument("--maintenance", choices=["merge", "remove", "project"], default=None,
+                     help="what happens when the budget overflows (default merge)")
+    ker.add_argument("--merge-size", type=int, default=None,
+                     help="support vectors merged into one per event (default 2)")
+    ker.add_argument("--merge-search", choices=["gss", "lookup-h", "lookup-wd"], default=None,
+                     help="merge partner search: golden section or lookup table (default gss)")
+    ker.add_argument("--epochs", type=int, default=None,
+                     help="passes over the data (default 1)")
+    ker.add_argument("--stream", action="store_true",
+                     help="read TRAIN_FILE in chunks (BSGD partial_fit, bounded memory)")
+    ker.add_argument("--chunk-size", type=int, default=10000,
+                     help="rows per chunk with --stream (default %(default)s)")
+    t.set_defaults(func=_train)
+
+    p = sub.add_parser("predict", help="predict a LIBSVM file with a saved model",
+                       description="Write one predicted label per line of TEST_FILE to "
+                                   "OUTPUT_FILE and print 'Accuracy = x% (correct/total)' "
+                                   "against TEST_FILE's labels, as liblinear's predict does. "
+                                   "The file is read in chunks (bounded memory); features "
+                                   "beyond the model's are ignored.")
+    p.add_argument("test_file", metavar="TEST_FILE")
+    p.add_argument("model_file", metavar="MODEL_FILE")
+    p.add_argument("output_file", metavar="OUTPUT_FILE")
+    p.add_argument("-q", "--quiet", action="store_true", help="do not print the accuracy")
+    p.set_defaults(func=_predict)
+
+    i = sub.add_parser("info", help="describe a saved model file",
+                       description="Print what a model file holds (format version, "
+                                   "estimator, classes, features, sizes, parameters) after "
+                                   "verifying its checksums.")
+    i.add_argument("model_file", metavar="MODEL_FILE")
+    i.set_defaults(func=_info)
     return ap
 
 
@@ -41,7 +422,10 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, TypeError, FileNotFoundError) as e:
+    except KeyboardInterrupt:
+        print("pybudget: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, TypeError, OSError) as e:
         print(f"pybudget: error: {e}", file=sys.stderr)
         return 2
 

@@ -1,0 +1,348 @@
+"""Model files: ``save(model, path)`` and ``load(path)`` without pickle.
+
+Format ``pybudget-model``, version 1.  A model file is a ZIP archive (deflate) holding
+
+- ``header.json``: UTF-8 JSON with ``format`` ("pybudget-model"), ``version`` (1),
+  ``pybudget_version`` (writer), ``estimator`` ("LinearSVC" or "BudgetSVC"), ``params``
+  (``get_params()``; a numpy random generator is stored as null, a class_weight dict as a
+  list of [label, weight] pairs), ``classes`` (``{"dtype": ..., "values": [...]}`` with
+  the numpy dtype string, e.g. "<f8", "<i8", "|b1", "<U3", or "object" for Python
+  objects, and the labels as JSON numbers, strings or booleans), ``attributes`` (scalar
+  fitted attributes, floats written with full round-trip precision) and ``arrays``
+  (for each array: file name, dtype, shape and SHA-256 of its ``.npy`` bytes).
+- one ``<name>.npy`` file per array (``numpy.save`` with ``allow_pickle=False``):
+  LinearSVC: ``coef_``, ``intercept_``, ``dual_objective_``, ``kkt_violation_``,
+  ``converged_``; BudgetSVC: ``support_vectors_``, ``dual_coef_``.
+
+Every file in the archive carries the ZIP CRC-32 and every array its SHA-256 in the
+header, so a truncated or corrupted file is detected; a file of a newer format version
+is refused.  Each failure is a ValueError naming the file and the problem.  Floats are
+stored bit for bit, so a reloaded model predicts exactly what the saved one did.
+
+Not stored: LinearSVC's warm-start state (a reloaded model refits from scratch) and
+BudgetSVC's BSCA dual variables.  BSGD's step count and row count are stored, so
+``partial_fit`` continues a reloaded BSGD model as it would the original.
+"""
+import hashlib
+import io
+import json
+import math
+import numbers
+import os
+import tempfile
+import zipfile
+
+import numpy as np
+
+FORMAT = "pybudget-model"
+VERSION = 1
+
+# estimator -> (arrays, scalar attributes (name, kind), optional private attributes)
+_LAYOUT = {
+    "LinearSVC": (
+        ("coef_", "intercept_", "dual_objective_", "kkt_violation_", "converged_"),
+        (("n_iter_", "int"), ("n_steps_", "int"), ("fit_time_", "float"),
+         ("selection_", "str"), ("n_features_in_", "int")),
+        (),
+    ),
+    "BudgetSVC": (
+        ("support_vectors_", "dual_coef_"),
+        (("gamma_", "float"), ("n_iter_", "int"), ("n_merges_", "int"),
+         ("n_removed_", "int"), ("merge_time_", "float"), ("fit_time_", "float"),
+         ("n_features_in_", "int")),
+        (("_t", "int"), ("_n_seen", "int")),
+    ),
+}
+_ARRAY_DTYPES = {"converged_": np.bool_}
+
+
+def _estimators():
+    from pybudget.kernel import BudgetSVC
+    from pybudget.linear import LinearSVC
+    return {"LinearSVC": LinearSVC, "BudgetSVC": BudgetSVC}
+
+
+# ---------------------------------------------------------------------------- JSON values
+
+def _plain(value, what):
+    """A JSON-safe Python scalar (None, bool, int, float, str) from value."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        if not math.isfinite(value):
+            return {"float": repr(value)}  # JSON has no inf/nan
+        return value
+    if isinstance(value, np.str_):
+        return str(value)
+    raise TypeError(f"cannot store {what}={value!r} ({type(value).__name__}) in a model file")
+
+
+def _unplain(value):
+    if isinstance(value, dict) and set(value) == {"float"}:
+        return float(value["float"])
+    return value
+
+
+def _encode_params(params):
+    out = {}
+    for name, value in params.items():
+        if name == "random_state" and isinstance(value, (np.random.RandomState,
+                                                         np.random.Generator)):
+            out[name] = None  # a generator's state is not a parameter worth keeping
+        elif name == "class_weight" and isinstance(value, dict):
+            out[name] = {"pairs": [[_plain(k, "class_weight label"), _plain(v, "class_weight")]
+                                   for k, v in value.items()]}
+        else:
+            out[name] = _plain(value, name)
+    return out
+
+
+def _decode_params(params):
+    out = {}
+    for name, value in params.items():
+        if name == "class_weight" and isinstance(value, dict) and "pairs" in value:
+            out[name] = {k: v for k, v in value["pairs"]}
+        else:
+            out[name] = _unplain(value)
+    return out
+
+
+def _encode_labels(classes):
+    classes = np.asarray(classes)
+    if classes.dtype.kind == "O":
+        values = [_plain(v, "class label") for v in classes]
+        return {"dtype": "object", "values": values}
+    if classes.dtype.kind not in "biufU":
+        raise TypeError(f"cannot store class labels of dtype {classes.dtype} in a model file")
+    return {"dtype": classes.dtype.str, "values": [_plain(v, "class label")
+                                                   for v in classes.tolist()]}
+
+
+def _decode_labels(spec):
+    values = [_unplain(v) for v in spec["values"]]
+    if spec["dtype"] == "object":
+        out = np.empty(len(values), dtype=object)
+        out[:] = values
+        return out
+    dtype = np.dtype(spec["dtype"])
+    if dtype.kind not in "biufU":
+        raise ValueError(f"unsupported class label dtype {spec['dtype']!r}")
+    return np.array(values, dtype=dtype)
+
+
+# ---------------------------------------------------------------------------- save
+
+def _npy_bytes(a):
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
+    return buf.getvalue()
+
+
+def save(model, path):
+    """Write a fitted LinearSVC or BudgetSVC to ``path`` (see the module docstring for
+    the format).  The file is written to a temporary name and renamed, so an existing
+    file is never left half-written."""
+    kind = type(model).__name__
+    if kind not in _LAYOUT or not isinstance(model, _estimators()[kind]):
+        raise TypeError(f"save supports LinearSVC and BudgetSVC, got {type(model).__name__}")
+    if not hasattr(model, "classes_"):
+        raise ValueError(f"this {kind} is not fitted yet; call fit before save")
+    arrays, scalars, private = _LAYOUT[kind]
+    from pybudget import __version__
+    header = {"format": FORMAT, "version": VERSION, "pybudget_version": __version__,
+              "estimator": kind, "params": _encode_params(model.get_params()),
+              "classes": _encode_labels(model.classes_), "attributes": {}, "arrays": {}}
+    for name, _ in scalars + private:
+        if hasattr(model, name):
+            header["attributes"][name] = _plain(getattr(model, name), name)
+    names = getattr(model, "feature_names_in_", None)
+    if names is not None:
+        header["attributes"]["feature_names_in_"] = [str(s) for s in names]
+    blobs = {}
+    for name in arrays:
+        a = np.asarray(getattr(model, name))
+        if a.dtype.kind not in "biuf":
+            raise TypeError(f"{kind}.{name} has dtype {a.dtype}; cannot store it")
+        data = _npy_bytes(a)
+        header["arrays"][name] = {"file": f"{name}.npy", "dtype": a.dtype.str,
+                                  "shape": list(a.shape),
+                                  "sha256": hashlib.sha256(data).hexdigest()}
+        blobs[f"{name}.npy"] = data
+    text = json.dumps(header, indent=1, allow_nan=False).encode("utf-8")
+    if hasattr(path, "write"):
+        _write_zip(path, text, blobs)
+        return
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".pybudget-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            _write_zip(f, text, blobs)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _write_zip(f, header_bytes, blobs):
+    with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("header.json", header_bytes)
+        for name, data in blobs.items():
+            z.writestr(name, data)
+
+
+# ---------------------------------------------------------------------------- load
+
+def _fail(path, msg):
+    return ValueError(f"{path}: not a valid pybudget model file: {msg}")
+
+
+def read_header(path):
+    """The JSON header of a model file as a dict (checked for format and version)."""
+    with _open(path) as z:
+        return _header(z, path)
+
+
+def _open(path):
+    shown = path if isinstance(path, (str, os.PathLike)) else "<file>"
+    if isinstance(path, (str, os.PathLike)) and not os.path.exists(path):
+        raise FileNotFoundError(f"no model file at {os.fspath(path)!r}")
+    try:
+        return zipfile.ZipFile(path, "r")
+    except zipfile.BadZipFile as e:
+        raise _fail(shown, f"not a ZIP archive or truncated ({e})") from None
+    except OSError as e:
+        raise _fail(shown, str(e)) from None
+
+
+def _read(z, name, path):
+    try:
+        return z.read(name)
+    except KeyError:
+        raise _fail(path, f"{name} is missing") from None
+    except (zipfile.BadZipFile, EOFError, OSError, zlib_error()) as e:
+        raise _fail(path, f"{name} is corrupted or truncated ({e})") from None
+
+
+def zlib_error():
+    import zlib
+    return zlib.error
+
+
+def _header(z, path):
+    try:
+        header = json.loads(_read(z, "header.json", path).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise _fail(path, f"header.json is not valid JSON ({e})") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise _fail(path, f"format is {header.get('format') if isinstance(header, dict) else None!r}, "
+                          f"expected {FORMAT!r}")
+    version = header.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise _fail(path, f"bad format version {version!r}")
+    if version > VERSION:
+        raise ValueError(f"{path}: model file format version {version} was written by a newer "
+                         f"pybudget ({header.get('pybudget_version', '?')}); this pybudget "
+                         f"reads versions up to {VERSION}. Upgrade pybudget to load it.")
+    for key in ("estimator", "params", "classes", "attributes", "arrays"):
+        if key not in header:
+            raise _fail(path, f"header has no {key!r}")
+    if header["estimator"] not in _LAYOUT:
+        raise _fail(path, f"unknown estimator {header['estimator']!r}")
+    return header
+
+
+def load(path):
+    """Read a model file written by :func:`save` and return the fitted estimator.
+
+    Raises FileNotFoundError when there is no file, and ValueError when the file is
+    truncated, corrupted (CRC or checksum mismatch, inconsistent shapes), not a pybudget
+    model file, or of a newer format version."""
+    shown = os.fspath(path) if isinstance(path, (str, os.PathLike)) else "<file>"
+    with _open(path) as z:
+        header = _header(z, shown)
+        kind = header["estimator"]
+        arrays, scalars, private = _LAYOUT[kind]
+        values = {}
+        for name in arrays:
+            spec = header["arrays"].get(name)
+            if not isinstance(spec, dict):
+                raise _fail(shown, f"array {name} is not listed in the header")
+            data = _read(z, spec.get("file", f"{name}.npy"), shown)
+            if hashlib.sha256(data).hexdigest() != spec.get("sha256"):
+                raise _fail(shown, f"checksum mismatch for {name} (file corrupted)")
+            try:
+                a = np.load(io.BytesIO(data), allow_pickle=False)
+            except (ValueError, OSError, EOFError) as e:
+                raise _fail(shown, f"array {name} cannot be read ({e})") from None
+            if a.dtype.str != spec.get("dtype") or list(a.shape) != spec.get("shape"):
+                raise _fail(shown, f"array {name} has dtype {a.dtype.str} and shape "
+                                   f"{list(a.shape)}, the header says {spec.get('dtype')} "
+                                   f"and {spec.get('shape')}")
+            values[name] = a
+        try:
+            classes = _decode_labels(header["classes"])
+            params = _decode_params(header["params"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise _fail(shown, f"bad classes or params in the header ({e})") from None
+    cls = _estimators()[kind]
+    model = cls()
+    known = model.get_params()
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise _fail(shown, f"unknown {kind} parameters {unknown}")
+    model.set_params(**params)
+    attrs = header["attributes"]
+    for name, kind_ in scalars + private:
+        if name not in attrs:
+            if (name, kind_) in private:
+                continue
+            raise _fail(shown, f"attribute {name} is missing")
+        v = _unplain(attrs[name])
+        try:
+            v = {"int": int, "float": float, "str": str}[kind_](v)
+        except (TypeError, ValueError):
+            raise _fail(shown, f"attribute {name}={attrs[name]!r} is not a {kind_}") from None
+        setattr(model, name, v)
+    if "feature_names_in_" in attrs:
+        model.feature_names_in_ = np.array(attrs["feature_names_in_"], dtype=object)
+    model.classes_ = classes
+    for name, a in values.items():
+        setattr(model, name, a)
+    _check_consistent(model, kind, shown)
+    return model
+
+
+def _check_consistent(m, kind, path):
+    K, d = m.classes_.shape[0], m.n_features_in_
+    n_prob = 1 if K == 2 else K
+    if K < 2 or d < 1:
+        raise _fail(path, f"{K} classes and {d} features")
+    if kind == "LinearSVC":
+        shapes = {"coef_": (n_prob, d), "intercept_": (n_prob,),
+                  "dual_objective_": (n_prob,), "kkt_violation_": (n_prob,),
+                  "converged_": (n_prob,)}
+        finite = ("coef_", "intercept_")
+    else:
+        n_sv = m.support_vectors_.shape[0]
+        if m.solver == "bsgd":
+            n_dual = 1 if K == 2 else K
+        else:
+            n_dual = n_prob
+        shapes = {"support_vectors_": (n_sv, d), "dual_coef_": (n_dual, n_sv)}
+        finite = ("support_vectors_", "dual_coef_")
+        if not (math.isfinite(m.gamma_) and m.gamma_ > 0):
+            raise _fail(path, f"gamma_={m.gamma_!r} is not a positive number")
+    for name, shape in shapes.items():
+        if getattr(m, name).shape != shape:
+            raise _fail(path, f"{name} has shape {getattr(m, name).shape}, expected {shape} "
+                              f"for {K} classes and {d} features")
+    for name in finite:
+        if not np.all(np.isfinite(getattr(m, name))):
+            raise _fail(path, f"{name} contains NaN or infinity")

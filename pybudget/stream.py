@@ -1,0 +1,197 @@
+"""Training on LIBSVM files larger than memory: ``stream_fit``.
+
+The file is read ``chunk_size`` lines at a time (plain, .gz, .bz2 or .xz, decompressed on
+the fly); each chunk is parsed by scikit-learn's svmlight parser into a CSR matrix and
+handed to ``estimator.partial_fit``.  Memory is bounded by one chunk (its text and its
+CSR matrix) plus the model, whatever the file size.
+
+What must be known before the first ``partial_fit`` call, and where it comes from:
+
+- ``n_features`` (the width of every chunk) and ``classes`` (``partial_fit`` needs them
+  all on the first call): pass both to skip it, otherwise a first pass over the file
+  (parsing only, same bounded memory) finds the largest feature index and the labels.
+- ``gamma="scale"`` of a BudgetSVC: when that first pass runs it also sums the values
+  and their squares, so ``gamma_`` is the whole-file value that ``fit`` would use; when
+  the pass is skipped, ``partial_fit`` takes the scale of the first chunk.
+
+Feature indices are 1-based as in LIBSVM files (``zero_based=True`` for 0-based files;
+no per-chunk guessing).  Rows are visited in file order between chunks and in a fresh
+random order within each chunk: shuffle a file sorted by label before streaming it.
+"""
+import bz2
+import gzip
+import io
+import lzma
+import os
+import sys
+import time
+
+import numpy as np
+from sklearn.datasets import load_svmlight_file
+
+
+def _open_binary(path):
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no data file at {path!r}")
+    if path.endswith(".gz"):
+        return gzip.open(path, "rb")
+    if path.endswith(".bz2"):
+        return bz2.open(path, "rb")
+    if path.endswith(".xz"):
+        return lzma.open(path, "rb")
+    return open(path, "rb")
+
+
+class _Progress:
+    """Fraction of the (compressed) file consumed, from the raw file position."""
+
+    def __init__(self, path):
+        self.size = max(os.path.getsize(path), 1)
+        self.raw = None
+
+    def attach(self, f):
+        raw = f
+        for attr in ("fileobj", "_fp", "_fileobj"):   # gzip / bz2 / lzma keep the raw file
+            inner = getattr(raw, attr, None)
+            if inner is not None and hasattr(inner, "tell"):
+                raw = inner
+                break
+        self.raw = raw
+
+    def fraction(self):
+        try:
+            return min(self.raw.tell() / self.size, 1.0)
+        except (OSError, ValueError, AttributeError):
+            return float("nan")
+
+
+def iter_svmlight_chunks(path, chunk_size=10000, n_features=None, *, zero_based=False,
+                         dtype=np.float64, progress=None):
+    """Yield ``(X, y)`` per ``chunk_size`` lines of a LIBSVM/svmlight file: ``X`` CSR of
+    ``n_features`` columns (when None, each chunk is as wide as its largest index),
+    ``y`` float64 labels.  Comment and empty lines are skipped."""
+    if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
+    with _open_binary(path) as f:
+        if progress is not None:
+            progress.attach(f)
+        lines = []
+        lineno = 0
+        for line in f:
+            lineno += 1
+            s = line.strip()
+            if not s or s.startswith(b"#"):
+                continue
+            lines.append(line if line.endswith(b"\n") else line + b"\n")
+            if len(lines) == chunk_size:
+                yield _parse(lines, n_features, zero_based, dtype, path, lineno)
+                lines = []
+        if lines:
+            yield _parse(lines, n_features, zero_based, dtype, path, lineno)
+
+
+def _parse(lines, n_features, zero_based, dtype, path, lineno):
+    buf = io.BytesIO(b"".join(lines))
+    try:
+        X, y = load_svmlight_file(buf, n_features=n_features, zero_based=zero_based,
+                                  dtype=dtype)
+    except ValueError as e:
+        first = lineno - len(lines) + 1
+        raise ValueError(f"{os.fspath(path)}: bad LIBSVM data in lines {first}-{lineno} "
+                         f"(after skipping comments): {e}") from None
+    if not np.all(np.isfinite(X.data)) or not np.all(np.isfinite(y)):
+        raise ValueError(f"{os.fspath(path)}: NaN or infinity in lines up to {lineno}")
+    return X.tocsr(), y
+
+
+def scan_svmlight(path, chunk_size=10000, *, zero_based=False):
+    """One bounded-memory pass: ``{"n_rows", "n_features", "classes", "nnz", "sum",
+    "sumsq"}`` of a LIBSVM file (sum and sumsq over all stored values)."""
+    n_rows = nnz = 0
+    d = 0
+    total = total_sq = 0.0
+    labels = set()
+    for X, y in iter_svmlight_chunks(path, chunk_size, None, zero_based=zero_based):
+        n_rows += X.shape[0]
+        d = max(d, X.shape[1])
+        nnz += X.nnz
+        total += float(X.data.sum())
+        total_sq += float(np.dot(X.data, X.data))
+        labels.update(np.unique(y).tolist())
+    if n_rows == 0:
+        raise ValueError(f"{os.fspath(path)}: no data rows")
+    return {"n_rows": n_rows, "n_features": d, "classes": np.array(sorted(labels)),
+            "nnz": nnz, "sum": total, "sumsq": total_sq}
+
+
+def _scale_gamma(info):
+    n, d = info["n_rows"], info["n_features"]
+    mean = info["sum"] / (n * d)
+    var = info["sumsq"] / (n * d) - mean * mean
+    return 1.0 / (d * var) if var > 0 else 1.0
+
+
+def stream_fit(estimator, path, chunk_size=10000, *, n_features=None, classes=None,
+               epochs=1, zero_based=False, verbose=0, file=None):
+    """Train ``estimator`` (anything with ``partial_fit(X, y, classes=...)``, typically
+    ``BudgetSVC(solver="bsgd")``) on the LIBSVM file ``path`` read ``chunk_size`` lines
+    at a time, with memory bounded by one chunk plus the model.  Returns the estimator.
+
+    ``n_features`` and ``classes``: see the module docstring (a first pass over the file
+    finds them unless both are given).  ``epochs`` passes over the file, each continuing
+    ``partial_fit`` (BudgetSVC's lambda keeps using the number of rows seen so far, so a
+    second pass regularises less than ``fit(epochs=2)``).  ``verbose``: progress per
+    chunk with the share of the file read and an ETA, on ``file`` (default stderr).
+    """
+    if not hasattr(estimator, "partial_fit"):
+        raise TypeError(f"stream_fit needs an estimator with partial_fit (BudgetSVC with "
+                        f"solver='bsgd'), got {type(estimator).__name__}"
+                        + (f" with solver={estimator.solver!r}"
+                           if hasattr(estimator, "solver") else ""))
+    if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 1:
+        raise ValueError(f"epochs must be an integer >= 1, got {epochs!r}")
+    if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
+    out = file or sys.stderr
+    gamma_override = None
+    if n_features is None or classes is None:
+        t0 = time.perf_counter()
+        info = scan_svmlight(path, chunk_size, zero_based=zero_based)
+        if verbose:
+            print(f"[pybudget] scanned {info['n_rows']} rows, {info['n_features']} features, "
+                  f"{len(info['classes'])} classes in {time.perf_counter() - t0:.1f}s",
+                  file=out)
+        if n_features is None:
+            n_features = info["n_features"]
+        if classes is None:
+            classes = info["classes"]
+        if getattr(estimator, "gamma", None) == "scale" and not hasattr(estimator, "gamma_"):
+            gamma_override = _scale_gamma(info)
+    if not isinstance(n_features, int) or isinstance(n_features, bool) or n_features < 1:
+        raise ValueError(f"n_features must be an integer >= 1, got {n_features!r}")
+    classes = np.asarray(classes)
+    if gamma_override is not None:
+        estimator.set_params(gamma=gamma_override)
+    try:
+        t0 = time.perf_counter()
+        n_seen = 0
+        for ep in range(epochs):
+            prog = _Progress(path)
+            for X, y in iter_svmlight_chunks(path, chunk_size, n_features,
+                                             zero_based=zero_based, progress=prog):
+                estimator.partial_fit(X, y, classes=classes)
+                n_seen += X.shape[0]
+                if verbose:
+                    frac = (ep + prog.fraction()) / epochs
+                    el = time.perf_counter() - t0
+                    eta = el * (1 - frac) / frac if frac > 0 else float("nan")
+                    print(f"[pybudget] epoch {ep + 1}/{epochs}: {n_seen} rows, "
+                          f"{100 * frac:.0f}% done, {el:.1f}s elapsed, ETA {eta:.0f}s",
+                          file=out)
+        if n_seen == 0:
+            raise ValueError(f"{os.fspath(path)}: no data rows")
+    finally:
+        if gamma_override is not None:
+            estimator.set_params(gamma="scale")
+    return estimator
