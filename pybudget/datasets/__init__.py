@@ -41,11 +41,14 @@ def load_svmlight(path, n_features=None):
 
 
 def external_data_dir():
-    """Directory of the benchmark data ($PYBUDGET_DATA or ../shared/data of the checkout)."""
+    """Directory of the benchmark data: $PYBUDGET_DATA, else the first existing
+    ``shared/data`` beside the checkout (for a source tree or the working directory)."""
     env = os.environ.get("PYBUDGET_DATA")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[3] / "shared" / "data"
+    candidates = [Path(__file__).resolve().parents[3] / "shared" / "data",
+                  Path.cwd().parent / "shared" / "data", Path.cwd() / "shared" / "data"]
+    return next((c for c in candidates if c.is_dir()), candidates[0])
 
 
 def _pair(train, test):
