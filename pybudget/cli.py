@@ -180,7 +180,10 @@ def _train(args):
             stream_fit(est, args.train_file, chunk_size=args.chunk_size, epochs=est.epochs,
                        verbose=0 if args.quiet else 1)
     else:
-        X, y = load_svmlight(args.train_file)
+        try:
+            X, y = load_svmlight(args.train_file)
+        except ValueError as e:
+            raise CLIError(f"{args.train_file}: bad LIBSVM data: {e}") from None
         _log(args, f"read {X.shape[0]} rows x {X.shape[1]} features, "
                    f"{X.nnz} nonzeros in {time.perf_counter() - t0:.2f}s")
         if args.cv is not None:

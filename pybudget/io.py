@@ -31,6 +31,7 @@ import numbers
 import os
 import tempfile
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -53,7 +54,9 @@ _LAYOUT = {
         (("_t", "int"), ("_n_seen", "int")),
     ),
 }
-_ARRAY_DTYPES = {"converged_": np.bool_}
+# what zipfile raises on damaged archives (bad CRC, truncation, flipped header bits)
+_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, zlib.error,
+               NotImplementedError, RuntimeError, ValueError, UnicodeDecodeError)
 
 
 def _estimators():
@@ -215,10 +218,10 @@ def _open(path):
         raise FileNotFoundError(f"no model file at {os.fspath(path)!r}")
     try:
         return zipfile.ZipFile(path, "r")
-    except zipfile.BadZipFile as e:
+    except IsADirectoryError:
+        raise
+    except _ZIP_ERRORS as e:
         raise _fail(shown, f"not a ZIP archive or truncated ({e})") from None
-    except OSError as e:
-        raise _fail(shown, str(e)) from None
 
 
 def _read(z, name, path):
@@ -226,13 +229,8 @@ def _read(z, name, path):
         return z.read(name)
     except KeyError:
         raise _fail(path, f"{name} is missing") from None
-    except (zipfile.BadZipFile, EOFError, OSError, zlib_error()) as e:
+    except _ZIP_ERRORS as e:
         raise _fail(path, f"{name} is corrupted or truncated ({e})") from None
-
-
-def zlib_error():
-    import zlib
-    return zlib.error
 
 
 def _header(z, path):
@@ -265,6 +263,13 @@ def load(path):
     truncated, corrupted (CRC or checksum mismatch, inconsistent shapes), not a pybudget
     model file, or of a newer format version."""
     shown = os.fspath(path) if isinstance(path, (str, os.PathLike)) else "<file>"
+    try:
+        return _load(path, shown)
+    except (KeyError, TypeError, AttributeError, IndexError, OverflowError) as e:
+        raise _fail(shown, f"malformed header ({type(e).__name__}: {e})") from None
+
+
+def _load(path, shown):
     with _open(path) as z:
         header = _header(z, shown)
         kind = header["estimator"]

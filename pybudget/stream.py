@@ -27,6 +27,7 @@ import sys
 import time
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
 
@@ -102,7 +103,11 @@ def _parse(lines, n_features, zero_based, dtype, path, lineno):
                          f"(after skipping comments): {e}") from None
     if not np.all(np.isfinite(X.data)) or not np.all(np.isfinite(y)):
         raise ValueError(f"{os.fspath(path)}: NaN or infinity in lines up to {lineno}")
-    return X.tocsr(), y
+    X = X.tocsr()
+    if X.indices.dtype != np.int32 and X.nnz < 2**31 - 1 and X.shape[1] < 2**31 - 1:
+        X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)),
+                          shape=X.shape)
+    return X, y
 
 
 def scan_svmlight(path, chunk_size=10000, *, zero_based=False):
