@@ -4,6 +4,9 @@
 #   (lazily, through the model's scale); on a margin violation add x with coefficient
 #   y eta_t (binary) or +eta_t for class y and -eta_t for the best wrong class r
 #   (multi-class, BSGD paper section 5); maintenance when the buffer is full.  No bias.
+# Optional iterate averaging (off by default; the paper outputs the last iterate): from
+#   global step avg_start on, the returned model is the mean of the iterates w_{t+1},
+#   t = avg_start .. T, kept per SV in the buffer's `acc` (see _budget.pxd).
 # Inputs are validated in pybudget/kernel.py; nothing here checks them again.
 from libc.stdint cimport uint64_t
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
@@ -29,7 +32,7 @@ cdef struct EpochStats:
 
 cdef void bsgd_epoch(const CsrView* X, const double* xsq, const int* codes, int* perm,
                      BudgetModel mdl, Maintainer mt, int trigger, int M, double lam,
-                     long* t, uint64_t* rng, double* krow, double* f, double* coef,
+                     long avg_start, long* t, uint64_t* rng, double* krow, double* f, double* coef,
                      EpochStats* st) noexcept nogil:
     cdef int s, i, c, r, nnz, n = X.n_rows, K = mdl.n_coef, y
     cdef const double* xd
@@ -55,33 +58,39 @@ cdef void bsgd_epoch(const CsrView* X, const double* xsq, const int* codes, int*
                     best = f[c]
                     r = c
             violated = 1.0 + best - f[y] > 0.0
+        if avg_start > 0 and t[0] == avg_start:
+            mdl.begin_average()
         mdl.scale_by(1.0 - 1.0 / t[0])
-        if not violated:
-            continue
-        eta = 1.0 / (lam * t[0])
-        if K == 1:
-            coef[0] = eta if y == 1 else -eta
-        else:
-            for c in range(K):
-                coef[c] = 0.0
-            coef[y] = eta
-            coef[r] = -eta
-        mdl.add_sparse(xd, xi, nnz, xsq[i], coef, -1)
-        st.n_added += 1
-        if mdl.n_sv >= trigger:
-            t0 = now()
-            mt.run(mdl, M)
-            st.merge_time += now() - t0
+        if violated:
+            eta = 1.0 / (lam * t[0])
+            if K == 1:
+                coef[0] = eta if y == 1 else -eta
+            else:
+                for c in range(K):
+                    coef[c] = 0.0
+                coef[y] = eta
+                coef[r] = -eta
+            mdl.add_sparse(xd, xi, nnz, xsq[i], coef, -1)
+            st.n_added += 1
+            if mdl.n_sv >= trigger:
+                t0 = now()
+                mt.run(mdl, M)
+                st.merge_time += now() - t0
+        if avg_start > 0 and t[0] >= avg_start:
+            mdl.accrue()         # w_{t+1} joins the average
 
 
 def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
              int budget, int merge_size, double lam, int epochs, long t_start,
-             uint64_t seed):
+             uint64_t seed, long avg_start=0):
     """Run `epochs` BSGD epochs on canonical CSR X (codes: 0/1 for binary with the model's
     n_coef == 1, else the class index), continuing the model in `mdl` and the global step
-    count t_start.  Returns a dict of counters and timings."""
+    count t_start.  avg_start > t_start: average the iterates from that global step on
+    (read the result with mdl.averaged() / n_avg); 0: no averaging.  Returns a dict of
+    counters and timings (n_avg: number of averaged iterates)."""
     if (mdl.d != X.shape[1] or xsq.shape[0] != X.shape[0] or codes.shape[0] != X.shape[0]
-            or X.shape[0] < 1 or not lam > 0):
+            or X.shape[0] < 1 or not lam > 0 or (avg_start != 0 and avg_start <= t_start)
+            or avg_start > t_start + <long>epochs * X.shape[0]):
         raise ValueError("bsgd_run: arrays do not match")
     if np.min(codes) < 0 or np.max(codes) >= max(mdl.n_coef, 2):
         raise ValueError("bsgd_run: class codes out of range")
@@ -103,7 +112,8 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     st.merge_time = 0.0
     for ep in range(epochs):
         with nogil:
-            bsgd_epoch(&V, &xsq[0], &codes[0], &perm[0], mdl, mt, trigger, M, lam, &t, &rng,
+            bsgd_epoch(&V, &xsq[0], &codes[0], &perm[0], mdl, mt, trigger, M, lam, avg_start,
+                       &t, &rng,
                        &krow[0], &f[0], &coef[0], &st)
     with nogil:
         t1 = now()
@@ -112,4 +122,5 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
             mt.run(mdl, M if M < mdl.n_sv - budget + 1 else mdl.n_sv - budget + 1)
         st.merge_time += now() - t1
     return {"t": t, "n_added": st.n_added, "merge_time": st.merge_time,
-            "time": now() - t0, "seed_state": rng}
+            "time": now() - t0, "seed_state": rng,
+            "n_avg": t - avg_start + 1 if avg_start > 0 else 0}

@@ -4,6 +4,11 @@
 # of their parents'), with room for `cap` = B + M - 1 rows so insertion never reallocates.
 # Coefficients carry a lazy common factor `scale` (Pegasos shrinks every coefficient each
 # step); it is folded into beta when it falls below FOLD_BELOW.
+# Optional iterate averaging (BSGD `averaging`): `acc` holds, per SV and in true units,
+# the sum over the averaged iterates of the SV's coefficient.  Accrual is lazy: the solver
+# adds the current scale to `avg_pending` after every step, and settle() moves
+# beta * avg_pending into acc for every SV (before maintenance and folding, and at the
+# end); a new SV is pre-debited so it earns only the steps after its insertion.
 
 cdef class BudgetModel:
     cdef readonly int d, n_coef, cap, n_sv, n_src
@@ -14,12 +19,16 @@ cdef class BudgetModel:
     cdef double[:, ::1] beta_mv
     cdef int[::1] src_mv
     cdef int[::1] slot_mv
+    cdef double[:, ::1] acc_mv
+    cdef readonly bint track_avg
+    cdef public double avg_pending
     # raw pointers, taken once (the arrays above keep the memory alive)
     cdef double* Z          # cap x d
     cdef double* sqn        # cap: ||z_j||^2
     cdef double* beta       # cap x n_coef (unscaled)
     cdef int* src           # cap: training index of the SV, -1 once merged
     cdef int* slot_of       # n_src: slot of training point i, -1 if none (may be NULL)
+    cdef double* acc        # cap x n_coef: averaged-iterate sums (true units), if track_avg
 
     cdef void kernel_row_sparse(self, const double* xd, const int* xi, int nnz, double xsq,
                                 double* out) noexcept nogil
@@ -35,3 +44,7 @@ cdef class BudgetModel:
     cdef void clear(self) noexcept nogil
     cdef void _set_coef(self, int j, const double* coef) noexcept nogil
     cdef void _set_source(self, int j, int source) noexcept nogil
+    cdef void _set_acc_debit(self, int j) noexcept nogil
+    cdef void settle(self) noexcept nogil
+    cdef void accrue(self) noexcept nogil
+    cdef void begin_average(self) noexcept nogil

@@ -33,6 +33,10 @@ cdef class BudgetModel:
         self.beta_mv = np.zeros((cap, n_coef))
         self.src_mv = np.full(cap, -1, dtype=np.int32)
         self.slot_mv = np.full(max(n_src, 1), -1, dtype=np.int32)
+        self.acc_mv = np.zeros((cap, n_coef))
+        self.track_avg = False
+        self.avg_pending = 0.0
+        self.acc = &self.acc_mv[0, 0]
         self.Z = &self.Z_mv[0, 0]
         self.sqn = &self.sqn_mv[0]
         self.beta = &self.beta_mv[0, 0]
@@ -99,6 +103,14 @@ cdef class BudgetModel:
         for c in range(self.n_coef):
             b[c] = coef[c] / self.scale
 
+    cdef void _set_acc_debit(self, int j) noexcept nogil:
+        # a new SV must not earn the steps accrued before its insertion
+        cdef int c
+        if self.track_avg:
+            for c in range(self.n_coef):
+                self.acc[<Py_ssize_t>j * self.n_coef + c] = (
+                    -self.beta[<Py_ssize_t>j * self.n_coef + c] * self.avg_pending)
+
     cdef void _set_source(self, int j, int source) noexcept nogil:
         self.src[j] = source
         if source >= 0 and self.slot_of != NULL:
@@ -115,6 +127,7 @@ cdef class BudgetModel:
             z[xi[k]] = xd[k]
         self.sqn[j] = xsq
         self._set_coef(j, coef)
+        self._set_acc_debit(j)
         self._set_source(j, source)
         self.n_sv += 1
         return j
@@ -128,6 +141,7 @@ cdef class BudgetModel:
             s += x[k] * x[k]
         self.sqn[j] = s
         self._set_coef(j, coef)
+        self._set_acc_debit(j)
         self._set_source(j, source)
         self.n_sv += 1
         return j
@@ -143,6 +157,8 @@ cdef class BudgetModel:
             memcpy(self.beta + <Py_ssize_t>j * self.n_coef,
                    self.beta + <Py_ssize_t>last * self.n_coef, self.n_coef * sizeof(double))
             self.sqn[j] = self.sqn[last]
+            memcpy(self.acc + <Py_ssize_t>j * self.n_coef,
+                   self.acc + <Py_ssize_t>last * self.n_coef, self.n_coef * sizeof(double))
             self.src[j] = self.src[last]
             if self.src[j] >= 0 and self.slot_of != NULL:
                 self.slot_of[self.src[j]] = j
@@ -160,8 +176,21 @@ cdef class BudgetModel:
         if self.scale < FOLD_BELOW:
             self.fold()
 
+    cdef void settle(self) noexcept nogil:
+        """acc += beta (unscaled) * avg_pending for every SV; avg_pending = 0."""
+        cdef Py_ssize_t k
+        if self.track_avg and self.avg_pending != 0.0:
+            for k in range(<Py_ssize_t>self.n_sv * self.n_coef):
+                self.acc[k] += self.beta[k] * self.avg_pending
+        self.avg_pending = 0.0
+
+    cdef void accrue(self) noexcept nogil:
+        """Count the current model once more in the average (O(1))."""
+        self.avg_pending += self.scale
+
     cdef void fold(self) noexcept nogil:
         cdef Py_ssize_t k
+        self.settle()      # pending sums are in units of the old scale
         for k in range(<Py_ssize_t>self.n_sv * self.n_coef):
             self.beta[k] *= self.scale
         self.scale = 1.0
@@ -204,6 +233,26 @@ cdef class BudgetModel:
         return (np.asarray(self.Z_mv)[:n].copy(),
                 np.asarray(self.beta_mv)[:n] * self.scale,
                 np.asarray(self.src_mv)[:n].copy())
+
+    cdef void begin_average(self) noexcept nogil:
+        """Start (or restart) the iterate average: every SV's sum is zeroed."""
+        memset(self.acc, 0, <Py_ssize_t>self.cap * self.n_coef * sizeof(double))
+        self.avg_pending = 0.0
+        self.track_avg = True
+
+    def start_averaging(self):
+        self.begin_average()
+
+    def accrue_step(self):
+        """Python access to accrue() (tests)."""
+        self.accrue()
+
+    def averaged(self):
+        """Settled per-SV sums of the averaged iterates (n_sv, n_coef), true units."""
+        if not self.track_avg:
+            raise ValueError("averaging was not started")
+        self.settle()
+        return np.asarray(self.acc_mv)[:self.n_sv].copy()
 
     @property
     def raw_beta(self):

@@ -33,7 +33,7 @@ cdef struct MaintCounts:
 
 
 cdef class MergeWork:
-    cdef double[::1] c_mv, wd_mv, h_mv, z_mv, z2_mv, coef_mv, gram_mv, rhs_mv, g_mv
+    cdef double[::1] c_mv, wd_mv, h_mv, z_mv, z2_mv, coef_mv, gram_mv, rhs_mv, g_mv, accz_mv
     cdef int[::1] top_mv, pts_mv
     cdef double* c
     cdef double* wd
@@ -44,6 +44,7 @@ cdef class MergeWork:
     cdef double* gram
     cdef double* rhs
     cdef double* g
+    cdef double* accz
     cdef int* top
     cdef int* pts
 

@@ -278,6 +278,7 @@ cdef class MergeWork:
         self.z2_mv = np.zeros(2 * d)
         self.coef_mv = np.zeros(n_coef)
         self.g_mv = np.zeros(n_coef)
+        self.accz_mv = np.zeros(n_coef)
         self.gram_mv = np.zeros(cap * cap if project else 1)
         self.rhs_mv = np.zeros(cap)
         self.top_mv = np.zeros(cap, dtype=np.int32)
@@ -289,6 +290,7 @@ cdef class MergeWork:
         self.z2 = &self.z2_mv[0]
         self.coef = &self.coef_mv[0]
         self.g = &self.g_mv[0]
+        self.accz = &self.accz_mv[0]
         self.gram = &self.gram_mv[0]
         self.rhs = &self.rhs_mv[0]
         self.top = &self.top_mv[0]
@@ -490,6 +492,9 @@ cdef bint project_out(BudgetModel mdl, MergeWork W, int p, double jitter) noexce
         j = W.pts[r]
         for t in range(mdl.n_coef):
             mdl.beta[<Py_ssize_t>j * mdl.n_coef + t] += mdl.beta[<Py_ssize_t>p * mdl.n_coef + t] * W.rhs[r]
+            if mdl.track_avg:
+                # the averaged model's part at z_p is projected the same way
+                mdl.acc[<Py_ssize_t>j * mdl.n_coef + t] += mdl.acc[<Py_ssize_t>p * mdl.n_coef + t] * W.rhs[r]
     return True
 
 
@@ -505,6 +510,7 @@ cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
     cdef const double* vj
     if mdl.n_sv < 2:
         return 0
+    mdl.settle()     # iterate averaging: bring every SV's sum up to date (no-op otherwise)
     p = smallest_sv(mdl)
     vp = mdl.beta + <Py_ssize_t>p * nc
     A = dot_n(vp, vp, nc)
@@ -598,8 +604,21 @@ cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
     W.pts[0] = p
     for r in range(k):
         W.pts[r + 1] = W.top[r]
+    if mdl.track_avg:
+        # averaged model: the merged parts are replaced by their best multiple of phi(z),
+        # sum_i acc_i k(z_i, z) (the same rule that gives the merged beta)
+        for t in range(nc):
+            W.accz[t] = 0.0
+        for r in range(k + 1):
+            q = W.pts[r]
+            e = exp(-mdl.gamma * sqdist(W.z, mdl.Z + <Py_ssize_t>q * mdl.d, mdl.d))
+            for t in range(nc):
+                W.accz[t] += e * mdl.acc[<Py_ssize_t>q * nc + t]
     remove_set(mdl, W.pts, k + 1)
     add_merged(mdl, W)
+    if mdl.track_avg:
+        for t in range(nc):
+            mdl.acc[<Py_ssize_t>(mdl.n_sv - 1) * nc + t] = W.accz[t]
     counts.n_merges += 1
     return n_before - mdl.n_sv
 

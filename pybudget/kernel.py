@@ -21,6 +21,7 @@ from pybudget._budget import BudgetModel
 from pybudget._merge import MAINTENANCE, MULTI, SEARCHES, Maintainer
 
 SOLVERS = ("bsgd", "bsca")
+AVERAGING = ("none", "all", "last-half")
 # SV rows are stored dense: refuse a buffer that would not fit comfortably in memory.
 MAX_BUFFER_BYTES = 4 * 2**30
 
@@ -54,7 +55,7 @@ class BudgetResult:
 
 
 def check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_size,
-                        merge_search, multi_merge, merge_tol):
+                        merge_search, multi_merge, merge_tol, averaging="none"):
     """Validate every budget-solver parameter that does not depend on the data; returns
     a dict of normalised values (gamma stays "scale" until the data are known)."""
     C = V.positive("C", C)
@@ -73,6 +74,10 @@ def check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_siz
     V.choice("merge_search", merge_search, SEARCHES)
     V.choice("multi_merge", multi_merge, MULTI)
     merge_tol = V.positive("merge_tol", merge_tol)
+    V.choice("averaging", averaging, AVERAGING)
+    if averaging != "none" and solver != "bsgd":
+        raise ValueError(f"averaging={averaging!r} applies to solver='bsgd' only, "
+                         f"got solver={solver!r}")
     if merge_tol >= 0.5:
         raise ValueError(f"merge_tol must be below 0.5 (a tolerance on h in [0, 1]), "
                          f"got {merge_tol!r}")
@@ -86,7 +91,7 @@ def check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_siz
                              f"got maintenance={maintenance!r}")
     return dict(C=C, gamma=gamma, budget=budget, solver=solver, epochs=epochs,
                 maintenance=maintenance, merge_size=merge_size, merge_search=merge_search,
-                multi_merge=multi_merge, merge_tol=merge_tol)
+                multi_merge=multi_merge, merge_tol=merge_tol, averaging=averaging)
 
 
 def scale_gamma(X):
@@ -137,9 +142,14 @@ def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, stat
     Z0, beta0, t0 = state if state is not None else (None, None, 0)
     mdl, mt = _new_model(d, n_coef, cap, gamma, p, Z=Z0, beta=beta0)
     lam = 1.0 / (n_lambda * p["C"])
+    epochs = epochs or p["epochs"]
+    T = epochs * n
+    avg_start = {"none": 0, "all": t0 + 1, "last-half": t0 + T // 2 + 1}[p.get("averaging", "none")]
     out = bsgd_run(X, row_sqnorms(X), codes.astype(np.int32), mdl, mt, budget, M, lam,
-                   epochs or p["epochs"], t0, seed)
+                   epochs, t0, seed, avg_start)
     Z, beta, _ = mdl.arrays()
+    if avg_start:
+        beta = mdl.averaged() / out["n_avg"]
     return Z, beta.T.copy(), out, mt
 
 
@@ -204,11 +214,12 @@ def _fit(X, codes, classes, p, seed, verbose=0):
 
 def solve_budget(X, y, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epochs=1,
                  maintenance="merge", merge_size=2, merge_search="gss",
-                 multi_merge="cascade", merge_tol=0.01, random_state=None, verbose=0):
+                 multi_merge="cascade", merge_tol=0.01, averaging="none", random_state=None,
+                 verbose=0):
     """Train a budgeted Gaussian-kernel SVM with BSGD or BSCA; see :class:`BudgetSVC`
     for the parameters.  Returns a :class:`BudgetResult`."""
     p = check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_size,
-                            merge_search, multi_merge, merge_tol)
+                            merge_search, multi_merge, merge_tol, averaging)
     X = V.as_csr(X)
     classes, codes = V.encode_labels(y, X.shape[0])
     return _fit(X, codes, classes, p, V.seed_from(random_state), verbose)
@@ -250,6 +261,17 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
     ``"project"`` (project the smallest SV onto the others).  Lookup tables are defined
     for binary merges; multi-class BSGD always searches the exact multi-class objective.
 
+    ``averaging`` (bsgd only): ``"none"`` (default, the BSGD paper's output: the last
+    iterate), ``"all"`` (the mean of all iterates of the fit, the quantity the Pegasos
+    and BSGD (Theorem 1) analyses bound, via convexity) or ``"last-half"`` (suffix
+    averaging, the mean of the iterates of the last half of the steps).  With
+    lambda = 1/(nC) each late step moves f by up to C/epochs at every point, so for a
+    nearly flat kernel (a9a at gamma = 2^-7) the last iterate is noisy; the average is
+    not.  The averaged model lives on the same B support vectors: a merge replaces the
+    averaged parts by their best multiple of phi(z) (sum_i acc_i k(z_i, z)), projection
+    moves them like the coefficients.  ``partial_fit`` always continues the last iterate
+    and refuses ``averaging != "none"``.
+
     ``partial_fit`` (bsgd only) runs one epoch over each chunk, continuing the global
     step count; lambda uses the number of rows seen so far, so one pass over all chunks
     ends with the lambda of ``fit``.
@@ -261,7 +283,8 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
 
     def __init__(self, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epochs=1,
                  maintenance="merge", merge_size=2, merge_search="gss",
-                 multi_merge="cascade", merge_tol=0.01, random_state=None, verbose=0):
+                 multi_merge="cascade", merge_tol=0.01, averaging="none", random_state=None,
+                 verbose=0):
         self.C = C
         self.gamma = gamma
         self.budget = budget
@@ -272,6 +295,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         self.merge_search = merge_search
         self.multi_merge = multi_merge
         self.merge_tol = merge_tol
+        self.averaging = averaging
         self.random_state = random_state
         self.verbose = verbose
 
@@ -283,7 +307,7 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
     def _params(self):
         return check_budget_params(self.C, self.gamma, self.budget, self.solver, self.epochs,
                                    self.maintenance, self.merge_size, self.merge_search,
-                                   self.multi_merge, self.merge_tol)
+                                   self.multi_merge, self.merge_tol, self.averaging)
 
     def fit(self, X, y):
         p = self._params()
@@ -317,6 +341,9 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
     def partial_fit(self, X, y, classes=None):
         """One BSGD epoch over the chunk (X, y); ``classes`` is required on the first call."""
         p = self._params()
+        if p["averaging"] != "none":
+            raise ValueError(f"averaging={p['averaging']!r} is for fit only: partial_fit "
+                             "continues the last iterate (use averaging='none')")
         first = not hasattr(self, "classes_")
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              reset=first)
