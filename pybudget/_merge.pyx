@@ -365,6 +365,8 @@ cdef void cascade(BudgetModel mdl, const MergeParams* P, MergeWork W, int p, int
         W.z[t] = mdl.Z[<Py_ssize_t>p * d + t]
     for t in range(nc):
         W.coef[t] = mdl.beta[<Py_ssize_t>p * nc + t]
+        if mdl.track_avg:
+            W.accz[t] = mdl.acc[<Py_ssize_t>p * nc + t]
     for r in range(k):
         q = W.top[r]
         zq = mdl.Z + <Py_ssize_t>q * d
@@ -384,6 +386,8 @@ cdef void cascade(BudgetModel mdl, const MergeParams* P, MergeWork W, int p, int
             W.z[t] = h * W.z[t] + (1.0 - h) * zq[t]
         for t in range(nc):
             W.coef[t] = a * W.coef[t] + b * bq[t]
+            if mdl.track_avg:      # the averaged model's parts take the same path
+                W.accz[t] = a * W.accz[t] + b * mdl.acc[<Py_ssize_t>q * nc + t]
 
 
 cdef double gd_objective(BudgetModel mdl, MergeWork W, const double* z, int npts) noexcept nogil:
@@ -604,9 +608,10 @@ cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
     W.pts[0] = p
     for r in range(k):
         W.pts[r + 1] = W.top[r]
-    if mdl.track_avg:
+    if mdl.track_avg and (k == 1 or P.multi != MULTI_CASCADE):
         # averaged model: the merged parts are replaced by their best multiple of phi(z),
-        # sum_i acc_i k(z_i, z) (the same rule that gives the merged beta)
+        # sum_i acc_i k(z_i, z), the rule that gives the merged beta (pairwise and
+        # gradient merges; the cascade applies its own sequence of pairwise rules)
         for t in range(nc):
             W.accz[t] = 0.0
         for r in range(k + 1):

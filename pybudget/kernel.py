@@ -267,9 +267,10 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
     averaging, the mean of the iterates of the last half of the steps).  With
     lambda = 1/(nC) each late step moves f by up to C/epochs at every point, so for a
     nearly flat kernel (a9a at gamma = 2^-7) the last iterate is noisy; the average is
-    not.  The averaged model lives on the same B support vectors: a merge replaces the
-    averaged parts by their best multiple of phi(z) (sum_i acc_i k(z_i, z)), projection
-    moves them like the coefficients.  ``partial_fit`` always continues the last iterate
+    not.  The averaged model lives on the same B support vectors and every maintenance
+    event maps it exactly as it maps the coefficients: a merge replaces the averaged
+    parts by sum_i acc_i k(z_i, z) (a cascade by its sequence of pairwise rules),
+    projection moves them like the coefficients, removal drops them.  ``partial_fit`` always continues the last iterate
     and refuses ``averaging != "none"``.
 
     ``partial_fit`` (bsgd only) runs one epoch over each chunk, continuing the global

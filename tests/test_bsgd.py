@@ -34,24 +34,29 @@ class SplitMix:
             a[i], a[j] = a[j], a[i]
 
 
-def reference_bsgd(X, y, C, gamma, budget, epochs, seed, tol):
+def reference_bsgd(X, y, C, gamma, budget, epochs, seed, tol, avg_start=0, acc_out=None):
     """Eager Pegasos (every coefficient scaled every step) with pairwise merging written
-    out in numpy; SV slots handled like the buffer (remove = move last into the hole)."""
+    out in numpy; SV slots handled like the buffer (remove = move last into the hole).
+    avg_start > 0: also keep, per SV, the sum of its coefficient over the iterates
+    w_{t+1}, t >= avg_start (merged SV: sum_i A_i k(z_i, z)); returned in acc_out."""
     n = X.shape[0]
     lam = 1.0 / (n * C)
-    Z, B = [], []
+    Z, B, A = [], [], []
     perm, rng, t = list(range(n)), SplitMix(seed), 0
     for _ in range(epochs):
         rng.shuffle(perm)
         for i in perm:
             t += 1
+            if t == avg_start:
+                A = [0.0] * len(B)
             f = sum(b * np.exp(-gamma * np.sum((z - X[i]) ** 2)) for z, b in zip(Z, B))
             B = [b * (1 - 1 / t) for b in B]
             if t == 1:
-                Z, B = [], []
+                Z, B, A = [], [], []
             if y[i] * f < 1:
                 Z.append(X[i].copy())
                 B.append(y[i] / (lam * t))
+                A.append(0.0)
                 if len(Z) > budget:
                     p = 0                     # smallest |beta|, ties (1e-12) to the lowest
                     for j in range(1, len(B)):
@@ -71,16 +76,23 @@ def reference_bsgd(X, y, C, gamma, budget, epochs, seed, tol):
                     _, q, h, c = best
                     z = h * Z[p] + (1 - h) * Z[q]
                     b = B[p] * np.exp(-c * (1 - h) ** 2) + B[q] * np.exp(-c * h * h)
+                    a = sum(A[r] * np.exp(-gamma * np.sum((Z[r] - z) ** 2)) for r in (p, q))
                     for r in sorted((p, q), reverse=True):
-                        Z[r], B[r] = Z[-1], B[-1]
+                        Z[r], B[r], A[r] = Z[-1], B[-1], A[-1]
                         Z.pop()
                         B.pop()
+                        A.pop()
                     Z.append(z)
                     B.append(b)
+                    A.append(a)
+            if avg_start and t >= avg_start:
+                A = [a + b for a, b in zip(A, B)]
+    if acc_out is not None:
+        acc_out.append(np.array(A))
     return np.array(Z), np.array(B), t
 
 
-def run_solver(X, y, C, gamma, budget, epochs, seed, tol, t0=0, mdl=None):
+def run_solver(X, y, C, gamma, budget, epochs, seed, tol, t0=0, mdl=None, avg_start=0):
     Xc = sp.csr_matrix(X)
     Xc.indices = Xc.indices.astype(np.int32)
     Xc.indptr = Xc.indptr.astype(np.int32)
@@ -88,7 +100,7 @@ def run_solver(X, y, C, gamma, budget, epochs, seed, tol, t0=0, mdl=None):
         mdl = BudgetModel(X.shape[1], 1, budget + 1, gamma)
     mt = Maintainer(mdl, tol=tol)
     out = bsgd_run(Xc, row_sqnorms(Xc), (y > 0).astype(np.int32), mdl, mt, budget, 2,
-                   1.0 / (X.shape[0] * C), epochs, t0, seed)
+                   1.0 / (X.shape[0] * C), epochs, t0, seed, avg_start)
     return mdl, out, mt
 
 
@@ -117,6 +129,35 @@ def test_bsgd_with_merging_matches_reference_over_epochs():
     assert mt.n_merges > 10 and out["t"] == t == 150
     np.testing.assert_allclose(Z, Zr, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(B[:, 0], Br, rtol=1e-9, atol=1e-9 * np.abs(Br).max())
+
+
+@pytest.mark.parametrize("budget,avg_start", [(60, 1), (8, 1), (8, 71), (8, 150)])
+def test_iterate_averaging_matches_eager_reference(budget, avg_start):
+    """Averaged sums through lazy scaling, insertions and merges equal an eager replay."""
+    X, y = small_problem(n=50)
+    mdl, out, mt = run_solver(X, y, C=5.0, gamma=0.8, budget=budget, epochs=3, seed=7,
+                              tol=1e-3, avg_start=avg_start)
+    acc = []
+    Zr, Br, t = reference_bsgd(X, y, 5.0, 0.8, budget, 3, 7, 1e-3, avg_start, acc)
+    Z, B, _ = mdl.arrays()
+    assert out["n_avg"] == 150 - avg_start + 1
+    assert (mt.n_merges > 10) == (budget < 50)
+    np.testing.assert_allclose(Z, Zr, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(B[:, 0], Br, rtol=1e-9, atol=1e-9 * np.abs(Br).max())
+    np.testing.assert_allclose(mdl.averaged()[:, 0], acc[0], rtol=1e-9,
+                               atol=1e-9 * np.abs(acc[0]).max())
+    if avg_start == 150:      # averaging only the last iterate is the last iterate
+        np.testing.assert_allclose(mdl.averaged()[:, 0], B[:, 0], rtol=1e-12)
+
+
+def test_averaging_off_leaves_the_model_unchanged():
+    X, y = small_problem(n=50)
+    m0, _, _ = run_solver(X, y, 5.0, 0.8, 8, 2, 3, 0.01)
+    m1, out, _ = run_solver(X, y, 5.0, 0.8, 8, 2, 3, 0.01, avg_start=60)
+    for a, b in zip(m0.arrays(), m1.arrays()):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="arrays do not match"):
+        run_solver(X, y, 5.0, 0.8, 8, 1, 3, 0.01, avg_start=51)   # beyond the last step
 
 
 def test_t_is_global_across_calls():

@@ -104,3 +104,49 @@ def test_bad_arguments_raise():
         BudgetModel(3, 1, 2, 1.0).kernel_row(sp.csr_matrix(np.ones((1, 4))))
     with pytest.raises(ValueError, match=">= 0"):
         mdl.multiply(-1.0)
+
+
+# ---- iterate averaging sums (BSGD averaging) -----------------------------------------
+
+@pytest.mark.parametrize("kw", [dict(), dict(maintenance="remove"), dict(maintenance="project"),
+                                dict(merge_size=3), dict(merge_size=3, multi="gradient"),
+                                dict(search="lookup-wd")])
+def test_averaged_sums_follow_every_maintenance(kw):
+    """With the coefficients frozen, k accruals give acc = k * beta; every maintenance is
+    linear in the coefficients for its chosen geometry, so acc = k * beta must survive it
+    (merge: sum_i acc_i k(z_i, z); projection: moved like beta; removal: dropped)."""
+    from pybudget._merge import Maintainer
+    rng = np.random.default_rng(3)
+    n, d = 9, 4
+    mdl = BudgetModel(d, 1, n, 0.4)
+    mdl.load(rng.normal(size=(n, d)), rng.uniform(0.2, 2.0, n) * rng.choice([-1, 1], n))
+    mdl.start_averaging()
+    for _ in range(3):
+        mdl.accrue_step()
+    mt = Maintainer(mdl, **{"maintenance": "merge", **kw})
+    for _ in range(3):
+        mt.step(mdl)
+        np.testing.assert_allclose(mdl.averaged(), 3 * mdl.arrays()[1], rtol=1e-12, atol=1e-12)
+    assert mdl.n_sv < n
+
+
+def test_averaged_sums_survive_lazy_scaling_and_fold():
+    rng = np.random.default_rng(4)
+    mdl = BudgetModel(3, 2, 5, 0.5)
+    Z, beta = rng.normal(size=(2, 3)), rng.normal(size=(2, 2))
+    mdl.load(Z, beta)
+    mdl.start_averaging()
+    expect = np.zeros((2, 2))
+    scale = 1.0
+    for f in (0.5, 1e-6, 1e-5, 3.0):           # the product falls below 1e-9: a fold
+        mdl.multiply(f)
+        scale *= f
+        mdl.accrue_step()
+        expect += scale * beta
+    assert mdl.scale != pytest.approx(scale)   # folded
+    mdl.add(rng.normal(size=3), [1.0, -2.0])   # a new SV earns only later steps
+    mdl.accrue_step()
+    expect = np.vstack([expect + scale * beta, [[1.0, -2.0]]])
+    np.testing.assert_allclose(mdl.averaged(), expect, rtol=1e-12)
+    with pytest.raises(ValueError, match="averaging was not started"):
+        BudgetModel(3, 1, 2, 0.5).averaged()

@@ -44,6 +44,9 @@ BAD = [
      r"merge_search='lookup-wd' only apply to maintenance='merge'"),
     (dict(maintenance="remove", multi_merge="gradient"), ValueError,
      r"multi_merge='gradient' only apply to maintenance='merge'"),
+    (dict(averaging="mean"), ValueError, "averaging must be one of"),
+    (dict(averaging="all", solver="bsca"), ValueError,
+     r"averaging='all' applies to solver='bsgd' only"),
 ]
 
 
@@ -89,6 +92,8 @@ def test_partial_fit_errors():
         BudgetSVC(solver="bsca").partial_fit(X, y, classes=["a", "b"])
     with pytest.raises(ValueError, match="features"):
         clf.partial_fit(X[:5, :3], y[:5])
+    with pytest.raises(ValueError, match="averaging='last-half' is for fit only"):
+        BudgetSVC(averaging="last-half").partial_fit(X, y, classes=["a", "b"])
     # a chunk with a single (known) class is fine
     clf.partial_fit(X[y == "a"][:10], np.array(["a"] * 10))
 
@@ -139,3 +144,18 @@ def test_pickle_round_trip_and_continue():
     np.testing.assert_array_equal(clf.predict(X), clone.predict(X))
     clone.partial_fit(X[60:], y[60:])
     assert clone._t == 120 and clone.support_vectors_.shape[0] <= 15
+
+
+def test_averaging_returns_the_mean_iterate_on_the_same_svs():
+    X, y = data()
+    last = solve_budget(X, y, C=10, gamma=0.5, budget=15, epochs=2, random_state=0)
+    for averaging in ("all", "last-half"):
+        avg = solve_budget(X, y, C=10, gamma=0.5, budget=15, epochs=2, random_state=0,
+                           averaging=averaging)
+        # same trajectory (same SVs), different coefficients
+        np.testing.assert_array_equal(avg.support_vectors, last.support_vectors)
+        assert not np.allclose(avg.dual_coef, last.dual_coef)
+        clf = BudgetSVC(C=10, gamma=0.5, budget=15, epochs=2, random_state=0,
+                        averaging=averaging).fit(X, y)
+        np.testing.assert_allclose(clf.dual_coef_, avg.dual_coef, rtol=1e-12)
+        assert clf.score(X, y) > 0.8
