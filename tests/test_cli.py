@@ -29,9 +29,11 @@ def test_cli_errors_are_messages(capsys):
     assert "C must be" in capsys.readouterr().err
 
 
-def test_python_dash_m_runs():
+def test_python_dash_m_runs(tmp_path):
+    # run outside the source tree: "-m" would import the uncompiled checkout instead
     out = subprocess.run([sys.executable, "-m", "pybudget", "cgrid", "--data", "a9a", "--C", "1",
-                          "--tol", "0.1", "-q"], capture_output=True, text=True, check=True)
+                          "--tol", "0.1", "-q"], capture_output=True, text=True, check=True,
+                         cwd=tmp_path)
     assert "| avsf |" in out.stdout
 
 
