@@ -75,7 +75,17 @@ def encode_labels(y, n_samples, name="y", min_classes=2):
     if y.dtype.kind == "O":
         if any(v is None for v in y):
             raise ValueError(f"{name} contains None")
-    classes, codes = np.unique(y, return_inverse=True)
+    if y.dtype.kind in "fiub" and y.shape[0] > 0:
+        # Fast path for the common binary case: two passes instead of a sort.
+        lo, hi = y.min(), y.max()
+        is_hi = y == hi
+        if np.all(is_hi | (y == lo)):
+            classes = np.array([lo] if lo == hi else [lo, hi], dtype=y.dtype)
+            codes = is_hi.astype(np.intp) if lo != hi else np.zeros(y.shape[0], np.intp)
+        else:
+            classes, codes = np.unique(y, return_inverse=True)
+    else:
+        classes, codes = np.unique(y, return_inverse=True)
     if classes.shape[0] < min_classes:
         raise ValueError(f"{name} has {classes.shape[0]} class(es) {classes.tolist()}; "
                          f"at least {min_classes} are needed")
