@@ -23,7 +23,7 @@ from common import (have_liblinear, liblinear_coef, liblinear_train, machine,
                     median_min_max, write_outputs)
 from pybudget import _validation as V
 from pybudget._linear import SELECTIONS
-from pybudget.cgrid import DEFAULT_CS, run_cell
+from pybudget.cgrid import DEFAULT_CS, run_cell, strategy_table
 from pybudget.datasets import load
 
 
@@ -67,30 +67,7 @@ def markdown(rows):
     for data in dict.fromkeys(r["data"] for r in rows):
         for tol in dict.fromkeys(r["tol"] for r in rows if r["data"] == data):
             sub = [r for r in rows if r["data"] == data and r["tol"] == tol]
-            Cs = sorted({r["C"] for r in sub})
-            sels = list(dict.fromkeys(r["selection"] for r in sub))
-            cell = {(r["C"], r["selection"]): r for r in sub}
-            out += [f"## {data}, tol {tol:g}", "",
-                    "| strategy | " + " | ".join(f"C={c:g}" for c in Cs) + " | total |",
-                    "|---" * (len(Cs) + 2) + "|"]
-            for s in sels:
-                cells, total = [], 0.0
-                for c in Cs:
-                    r = cell.get((c, s))
-                    if r is None:
-                        cells.append("—")
-                        continue
-                    total += r["time_median"]
-                    steps = "" if r["n_steps"] is None else f" ({r['n_steps']:.1e})"
-                    cells.append(f"{r['time_median']:.3f}{'' if r['converged'] else '*'}{steps}")
-                out.append(f"| {s} | " + " | ".join(cells) + f" | {total:.3f} |")
-            if "shrinking" in sels and "avsf" in sels:
-                ratios = [cell[(c, "shrinking")]["time_median"] / cell[(c, "avsf")]["time_median"]
-                          for c in Cs]
-                tot = (sum(cell[(c, "shrinking")]["time_median"] for c in Cs)
-                       / sum(cell[(c, "avsf")]["time_median"] for c in Cs))
-                out.append("| shrinking / avsf | " + " | ".join(f"{x:.2f}×" for x in ratios)
-                           + f" | {tot:.2f}× |")
+            out += [f"## {data}, tol {tol:g}", ""] + strategy_table(sub, "time_median")
             out += ["", "| C | strategy | time median [min, max] | sweeps | dual objective | "
                     "max final KKT | converged | dual spread | test acc. |",
                     "|---|---|---|---|---|---|---|---|---|"]

@@ -75,15 +75,15 @@ def _sci(x):
     return f"{x:.1e}".replace("e+0", "e").replace("e+", "e")
 
 
-def format_table(rows, title=None):
-    """Markdown: the paper's layout (time in seconds, steps below in scientific
-    notation, * marks a run stopped by max_iter) and a details table."""
+def strategy_table(rows, time_key="time"):
+    """Markdown lines in the AVSF paper's layout: strategies as rows, C as columns,
+    time (``time_key``) with coordinate steps below (* = stopped by its cap), a total,
+    and the shrinking/avsf time ratio when both are present."""
     Cs = sorted({r["C"] for r in rows})
     sels = list(dict.fromkeys(r["selection"] for r in rows))
     cell = {(r["C"], r["selection"]): r for r in rows}
-    out = [f"### {title}", ""] if title else []
-    out.append("| strategy | " + " | ".join(f"C={c:g}" for c in Cs) + " | total |")
-    out.append("|---" * (len(Cs) + 2) + "|")
+    out = ["| strategy | " + " | ".join(f"C={c:g}" for c in Cs) + " | total |",
+           "|---" * (len(Cs) + 2) + "|"]
     for s in sels:
         cells, total = [], 0.0
         for c in Cs:
@@ -91,10 +91,22 @@ def format_table(rows, title=None):
             if r is None:
                 cells.append("—")
                 continue
-            total += r["time"]
-            star = "" if r["converged"] else "*"
-            cells.append(f"{r['time']:.3f}{star} ({_sci(r['n_steps'])})")
+            total += r[time_key]
+            steps = "" if r["n_steps"] is None else f" ({_sci(r['n_steps'])})"
+            cells.append(f"{r[time_key]:.3f}{'' if r['converged'] else '*'}{steps}")
         out.append(f"| {s} | " + " | ".join(cells) + f" | {total:.3f} |")
+    if all((c, s) in cell for c in Cs for s in ("shrinking", "avsf")):
+        t = {s: [cell[(c, s)][time_key] for c in Cs] for s in ("shrinking", "avsf")}
+        ratios = [a / b for a, b in zip(t["shrinking"], t["avsf"])]
+        out.append("| shrinking / avsf | " + " | ".join(f"{x:.2f}×" for x in ratios)
+                   + f" | {sum(t['shrinking']) / sum(t['avsf']):.2f}× |")
+    return out
+
+
+def format_table(rows, title=None):
+    """Markdown: the paper's layout (``strategy_table``) and a details table."""
+    out = [f"### {title}", ""] if title else []
+    out += strategy_table(rows)
     out += ["", "| C | strategy | time s | sweeps | steps | dual objective | KKT viol. | converged | test acc. |",
             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
