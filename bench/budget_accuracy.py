@@ -17,6 +17,7 @@ from sklearn.model_selection import StratifiedKFold
 
 import pybudget
 from pybudget import BudgetSVC, merging
+from pybudget.datasets import external_data_dir
 
 OUT = Path(__file__).parent / "results"
 LIBSVM = {"a9a": (85.07, 42.0), "ijcnn1": (98.70, 8.6), "w8a": (99.05, 12.0)}
@@ -112,7 +113,8 @@ def summary(rows):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="smoke run: small subsets, one seed")
-    ap.add_argument("--data-dir", default=os.environ.get("PYBUDGET_DATA", "/work/shared/data"))
+    ap.add_argument("--data-dir", default=str(external_data_dir()))
+    ap.add_argument("--out", default=str(OUT), help="results directory (default bench/results)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = ap.parse_args()
     data_dir = Path(args.data_dir)
@@ -163,9 +165,10 @@ def main():
         record["multiclass"].append(entry)
         print(f"multi-class     {name:9s} gamma {gamma} acc median {entry['acc_median']:.2f} "
               f"[{entry['acc_min']:.2f}, {entry['acc_max']:.2f}] (target {target})", flush=True)
-    OUT.mkdir(parents=True, exist_ok=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     stem = "budget_accuracy_quick" if args.quick else "budget_accuracy"
-    (OUT / f"{stem}.json").write_text(json.dumps(record, indent=1))
+    (out / f"{stem}.json").write_text(json.dumps(record, indent=1))
     lines = ["# Budgeted SVMs: issue 4 figures", "",
              f"{record['machine']}, {record['cpu_count']} cores, seeds {seeds}, golden-section "
              "merging (tol 0.01) unless noted.", "", "## Maths", ""]
@@ -182,8 +185,8 @@ def main():
         lines.append(f"| BSGD {e['epochs']} epochs, gamma {e['gamma']} (2-fold CV) | {e['data']} | "
                      f"{e['budget']} | {e['acc_median']:.2f} [{e['acc_min']:.2f}, {e['acc_max']:.2f}] | "
                      f"{e['target']} | {e['epoch_time_median']:.3f} | |")
-    (OUT / f"{stem}.md").write_text("\n".join(lines) + "\n")
-    print(f"wrote {OUT / stem}.json/.md")
+    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    print(f"wrote {out / stem}.json/.md")
 
 
 if __name__ == "__main__":
