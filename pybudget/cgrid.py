@@ -115,3 +115,39 @@ def format_table(rows, title=None):
                    f"{r['n_steps']} | {r['dual_objective']:.8g} | {r['kkt_violation']:.2e} | "
                    f"{'yes' if r['converged'] else 'no (max_iter)'} | {acc} |")
     return "\n".join(out) + "\n"
+
+
+def cgrid_cv(data="debian-lib-small", Cs=DEFAULT_CS, cv=5, tol=0.01,
+             selections=DEFAULT_SELECTIONS, *, n_jobs=None, loss="hinge", max_iter=100000,
+             fit_intercept=False, random_state=0):
+    """Cross-validated accuracy over the C grid for each strategy (``path.cv_grid``,
+    warm-started along C inside each fold).  Returns {strategy: CVGridResult}."""
+    from pybudget.path import cv_grid
+    X, y = (load(data)[:2] if isinstance(data, str) else tuple(data)[:2])
+    X = V.as_csr(X)
+    return {s: cv_grid(X, y, Cs, cv=cv, n_jobs=n_jobs, random_state=random_state,
+                       selection=s, tol=tol, loss=loss, max_iter=max_iter,
+                       fit_intercept=fit_intercept)
+            for s in selections}
+
+
+def format_cv_table(results, title=None):
+    """Markdown: per C and strategy, mean ± std cross-validated accuracy and the
+    optimisation time summed over folds; the best C per strategy below."""
+    out = [f"### {title}", ""] if title else []
+    sels = list(results)
+    out.append("| C | " + " | ".join(f"{s}: accuracy | {s}: time s" for s in sels) + " |")
+    out.append("|---" * (1 + 2 * len(sels)) + "|")
+    Cs = results[sels[0]].Cs
+    for k, c in enumerate(Cs):
+        cells = []
+        for s in sels:
+            r = results[s]
+            cells += [f"{100 * r.mean_accuracy[k]:.2f} ± {100 * r.std_accuracy[k]:.2f} %",
+                      f"{r.fit_time[k]:.3f}"]
+        out.append(f"| {c:g} | " + " | ".join(cells) + " |")
+    out.append("")
+    for s in sels:
+        r = results[s]
+        out.append(f"- {s}: best C = {r.best_C:g}, wall time {r.wall_time:.2f} s")
+    return "\n".join(out) + "\n"

@@ -14,7 +14,8 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from pybudget.cgrid import DEFAULT_CS, DEFAULT_SELECTIONS, cgrid, format_table
+from pybudget.cgrid import (DEFAULT_CS, DEFAULT_SELECTIONS, cgrid, cgrid_cv,
+                             format_cv_table, format_table)
 
 LINEAR_OPTS = {"loss": "-s/--loss", "tol": "-e", "bias": "-B", "selection": "--selection",
                "max_iter": "--max-iter"}
@@ -29,6 +30,14 @@ class CLIError(ValueError):
 
 
 def _cgrid(args):
+    if args.cv:
+        res = cgrid_cv(args.data, Cs=args.C, cv=args.cv, tol=args.tol,
+                       selections=args.selection, n_jobs=args.n_jobs, loss=args.loss,
+                       max_iter=args.max_iter, fit_intercept=args.bias > 0,
+                       random_state=args.seed)
+        print(format_cv_table(res, title=f"{args.data}, {args.cv}-fold cross-validation, "
+                                         f"tol {args.tol:g}"))
+        return 0
     rows = cgrid(args.data, Cs=args.C, tol=args.tol, selections=args.selection,
                  loss=args.loss, max_iter=args.max_iter, fit_intercept=args.bias > 0,
                  random_state=args.seed, verbose=not args.quiet)
@@ -340,6 +349,11 @@ def build_parser():
     g.add_argument("-B", "--bias", type=float, default=-1,
                    help="bias feature value (liblinear -B); <= 0 means no bias (default)")
     g.add_argument("--seed", type=int, default=0, help="random seed")
+    g.add_argument("--cv", type=int, default=0, metavar="K",
+                   help="instead: K-fold cross-validated accuracy per C and strategy, "
+                        "warm-started along C in each fold; reports the best C")
+    g.add_argument("--n-jobs", type=int, default=None,
+                   help="with --cv: folds run in parallel on this many workers (joblib)")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     g.set_defaults(func=_cgrid)
 

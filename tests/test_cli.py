@@ -43,3 +43,11 @@ def test_readme_commands_are_what_ci_runs():
     install_run, test_cmd = readme[first + 1], readme[first + 2]
     assert install_run == "pip install . && python -m pybudget cgrid"
     assert test_cmd in (ROOT / ".ci" / "run").read_text().splitlines()
+
+
+def test_cli_cgrid_cross_validation(capsys):
+    assert main(["cgrid", "--data", "a9a", "--C", "0.01", "0.1", "--cv", "3", "--n-jobs", "2",
+                 "--selection", "shrinking", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "3-fold cross-validation" in out and "best C = " in out
+    assert "| 0.01 | 84." in out  # a9a accuracy at C=0.01 is about 84.4 %
