@@ -158,7 +158,7 @@ def _solve_binary(X, y, cvec, C, *, selection, start=None, **kw):
     return res
 
 
-def solve_linear(X, y, C=1.0, *, loss="hinge", selection="avsf", tol=0.1, max_iter=1000,
+def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_iter=1000,
                  fit_intercept=False, intercept_scaling=1.0, sample_weight=None,
                  random_state=None):
     """Train a binary L2-regularised linear SVM by dual coordinate descent.
@@ -166,7 +166,8 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="avsf", tol=0.1, max_it
     Minimises ``½‖w‖² + C Σ_i s_i loss(y_i (w·x_i + b))`` with ``loss`` "hinge" or
     "squared_hinge"; with ``fit_intercept`` the bias is a regularised extra weight on
     a constant feature of value ``intercept_scaling`` (liblinear's ``-B``).
-    ``selection``: "uniform", "shrinking" (liblinear) or "avsf".  ``y`` takes any two
+    ``selection``: "uniform", "shrinking" (liblinear), "avsf" or "auto" (shrinking or
+    AVSF chosen from the data and C, see ``resolve_selection``).  ``y`` takes any two
     label values; the positive side is the larger one (``result.classes[1]``).
     Returns a :class:`LinearResult`; warns with ConvergenceWarning when ``max_iter``
     sweeps did not reach ``tol``.
@@ -189,8 +190,9 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     """Linear support vector classifier trained by dual coordinate descent.
 
     Like scikit-learn's ``LinearSVC`` (liblinear), with a choice of coordinate
-    selection: ``"avsf"`` (adaptive variable selection frequencies), ``"shrinking"``
-    (liblinear's hard shrinking) or ``"uniform"``.  More than two classes are handled
+    selection: ``"auto"`` (default: hard shrinking or AVSF chosen from the data and C),
+    ``"avsf"`` (adaptive variable selection frequencies), ``"shrinking"`` (liblinear's
+    hard shrinking) or ``"uniform"``.  More than two classes are handled
     one-vs-rest.  ``C_i = C * class_weight[y_i] * sample_weight_i``.
 
     Attributes: ``classes_``, ``coef_`` (n_problems, n_features), ``intercept_``,
@@ -204,7 +206,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
     box (``linear_path`` documents the other choices and what they gain).
     """
 
-    def __init__(self, C=1.0, *, loss="hinge", selection="avsf", tol=0.1, max_iter=1000,
+    def __init__(self, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_iter=1000,
                  fit_intercept=True, intercept_scaling=1.0, class_weight=None,
                  warm_start=False, random_state=None, verbose=0):
         self.C = C

@@ -29,7 +29,7 @@ def check_grid(Cs):
     return sorted({V.positive("C", c) for c in Cs})
 
 
-def linear_path(X, y, Cs, *, loss="hinge", selection="avsf", tol=0.1, max_iter=1000,
+def linear_path(X, y, Cs, *, loss="hinge", selection="auto", tol=0.1, max_iter=1000,
                 fit_intercept=False, intercept_scaling=1.0, sample_weight=None,
                 random_state=None, carry="alpha"):
     """Solve a binary linear SVM for every C in ``Cs`` (sorted increasingly), each
