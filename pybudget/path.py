@@ -1,10 +1,10 @@
 """Whole grids of C: warm-started regularisation paths and cross-validated grids.
 
 ``linear_path`` solves an increasing grid of C, each from the previous solution.
-``cv_grid`` runs that path inside every fold of a cross-validation; folds are joblib
-tasks, so any joblib backend runs them (local threads by default, which is efficient
-because the solvers release the GIL; ``joblib.parallel_config(backend="dask")`` or
-``"ray"`` sends them to a cluster without changing the call).
+``cv_grid`` runs that path inside every fold of a cross-validation as joblib tasks, so
+any joblib backend runs them (local threads by default, which is efficient because the
+solvers release the GIL; ``joblib.parallel_config(backend="dask")`` or ``"ray"`` sends
+them to a cluster without changing the call).
 """
 import time
 import warnings
@@ -17,7 +17,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold
 
 from pybudget import _validation as V
-from pybudget.linear import LinearSVC, _solve_binary, check_linear_params
+from pybudget.linear import (LinearSVC, _solve_binary, check_linear_params,
+                             resolve_selection)
 
 CARRY = ("none", "alpha", "all")
 
@@ -83,8 +84,9 @@ class CVGridResult:
     n_iter: np.ndarray = field(default=None)
 
 
-def _fold_path(estimator, X, y, train, test, Cs):
-    """One fold: the warm-started path over Cs; accuracy, time and sweeps per C."""
+def _chain(estimator, X, y, train, test, Cs):
+    """Warm-started fits over the C values of one chain on one fold: accuracy, time
+    and sweeps per C."""
     est = clone(estimator).set_params(warm_start=True)
     Xtr, ytr, Xte, yte = X[train], y[train], X[test], y[test]
     acc, times, iters = [], [], []
@@ -98,11 +100,28 @@ def _fold_path(estimator, X, y, train, test, Cs):
     return acc, times, iters
 
 
+def _chains(Cs, estimator, X_train):
+    """Split the grid into chains solved warm-started in one task each.  Warm starts
+    pay for hard shrinking but not for AVSF (bench/warmstart.py), so every C at which
+    AVSF runs is a task of its own: more, smaller tasks balance better over workers.
+    Which strategy runs is decided as "auto" would (class weights ignored: this only
+    shapes the tasks, never the results)."""
+    bias = estimator.intercept_scaling if estimator.fit_intercept else 0.0
+    ones = np.ones(X_train.shape[0])
+    chain, singles = [], []
+    for C in Cs:
+        used = resolve_selection(estimator.selection, X_train, C * ones, bias)
+        (singles if used == "avsf" else chain).append(C)
+    return ([chain] if chain else []) + [[C] for C in singles]
+
+
 def cv_grid(X, y, Cs, cv=5, *, n_jobs=None, random_state=0, **params):
     """k-fold cross-validated accuracy of ``LinearSVC(**params)`` for every C in
-    ``Cs``, warm-starting along C inside each fold; folds run as joblib tasks
-    (``n_jobs`` workers; threads unless a joblib backend is configured).  ``cv`` is
-    the number of stratified, shuffled folds (seeded by ``random_state``).
+    ``Cs``.  ``cv`` is the number of stratified, shuffled folds (seeded by
+    ``random_state``).  Each fold's grid runs as joblib tasks (``n_jobs`` workers;
+    threads unless a joblib backend is configured): the C values where hard shrinking
+    runs form one warm-started chain, each C where AVSF runs is its own task; the
+    largest C go first.  Results do not depend on ``n_jobs`` or the backend.
     Returns a CVGridResult."""
     Cs = check_grid(Cs)
     cv = V.positive_int("cv", cv, minimum=2)
@@ -116,12 +135,20 @@ def cv_grid(X, y, Cs, cv=5, *, n_jobs=None, random_state=0, **params):
     check_linear_params(Cs[0], estimator.loss, estimator.selection, estimator.tol,
                         estimator.max_iter, estimator.fit_intercept,
                         estimator.intercept_scaling)
-    folds = StratifiedKFold(cv, shuffle=True, random_state=random_state).split(X, codes)
+    folds = list(StratifiedKFold(cv, shuffle=True, random_state=random_state).split(X, codes))
+    tasks = [(f, chain) for f, (tr, _) in enumerate(folds)
+             for chain in _chains(Cs, estimator, X[tr])]
+    tasks.sort(key=lambda t: -max(t[1]))
     out = Parallel(n_jobs=n_jobs, prefer="threads")(
-        delayed(_fold_path)(estimator, X, y, tr, te, Cs) for tr, te in folds)
-    acc = np.array([o[0] for o in out])
+        delayed(_chain)(estimator, X, y, folds[f][0], folds[f][1], chain)
+        for f, chain in tasks)
+    col = {C: k for k, C in enumerate(Cs)}
+    acc, times, iters = (np.zeros((cv, len(Cs))) for _ in range(3))
+    for (f, chain), (a, t, it) in zip(tasks, out):
+        for C, a_, t_, it_ in zip(chain, a, t, it):
+            acc[f, col[C]], times[f, col[C]], iters[f, col[C]] = a_, t_, it_
     mean = acc.mean(axis=0)
     return CVGridResult(Cs=Cs, mean_accuracy=mean, std_accuracy=acc.std(axis=0),
-                        fold_accuracy=acc, fit_time=np.array([o[1] for o in out]).sum(axis=0),
+                        fold_accuracy=acc, fit_time=times.sum(axis=0),
                         best_C=Cs[int(np.argmax(mean))], wall_time=time.perf_counter() - t0,
-                        n_iter=np.array([o[2] for o in out]))
+                        n_iter=iters.astype(int))
