@@ -90,6 +90,10 @@ def bench_threads(quick, repeats):
 
 CHILD_INTERRUPT = r"""
 import sys, time, json, warnings
+import signal
+# a process started in the background (nohup, '&') inherits SIGINT ignored: restore
+# Python's default handler, which raises KeyboardInterrupt
+signal.signal(signal.SIGINT, signal.default_int_handler)
 warnings.simplefilter("ignore")
 import numpy as np
 from pybudget import BudgetSVC, LinearSVC
@@ -97,7 +101,7 @@ from pybudget.datasets import load
 X, y, _, _ = load("a9a")
 kind, refit = sys.argv[1], sys.argv[2] == "refit"
 if kind == "linear":
-    make = lambda C: LinearSVC(C=C, tol=1e-9, max_iter=10**7, random_state=0)
+    make = lambda C: LinearSVC(C=1000 * C, tol=1e-9, max_iter=10**7, random_state=0)
 elif kind == "bsgd":
     make = lambda C: BudgetSVC(C=C, budget=500, epochs=10, random_state=0)
 else:
@@ -265,7 +269,7 @@ def main():
                     default=["threads", "interrupt", "memory", "repro"])
     args = ap.parse_args()
     repeats = 1 if args.quick else args.repeats
-    rec = {"machine": machine(), "params": vars(args)}
+    rec = {"machine": machine(), "params": vars(args), "loadavg_start": os.getloadavg()}
     md = []
     if "threads" in args.only:
         rec["threads"] = bench_threads(args.quick, repeats)
@@ -300,6 +304,10 @@ def main():
                "| model | identical in all processes |", "|---|---|"]
         md += [f"| {k} | {v} |" for k, v in r["identical"].items()]
         md.append("")
+    rec["loadavg_end"] = os.getloadavg()
+    md.append(f"Load average (1 min) at start {rec['loadavg_start'][0]:.2f}, at end "
+              f"{rec['loadavg_end'][0]:.2f} on {os.cpu_count()} CPUs (other jobs share the "
+              "machine: the thread ratio needs both cores free).")
     stem = "robustness_quick" if args.quick else "robustness"
     write_outputs(stem, rec, "\n".join(md) + "\n", args.out or RESULTS)
     print("\n".join(md))

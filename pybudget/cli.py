@@ -99,25 +99,24 @@ def _resolve_kernel(args):
 
 
 def _make_estimator(args, kernel):
+    """The estimator with the options given; anything not given keeps the estimator's
+    own default (so the command and the Python API agree)."""
     from pybudget.kernel import BudgetSVC
     from pybudget.linear import LinearSVC
     verbose = 0 if args.quiet else (2 if args.verbose and kernel == "linear" else 1)
+    given = lambda names: {k: getattr(args, k) for k in names if getattr(args, k) is not None}
     if kernel == "linear":
-        loss = args.loss or "hinge"
-        bias = -1.0 if args.bias is None else args.bias
-        return LinearSVC(C=args.c, loss=loss, tol=0.1 if args.tol is None else args.tol,
-                         selection=args.selection or "avsf",
-                         max_iter=1000 if args.max_iter is None else args.max_iter,
-                         fit_intercept=bias > 0, intercept_scaling=bias if bias > 0 else 1.0,
-                         random_state=args.seed, verbose=verbose)
-    gamma = "scale" if args.gamma is None else _gamma(args.gamma)
-    return BudgetSVC(C=args.c, gamma=gamma, budget=500 if args.budget is None else args.budget,
-                     solver=args.solver or "bsgd",
-                     epochs=1 if args.epochs is None else args.epochs,
-                     maintenance=args.maintenance or "merge",
-                     merge_size=2 if args.merge_size is None else args.merge_size,
-                     merge_search=args.merge_search or "gss", random_state=args.seed,
-                     verbose=verbose)
+        kw = given(("loss", "tol", "selection", "max_iter"))
+        if args.bias is not None:
+            kw.update(fit_intercept=args.bias > 0,
+                      intercept_scaling=args.bias if args.bias > 0 else 1.0)
+        else:
+            kw.update(fit_intercept=False)  # liblinear's default -B -1: no bias
+        return LinearSVC(C=args.c, random_state=args.seed, verbose=verbose, **kw)
+    kw = given(("budget", "solver", "epochs", "maintenance", "merge_size", "merge_search"))
+    if args.gamma is not None:
+        kw["gamma"] = _gamma(args.gamma)
+    return BudgetSVC(C=args.c, random_state=args.seed, verbose=verbose, **kw)
 
 
 def _check_params(est):
@@ -127,6 +126,15 @@ def _check_params(est):
                             est.fit_intercept, est.intercept_scaling)
     else:
         est._params()
+
+
+def _default(estimator, name):
+    import inspect
+
+    from pybudget.kernel import BudgetSVC
+    from pybudget.linear import LinearSVC
+    cls = {"LinearSVC": LinearSVC, "BudgetSVC": BudgetSVC}[estimator]
+    return inspect.signature(cls).parameters[name].default
 
 
 def _gamma(text):
@@ -386,28 +394,29 @@ def build_parser():
     lin.add_argument("--loss", dest="loss", choices=["hinge", "squared_hinge"],
                      help="same as -s 3 / -s 1")
     lin.add_argument("-e", dest="tol", type=float, default=None, metavar="EPS",
-                     help="tolerance on the final KKT violation (default 0.1)")
+                     help="tolerance on the final KKT violation (default %s)" % _default("LinearSVC", "tol"))
     lin.add_argument("-B", dest="bias", type=float, default=None, metavar="BIAS",
                      help="if BIAS > 0, append a constant feature of that value (a "
                           "regularised bias, liblinear's -B); default -1: no bias")
     lin.add_argument("--selection", choices=["uniform", "shrinking", "avsf", "auto"],
-                     default=None, help="coordinate selection (default avsf)")
+                     default=None, help="coordinate selection (default: LinearSVC's, "
+                                        "currently %s)" % _default("LinearSVC", "selection"))
     lin.add_argument("--max-iter", type=int, default=None,
-                     help="cap on sweeps per problem (default 1000)")
+                     help="cap on sweeps per problem (default %s)" % _default("LinearSVC", "max_iter"))
     ker = t.add_argument_group("budgeted kernel models (--kernel rbf)")
     ker.add_argument("-g", dest="gamma", default=None, metavar="GAMMA",
                      help="Gaussian kernel exp(-gamma |x-x'|^2): a number or 'scale' "
                           "(default: scale = 1 / (n_features * var(X)))")
     ker.add_argument("--budget", type=int, default=None,
-                     help="maximal number of support vectors (default 500)")
+                     help="maximal number of support vectors (default %s)" % _default("BudgetSVC", "budget"))
     ker.add_argument("--maintenance", choices=["merge", "remove", "project"], default=None,
-                     help="what happens when the budget overflows (default merge)")
+                     help="what happens when the budget overflows (default %s)" % _default("BudgetSVC", "maintenance"))
     ker.add_argument("--merge-size", type=int, default=None,
-                     help="support vectors merged into one per event (default 2)")
+                     help="support vectors merged into one per event (default %s)" % _default("BudgetSVC", "merge_size"))
     ker.add_argument("--merge-search", choices=["gss", "lookup-h", "lookup-wd"], default=None,
-                     help="merge partner search: golden section or lookup table (default gss)")
+                     help="merge partner search: golden section or lookup table (default %s)" % _default("BudgetSVC", "merge_search"))
     ker.add_argument("--epochs", type=int, default=None,
-                     help="passes over the data (default 1)")
+                     help="passes over the data (default %s)" % _default("BudgetSVC", "epochs"))
     ker.add_argument("--stream", action="store_true",
                      help="read TRAIN_FILE in chunks (BSGD partial_fit, bounded memory)")
     ker.add_argument("--chunk-size", type=int, default=10000,

@@ -1,0 +1,41 @@
+"""Run the test suite against the *installed* pybudget (a wheel), not the source tree.
+
+Copies tests/, bench/, README.md and .ci/ of the project (what the tests read) into a
+temporary directory without the pybudget/ package, checks that ``import pybudget`` resolves
+outside the project, and runs pytest there.  Used by .ci/wheel_check.sh and by
+cibuildwheel's test-command.
+
+    python .ci/run_installed_tests.py PROJECT_DIR [pytest args...]
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+def main():
+    project = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parents[1]).resolve()
+    extra = sys.argv[2:]
+    with tempfile.TemporaryDirectory(prefix="pybudget-tests-") as tmp:
+        tmp = Path(tmp)
+        for name in ("tests", "bench", ".ci"):
+            shutil.copytree(project / name, tmp / name,
+                            ignore=shutil.ignore_patterns("__pycache__", "results"))
+        shutil.copy(project / "README.md", tmp / "README.md")
+        where = subprocess.run([sys.executable, "-c", "import pybudget; print(pybudget.__file__)"],
+                               cwd=tmp, capture_output=True, text=True, check=True).stdout.strip()
+        print(f"pybudget imported from {where}", flush=True)
+        if Path(where).resolve().is_relative_to(project):
+            sys.exit(f"pybudget resolves to the source tree {project}, not an installed wheel")
+        env = dict(os.environ)
+        data = project.parent / "shared" / "data"
+        if "PYBUDGET_DATA" not in env and data.is_dir():
+            env["PYBUDGET_DATA"] = str(data)
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests", *extra]
+        sys.exit(subprocess.run(cmd, cwd=tmp, env=env).returncode)
+
+
+if __name__ == "__main__":
+    main()
