@@ -198,3 +198,38 @@ def test_corrupted_model_in_subprocess_no_traceback(files, tmp_path):
                         str(tmp_path / "m"), str(tmp_path / "p")], capture_output=True, text=True)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "not a valid pybudget model file" in r.stderr
+
+
+def _readme_cli_commands():
+    """The shell lines of the README's command-line example (the ```bash block that
+    contains 'pybudget train'), or None when the README has no such block yet."""
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+    for b in blocks:
+        if "pybudget train" in b:
+            return [ln for ln in b.splitlines() if ln.strip() and not ln.startswith("#")]
+    return None
+
+
+def test_readme_command_line_example_runs(tmp_path):
+    import os
+    import shutil
+    cmds = _readme_cli_commands()
+    if cmds is None:
+        pytest.skip("README has no command-line example block yet")
+    env = dict(os.environ)
+    if shutil.which("pybudget") is None:  # not installed as a console script: python -m
+        cmds = [c.replace("pybudget ", f"{sys.executable} -m pybudget ", 1)
+                if c.startswith("pybudget ") else c for c in cmds]
+    cmds = [c.replace("python ", f"{sys.executable} ", 1) if c.startswith("python ") else c
+            for c in cmds]
+    outputs = []
+    for c in cmds:
+        r = subprocess.run(c, shell=True, cwd=tmp_path, capture_output=True, text=True,
+                           env=env, timeout=600)
+        assert r.returncode == 0, (c, r.stderr)
+        outputs.append(r.stdout)
+    joined = "\n".join(outputs)
+    assert re.search(r"^Accuracy = [0-9.]+% \(\d+/\d+\)$", joined, flags=re.M)
+    assert "estimator: LinearSVC" in joined
