@@ -15,6 +15,7 @@ cdef class BudgetModel:
     cdef readonly double gamma
     cdef public double scale
     cdef double[:, ::1] Z_mv
+    cdef double[:, ::1] ZT_mv
     cdef double[::1] sqn_mv
     cdef double[:, ::1] beta_mv
     cdef int[::1] src_mv
@@ -23,7 +24,8 @@ cdef class BudgetModel:
     cdef readonly bint track_avg
     cdef public double avg_pending
     # raw pointers, taken once (the arrays above keep the memory alive)
-    cdef double* Z          # cap x d
+    cdef double* Z          # cap x d (row per SV: merges, distances between SVs)
+    cdef double* ZT         # d x cap (feature-major copy: kernel rows, one axpy per non-zero)
     cdef double* sqn        # cap: ||z_j||^2
     cdef double* beta       # cap x n_coef (unscaled)
     cdef int* src           # cap: training index of the SV, -1 once merged
@@ -33,7 +35,9 @@ cdef class BudgetModel:
     cdef void kernel_row_sparse(self, const double* xd, const int* xi, int nnz, double xsq,
                                 double* out) noexcept nogil
     cdef void kernel_row_dense(self, const double* x, double xsq, double* out) noexcept nogil
+    cdef double dot_beta(self, const double* krow) noexcept nogil
     cdef double sqdist_sv(self, int a, int b) noexcept nogil
+    cdef void sqdist_all(self, int p, double* out) noexcept nogil
     cdef void decision(self, const double* krow, double* out) noexcept nogil
     cdef int add_sparse(self, const double* xd, const int* xi, int nnz, double xsq,
                         const double* coef, int source) noexcept nogil

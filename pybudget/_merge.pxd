@@ -33,9 +33,10 @@ cdef struct MaintCounts:
 
 
 cdef class MergeWork:
-    cdef double[::1] c_mv, wd_mv, h_mv, z_mv, z2_mv, coef_mv, gram_mv, rhs_mv, g_mv, accz_mv
+    cdef double[::1] c_mv, d2_mv, wd_mv, h_mv, z_mv, z2_mv, coef_mv, gram_mv, rhs_mv, g_mv, accz_mv
     cdef int[::1] top_mv, pts_mv
     cdef double* c
+    cdef double* d2      # squared distances of every SV to the merge candidate p
     cdef double* wd
     cdef double* h
     cdef double* z

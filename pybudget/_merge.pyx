@@ -272,6 +272,7 @@ cdef class MergeWork:
 
     def __init__(self, int cap, int d, int n_coef, bint project=False):
         self.c_mv = np.zeros(cap)
+        self.d2_mv = np.zeros(cap)
         self.wd_mv = np.zeros(cap)
         self.h_mv = np.zeros(cap)
         self.z_mv = np.zeros(d)
@@ -284,6 +285,7 @@ cdef class MergeWork:
         self.top_mv = np.zeros(cap, dtype=np.int32)
         self.pts_mv = np.zeros(cap, dtype=np.int32)
         self.c = &self.c_mv[0]
+        self.d2 = &self.d2_mv[0]
         self.wd = &self.wd_mv[0]
         self.h = &self.h_mv[0]
         self.z = &self.z_mv[0]
@@ -531,12 +533,13 @@ cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
     if kmax > mdl.n_sv - 1:
         kmax = mdl.n_sv - 1
     bp = vp[0]
+    mdl.sqdist_all(p, W.d2)     # every ||z_p - z_j||^2 at once (same values as sqdist_sv)
     for j in range(mdl.n_sv):
         if j == p:
             continue
         vj = mdl.beta + <Py_ssize_t>j * nc
         thr = W.wd[W.top[k - 1]] if k == kmax else -1.0
-        c = mdl.gamma * mdl.sqdist_sv(p, j)
+        c = mdl.gamma * W.d2[j]
         if nc == 1:
             bj = vj[0]
             if not bp * bj > 0.0:

@@ -150,3 +150,45 @@ def test_averaged_sums_survive_lazy_scaling_and_fold():
     np.testing.assert_allclose(mdl.averaged(), expect, rtol=1e-12)
     with pytest.raises(ValueError, match="averaging was not started"):
         BudgetModel(3, 1, 2, 0.5).averaged()
+
+
+def test_kernel_row_exp_over_the_whole_range():
+    # the vectorised exp (Cody-Waite + polynomial) against numpy over -g d2 in [-750, 0]
+    rng = np.random.default_rng(5)
+    d, n = 3, 400
+    Z = np.zeros((n, d))
+    Z[:, 0] = np.sqrt(np.linspace(0, 750, n))
+    mdl = BudgetModel(d, 1, n, 1.0)
+    mdl.load(Z, np.ones((n, 1)))
+    x = np.zeros(d)
+    ref = np.exp(-(Z ** 2).sum(1))
+    got = mdl.kernel_row(x)
+    small = ref < 1e-300
+    np.testing.assert_allclose(got[~small], ref[~small], rtol=1e-14, atol=0)
+    assert np.all(got[small] <= 4e-308) and np.all(got >= 0)
+    assert got[0] == 1.0
+    # random sparse points: same as the dense formula
+    Z = rng.normal(size=(37, 11))
+    mdl = BudgetModel(11, 1, 40, 0.3)
+    mdl.load(Z, np.ones((37, 1)))
+    for _ in range(5):
+        x = rng.normal(size=11) * (rng.random(11) < 0.4)
+        ref = np.exp(-0.3 * ((Z - x) ** 2).sum(1))
+        np.testing.assert_allclose(mdl.kernel_row(sp.csr_matrix(x)), ref, rtol=1e-13)
+
+
+def test_decision_stream_matches_decision_function():
+    rng = np.random.default_rng(6)
+    Z = rng.normal(size=(20, 7))
+    beta = rng.normal(size=(20, 1))
+    mdl = BudgetModel(7, 1, 25, 0.4)
+    mdl.load(Z, beta)
+    mdl.multiply(0.37)
+    X = sp.random(30, 7, density=0.5, random_state=1, format="csr")
+    X.indices = X.indices.astype(np.int32)
+    xsq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    got = mdl.decision_stream(X, xsq)
+    ref = np.array([mdl.decision_function(X[i])[0] for i in range(30)])
+    np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-15)
+    K = np.exp(-0.4 * ((X.toarray()[:, None] - Z[None]) ** 2).sum(-1))
+    np.testing.assert_allclose(got, 0.37 * K @ beta[:, 0], rtol=1e-12, atol=1e-14)
