@@ -67,7 +67,7 @@ from pybudget.datasets import load
 X, y, _, _ = load("a9a")
 kind, refit = sys.argv[1], sys.argv[2] == "refit"
 if kind == "linear":
-    est = LinearSVC(C=1.0, tol=1e-9, max_iter=10**7, random_state=0)
+    est = LinearSVC(C=1000.0, tol=1e-9, max_iter=10**7, random_state=0)
 else:
     est = BudgetSVC(budget=200, epochs=8, solver=kind, random_state=0)
 before = None
