@@ -13,7 +13,7 @@ import pytest
 import scipy.sparse as sp
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import pybudget  # noqa: E402
@@ -91,6 +91,9 @@ GAMMAS = st.sampled_from(["scale", 1e-6, 0.1, 10.0, 1e4])
 @FAST
 @given(datasets(), C_VALUES, st.sampled_from(["uniform", "shrinking", "avsf", "auto"]),
        st.sampled_from(["hinge", "squared_hinge"]), st.booleans())
+# found by this test: selection="auto" when the last rows of X are empty (np.add.reduceat)
+@example(data=(np.array([[1e-8], [0.0]]), np.array([-1, 1])), C=1.0, selection="auto",
+         loss="hinge", fit_intercept=False)
 def test_linear_svc_valid(data, C, selection, loss, fit_intercept):
     X, y = data
     est = LinearSVC(C=C, selection=selection, loss=loss, fit_intercept=fit_intercept,
