@@ -61,4 +61,9 @@ cdef class Maintainer:
     cdef MergeWork W
     cdef object _keep
     cdef public long n_merges, n_removed
+    # optional audit of the partner choice (bench/budget.py --study lookup): every
+    # audit_every-th binary pairwise merge event, up to audit_max events
+    cdef public long audit_every, audit_max, audit_n, audit_same_gss, n_events
+    cdef public double audit_wd_exec, audit_wd_precise, audit_wd_gss
+    cdef void audit(self, BudgetModel mdl) noexcept nogil
     cdef int run(self, BudgetModel mdl, int M) noexcept nogil

@@ -551,9 +551,6 @@ cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
                 e = m * (1.0 - m) * (1.0 - kappa)
                 wd = ssum * ssum * e * e * interp(P.r_table, m, kappa)
                 h = -1.0
-            elif P.search == SEARCH_LOOKUP_H:
-                h = interp(P.h_table, m, kappa)
-                wd = wd_general(bp * bp, bj * bj, bp * bj, c, h)
             else:
                 if thr >= 0.0:
                     # exact pruning: on the searched half s <= max(m,1-m) + min(m,1-m) kappa^(1/4)
@@ -563,7 +560,11 @@ cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
                     if ssum * ssum * (m * m + (1.0 - m) * (1.0 - m) + 2.0 * m * (1.0 - m) * kappa
                                       - s_ub * s_ub) - 1e-12 * ssum * ssum > thr:
                         continue
-                h = gss_h(m, c, P.tol)
+                if P.search == SEARCH_LOOKUP_H:
+                    # the bound holds for every h, so it prunes for lookup-h as well
+                    h = interp(P.h_table, m, kappa)
+                else:
+                    h = gss_h(m, c, P.tol)
                 wd = wd_general(bp * bp, bj * bj, bp * bj, c, h)
         else:
             D = dot_n(vj, vj, nc)
@@ -714,10 +715,103 @@ cdef class Maintainer:
         self.W = MergeWork(mdl.cap, mdl.d, mdl.n_coef, self.P.maintenance == MAINT_PROJECT)
         self.n_merges = 0
         self.n_removed = 0
+        self.audit_every = 0
+        self.audit_max = 0
+        self.audit_n = 0
+        self.audit_same_gss = 0
+        self.n_events = 0
+        self.audit_wd_exec = 0.0
+        self.audit_wd_precise = 0.0
+        self.audit_wd_gss = 0.0
+
+    def start_audit(self, long every=20, long max_events=300):
+        """Audit every `every`-th pairwise merge event (binary, M = 2, up to `max_events`):
+        which partner GSS (tol 0.01) and this search pick, the weight degradation of the
+        merge actually executed, and the smallest WD over all partners with a precise h
+        (~1e-12).  Costs ~1000 exps per SV per audited event; for benchmarks."""
+        cdef double[:, ::1] H
+        cdef double[:, ::1] R
+        if self.P.h_table == NULL:
+            H, R = tables()
+            self._keep = (H, R)
+            self.P.h_table = &H[0, 0]
+            self.P.r_table = &R[0, 0]
+        self.audit_every = every
+        self.audit_max = max_events
+
+    def audit_stats(self):
+        return {"events": self.audit_n, "same_as_gss": self.audit_same_gss,
+                "wd_exec": self.audit_wd_exec, "wd_gss": self.audit_wd_gss,
+                "wd_precise": self.audit_wd_precise}
+
+    cdef void audit(self, BudgetModel mdl) noexcept nogil:
+        """Replays the binary pairwise partner choice of maintain() for every rule."""
+        cdef int p, j, jg = -1, jm = -1, jp = -1
+        cdef double bp, bj, m, c, kappa, e, wg, wm, wp, h, bg = -1.0, bm = -1.0, bpr = -1.0
+        cdef double hm_best = 0.0, cm_best = 0.0, bjm = 0.0, wexec
+        if mdl.n_sv < 2 or mdl.n_coef != 1:
+            return
+        mdl.settle()
+        p = smallest_sv(mdl)
+        bp = mdl.beta[p]
+        if bp == 0.0:
+            return
+        mdl.sqdist_all(p, self.W.d2)
+        for j in range(mdl.n_sv):
+            if j == p:
+                continue
+            bj = mdl.beta[j]
+            if not bp * bj > 0.0:
+                continue
+            c = mdl.gamma * self.W.d2[j]
+            m = bp / (bp + bj)
+            kappa = exp(-c)
+            h = gss_h(m, c, 0.01)
+            wg = wd_general(bp * bp, bj * bj, bp * bj, c, h)
+            if jg < 0 or wg < bg:
+                jg = j
+                bg = wg
+            h = precise_h(m, c)
+            wp = wd_general(bp * bp, bj * bj, bp * bj, c, h)
+            if jp < 0 or wp < bpr:
+                jp = j
+                bpr = wp
+            if self.P.search == SEARCH_LOOKUP_WD:
+                e = m * (1.0 - m) * (1.0 - kappa)
+                wm = (bp + bj) * (bp + bj) * e * e * interp(self.P.r_table, m, kappa)
+            elif self.P.search == SEARCH_LOOKUP_H:
+                wm = wd_general(bp * bp, bj * bj, bp * bj, c, interp(self.P.h_table, m, kappa))
+            else:
+                wm = wd_general(bp * bp, bj * bj, bp * bj, c, gss_h(m, c, self.P.tol))
+            if jm < 0 or wm < bm:
+                jm = j
+                bm = wm
+        if jm < 0:
+            return
+        bj = mdl.beta[jm]
+        c = mdl.gamma * self.W.d2[jm]
+        h = gss_h(bp / (bp + bj), c, self.P.tol)     # the executed merge's h
+        wexec = wd_general(bp * bp, bj * bj, bp * bj, c, h)
+        # WD in units of the current scale squared: normalise each event by the precise
+        # optimum's scale so events at different times weigh alike
+        self.audit_n += 1
+        if jm == jg:
+            self.audit_same_gss += 1
+        if bpr > 0.0:
+            self.audit_wd_exec += wexec / bpr
+            self.audit_wd_gss += bg / bpr
+            self.audit_wd_precise += 1.0
+        else:
+            self.audit_wd_precise += 0.0
 
     cdef int run(self, BudgetModel mdl, int M) noexcept nogil:
         cdef MaintCounts cnt
         cdef int out
+        if (self.audit_every > 0 and M == 2 and self.P.maintenance == MAINT_MERGE
+                and self.audit_n < self.audit_max):
+            self.n_events += 1
+            if self.n_events % self.audit_every == 0:
+                self.audit(mdl)
         cnt.n_merges = 0
         cnt.n_removed = 0
         out = maintain(mdl, &self.P, self.W, M, &cnt)

@@ -1,0 +1,443 @@
+"""Budgeted solvers against the papers and the peers (issue 5).
+
+Sub-studies (``--study``, several allowed):
+
+- ``lookup``: golden-section merging (tol 0.01), precise golden section (tol 1e-10),
+  lookup-h and lookup-wd (lookup-merging paper): training time, maintenance time and
+  share, share of SGD steps that trigger a merge, test accuracy (median over seeds),
+  and, from separate audited runs (one seed, every 20th merge event up to 300 events),
+  the share of events where the rule picks GSS's partner and the mean factor by which
+  the executed merge's weight degradation exceeds the smallest one available (precise h
+  over every partner), as in that paper's Table 3.
+- ``multimerge``: M in {2, 3, 5, 8, 11} x B, cascade and gradient multi-merge
+  (multi-merge paper, Figures 1-2, 4): time, maintenance share, accuracy.
+- ``dual``: BSCA vs BSGD test accuracy and primal objective after each epoch
+  (BSCA paper, Figures 1-2): one seed.
+- ``maintenance``: removal vs projection vs merging (BSGD paper, Table 3), B = 100.
+- ``peers``: LIBSVM (libsvm-official, else scikit-learn's SVC) and scikit-learn's
+  Nystroem(n_components=B) + LinearSVC, against BSGD/BSCA settings, same data, same run.
+
+Writes bench/results/budget_<study>.json, .md (and .png where useful).
+
+    python bench/budget.py --study lookup peers [--seeds 0 1 2] [--out DIR]
+    python bench/budget.py --quick          # smoke run of every study, a few seconds
+"""
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from common import machine, median_min_max, write_outputs
+from pybudget import BudgetSVC
+from pybudget.datasets import load
+
+# (C, gamma): LIBSVM's tuned values used by the papers (MANIFEST.md)
+PARAMS = {"a9a": (32.0, 2.0 ** -7), "ijcnn1": (32.0, 2.0), "w8a": (8.0, 0.03)}
+LIBSVM_REF = {"a9a": (85.07, 42.0), "ijcnn1": (98.70, 8.6), "w8a": (99.05, 12.0)}
+LOOKUP = [("gss", "gss", 0.01), ("gss-precise", "gss", 1e-10),
+          ("lookup-h", "lookup-h", 0.01), ("lookup-wd", "lookup-wd", 0.01)]
+
+
+class Data:
+    def __init__(self, limit=None):
+        self.limit = limit
+        self.cache = {}
+
+    def __call__(self, name):
+        if name not in self.cache:
+            X, y, Xt, yt = load(name)
+            if self.limit:
+                X, y = X[:self.limit], y[:self.limit]
+                Xt, yt = Xt[:self.limit], yt[:self.limit]
+            self.cache[name] = (X.tocsr(), y, Xt.tocsr(), yt)
+        return self.cache[name]
+
+
+def fit_eval(data, name, **kw):
+    X, y, Xt, yt = data(name)
+    C, gamma = PARAMS.get(name, (32.0, 2.0 ** -7))
+    kw.setdefault("C", C)
+    kw.setdefault("gamma", gamma)
+    clf = BudgetSVC(**kw)
+    t0 = time.perf_counter()
+    clf.fit(X, y)
+    wall = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    acc = 100.0 * float(np.mean(clf.predict(Xt) == yt))
+    pred = time.perf_counter() - t0
+    steps = X.shape[0] * clf.n_iter_
+    return {"time": clf.fit_time_, "wall": wall, "merge_time": clf.merge_time_,
+            "maint_share": clf.merge_time_ / clf.fit_time_ if clf.fit_time_ else 0.0,
+            "merge_frac": clf.n_merges_ / steps, "n_merges": clf.n_merges_,
+            "n_removed": clf.n_removed_, "accuracy": acc, "predict_time": pred,
+            "n_sv": clf.support_vectors_.shape[0]}
+
+
+def summarise(runs, keys=("time", "merge_time", "maint_share", "merge_frac", "accuracy")):
+    out = {}
+    for k in keys:
+        out[k], out[k + "_min"], out[k + "_max"] = median_min_max([r[k] for r in runs])
+    return out
+
+
+def audit_run(data, name, budget, search, tol, seed, epochs=1, every=20, max_events=300):
+    """One BSGD fit with the Maintainer's partner audit switched on."""
+    from pybudget import _validation as V
+    from pybudget._bsgd import bsgd_run
+    from pybudget.kernel import _effective_budget, _new_model, check_budget_params, row_sqnorms
+    X, y, _, _ = data(name)
+    C, gamma = PARAMS.get(name, (32.0, 2.0 ** -7))
+    p = check_budget_params(C, gamma, budget, "bsgd", epochs, "merge", 2, search, "cascade", tol)
+    Xc = V.canonical_csr(X)
+    classes, codes = V.encode_labels(y, Xc.shape[0])
+    n, d = Xc.shape
+    B, M, cap = _effective_budget(p, n, d, 0)
+    mdl, mt = _new_model(d, 1, cap, gamma, p)
+    mt.start_audit(every, max_events)
+    bsgd_run(Xc, row_sqnorms(Xc), codes.astype(np.int32), mdl, mt, B, M, 1.0 / (n * C),
+             epochs, 0, V.seed_from(seed), 0)
+    st = mt.audit_stats()
+    n_pos = max(st["wd_precise"], 1.0)
+    return {"events": st["events"], "agree_gss": st["same_as_gss"] / max(st["events"], 1),
+            "wd_excess": st["wd_exec"] / n_pos, "wd_excess_gss": st["wd_gss"] / n_pos}
+
+
+# ---- studies ---------------------------------------------------------------------------
+
+def study_lookup(data, args):
+    rows = []
+    for name in args.data:
+        for B in args.budgets:
+            for label, search, tol in LOOKUP:
+                runs = [fit_eval(data, name, budget=B, epochs=args.epochs, merge_search=search,
+                                 merge_tol=tol, random_state=s) for s in args.seeds]
+                row = {"data": name, "B": B, "method": label, "epochs": args.epochs,
+                       **summarise(runs), "runs": runs}
+                if not args.no_audit:
+                    row["audit"] = audit_run(data, name, B, search, tol, args.seeds[0],
+                                             max_events=args.audit_events)
+                rows.append(row)
+                print(name, B, label, f"{row['time']:.3f}s acc {row['accuracy']:.2f}",
+                      file=sys.stderr)
+    extra = []
+    if args.claim_epochs and "a9a" in args.data:
+        for label, search, tol in (LOOKUP[0], LOOKUP[3]):
+            runs = [fit_eval(data, "a9a", budget=500, epochs=args.claim_epochs,
+                             merge_search=search, merge_tol=tol, random_state=s)
+                    for s in args.seeds]
+            extra.append({"data": "a9a", "B": 500, "method": label,
+                          "epochs": args.claim_epochs, **summarise(runs), "runs": runs})
+            print("claim", label, extra[-1]["time"], extra[-1]["accuracy"], file=sys.stderr)
+    md = [f"Seeds {args.seeds} (median [min, max]); {args.epochs} epoch(s); C, gamma as in "
+          "issue 4. Times are BSGD optimisation seconds (`fit_time_`), maintenance = "
+          "`merge_time_`; 'merge steps' = merge events / SGD steps. Audit: one seed, every "
+          f"20th merge event (up to {args.audit_events}); 'same partner' = share of audited "
+          "events where the rule picks the partner GSS (tol 0.01) picks; 'WD excess' = mean "
+          "over audited events of (WD of the merge executed) / (smallest WD over all "
+          "partners with a precise h).", "",
+          "| data | B | method | time s | maintenance s | maint. share | merge steps | "
+          "accuracy % | time / GSS | same partner | WD excess |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        g = next(x for x in rows if x["data"] == r["data"] and x["B"] == r["B"]
+                 and x["method"] == "gss")
+        a = r.get("audit", {})
+        md.append(f"| {r['data']} | {r['B']} | {r['method']} | {r['time']:.3f} | "
+                  f"{r['merge_time']:.3f} | {r['maint_share']:.2f} | {r['merge_frac']:.3f} | "
+                  f"{r['accuracy']:.2f} [{r['accuracy_min']:.2f}, {r['accuracy_max']:.2f}] | "
+                  f"{r['time'] / g['time']:.2f} | "
+                  + (f"{a['agree_gss']:.3f} ({a['events']}) | {a['wd_excess']:.4f} |" if a else "- | - |"))
+    if extra:
+        g = extra[0]
+        md += ["", f"Claim check (issue 5): a9a, B = 500, {args.claim_epochs} epochs.", "",
+               "| method | time s | maintenance s | accuracy % | time / GSS |", "|---|---|---|---|---|"]
+        for r in extra:
+            md.append(f"| {r['method']} | {r['time']:.3f} | {r['merge_time']:.3f} | "
+                      f"{r['accuracy']:.2f} [{r['accuracy_min']:.2f}, {r['accuracy_max']:.2f}] | "
+                      f"{r['time'] / g['time']:.2f} |")
+    plot_bars(args, "lookup", rows, "method", "time", "BSGD time (s)")
+    return {"rows": rows, "claim": extra}, md
+
+
+def study_multimerge(data, args):
+    rows = []
+    for name in args.data:
+        for B in args.budgets:
+            for multi in ("cascade", "gradient"):
+                for M in args.merge_sizes:
+                    if M == 2 and multi == "gradient":
+                        continue
+                    runs = [fit_eval(data, name, budget=B, epochs=args.epochs, merge_size=M,
+                                     multi_merge=multi, merge_search=args.mm_search,
+                                     random_state=s) for s in args.seeds]
+                    rows.append({"data": name, "B": B, "multi": multi if M > 2 else "pairwise",
+                                 "M": M, **summarise(runs), "runs": runs})
+                    print(name, B, multi, M, rows[-1]["time"], rows[-1]["accuracy"],
+                          file=sys.stderr)
+    md = [f"Seeds {args.seeds}; {args.epochs} epoch(s); partner search {args.mm_search}.", "",
+          "| data | B | variant | M | time s | maintenance s | maint. share | accuracy % |",
+          "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        md.append(f"| {r['data']} | {r['B']} | {r['multi']} | {r['M']} | {r['time']:.3f} | "
+                  f"{r['merge_time']:.3f} | {r['maint_share']:.2f} | {r['accuracy']:.2f} "
+                  f"[{r['accuracy_min']:.2f}, {r['accuracy_max']:.2f}] |")
+    plot_pareto(args, rows)
+    return {"rows": rows}, md
+
+
+def study_maintenance(data, args):
+    rows = []
+    for name in args.data:
+        for maint in ("remove", "project", "merge"):
+            runs = [fit_eval(data, name, budget=args.maint_budget, epochs=args.epochs,
+                             maintenance=maint, random_state=s) for s in args.seeds]
+            rows.append({"data": name, "B": args.maint_budget, "maintenance": maint,
+                         **summarise(runs), "runs": runs})
+            print(name, maint, rows[-1]["accuracy"], file=sys.stderr)
+    md = [f"Seeds {args.seeds}; {args.epochs} epoch(s); B = {args.maint_budget}.", "",
+          "| data | maintenance | accuracy % | time s | maintenance s |", "|---|---|---|---|---|"]
+    for r in rows:
+        md.append(f"| {r['data']} | {r['maintenance']} | {r['accuracy']:.2f} "
+                  f"[{r['accuracy_min']:.2f}, {r['accuracy_max']:.2f}] | {r['time']:.3f} | "
+                  f"{r['merge_time']:.3f} |")
+    return {"rows": rows}, md
+
+
+def study_dual(data, args):
+    """Accuracy and primal objective after each epoch; BSGD through partial_fit (the
+    global step count continues), BSCA refitted with 1..E epochs (same seed, so its first
+    e epochs are the same computation)."""
+    from pybudget.kernel import kernel_decision
+    rows = []
+    for name in args.data:
+        X, y, Xt, yt = data(name)
+        C, gamma = PARAMS.get(name, (32.0, 2.0 ** -7))
+        classes = np.unique(y)
+        ysign = np.where(y == classes[1], 1.0, -1.0)
+
+        def primal(clf):
+            Z, a = clf.support_vectors_, clf.dual_coef_[0]
+            K = np.exp(-gamma * ((Z ** 2).sum(1)[:, None] + (Z ** 2).sum(1)[None]
+                                 - 2 * Z @ Z.T).clip(0))
+            f = kernel_decision(X, Z, clf.dual_coef_, gamma).ravel()
+            return 0.5 * float(a @ K @ a) + C * float(np.maximum(0, 1 - ysign * f).sum())
+
+        for B in args.dual_budgets:
+            clf = BudgetSVC(C=C, gamma=gamma, budget=B, random_state=args.seeds[0])
+            tt = 0.0
+            for e in range(1, args.dual_epochs + 1):
+                clf.partial_fit(X, y, classes=classes)
+                tt += clf.fit_time_
+                rows.append({"data": name, "B": B, "solver": "bsgd", "epoch": e, "time": tt,
+                             "accuracy": 100 * float(np.mean(clf.predict(Xt) == yt)),
+                             "primal": primal(clf)})
+            for e in range(1, args.dual_epochs + 1):
+                clf = BudgetSVC(C=C, gamma=gamma, budget=B, solver="bsca", epochs=e,
+                                random_state=args.seeds[0]).fit(X, y)
+                rows.append({"data": name, "B": B, "solver": "bsca", "epoch": e,
+                             "time": clf.fit_time_,
+                             "accuracy": 100 * float(np.mean(clf.predict(Xt) == yt)),
+                             "primal": primal(clf)})
+            print(name, B, "dual done", file=sys.stderr)
+    md = [f"Seed {args.seeds[0]}; C, gamma as in issue 4; primal = 1/2 |w|^2 + C sum hinge "
+          "of the budgeted model on the training set.", "",
+          "| data | B | solver | epoch | time s | accuracy % | primal |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        md.append(f"| {r['data']} | {r['B']} | {r['solver']} | {r['epoch']} | {r['time']:.3f} | "
+                  f"{r['accuracy']:.2f} | {r['primal']:.4g} |")
+    plot_dual(args, rows)
+    return {"rows": rows}, md
+
+
+def libsvm_fit(X, y, Xt, yt, C, gamma):
+    try:
+        from libsvm import svmutil
+    except ImportError:
+        svmutil = None
+    if svmutil is not None:
+        prob = svmutil.svm_problem(y.tolist(), X)
+        t0 = time.perf_counter()
+        model = svmutil.svm_train(prob, f"-s 0 -t 2 -c {C} -g {gamma} -m 1000 -q")
+        t = time.perf_counter() - t0
+        pred, _, _ = svmutil.svm_predict(yt.tolist(), Xt, model, "-q")
+        return "libsvm-official", t, 100 * float(np.mean(np.asarray(pred) == yt)), model.get_nr_sv()
+    from sklearn.svm import SVC
+    clf = SVC(C=C, gamma=gamma, cache_size=1000)
+    t0 = time.perf_counter()
+    clf.fit(X, y)
+    t = time.perf_counter() - t0
+    return "sklearn SVC", t, 100 * float(np.mean(clf.predict(Xt) == yt)), int(clf.n_support_.sum())
+
+
+def nystroem_fit(X, y, Xt, yt, C, gamma, B, seed):
+    from sklearn.kernel_approximation import Nystroem
+    from sklearn.pipeline import make_pipeline
+    from sklearn.svm import LinearSVC
+    pipe = make_pipeline(Nystroem(gamma=gamma, n_components=B, random_state=seed),
+                         LinearSVC(C=C, dual=True, max_iter=2000))
+    import warnings
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe.fit(X, y)
+    t = time.perf_counter() - t0
+    return t, 100 * float(np.mean(pipe.predict(Xt) == yt))
+
+
+def study_peers(data, args):
+    rows = []
+    settings = [dict(solver="bsgd", epochs=1), dict(solver="bsgd", epochs=1, averaging="last-half"),
+                dict(solver="bsgd", epochs=1, merge_search="lookup-wd", averaging="last-half"),
+                dict(solver="bsgd", epochs=5, merge_search="lookup-wd", averaging="last-half"),
+                dict(solver="bsca", epochs=1), dict(solver="bsca", epochs=1, merge_search="lookup-wd")]
+    for name in args.data:
+        X, y, Xt, yt = data(name)
+        C, gamma = PARAMS.get(name, (32.0, 2.0 ** -7))
+        if not args.no_libsvm:
+            impl, t, acc, nsv = libsvm_fit(X, y, Xt, yt, C, gamma)
+            rows.append({"data": name, "method": f"{impl} (exact)", "B": nsv, "time": t,
+                         "accuracy": acc})
+            print(name, impl, t, acc, file=sys.stderr)
+        for B in args.budgets:
+            res = [nystroem_fit(X, y, Xt, yt, C, gamma, B, s) for s in args.seeds]
+            rows.append({"data": name, "method": "Nystroem + LinearSVC", "B": B,
+                         "time": float(np.median([r[0] for r in res])),
+                         "accuracy": float(np.median([r[1] for r in res])),
+                         "accuracy_min": min(r[1] for r in res),
+                         "accuracy_max": max(r[1] for r in res)})
+            print(name, "nystroem", B, rows[-1]["time"], rows[-1]["accuracy"], file=sys.stderr)
+            for s in settings:
+                runs = [fit_eval(data, name, budget=B, random_state=sd, **s) for sd in args.seeds]
+                label = ", ".join(f"{k}={v}" for k, v in s.items())
+                rows.append({"data": name, "method": label, "B": B,
+                             **summarise(runs), "runs": runs})
+                print(name, label, B, rows[-1]["time"], rows[-1]["accuracy"], file=sys.stderr)
+    md = [f"Seeds {args.seeds} for Nystroem and pybudget (median [min, max]); LIBSVM once. "
+          "Times: training only (pybudget `fit_time_`, LIBSVM/Nystroem pipeline `fit`), "
+          "same machine, same run; C, gamma as in issue 4. LIBSVM's B column = its SV count.",
+          "", "| data | method | B | time s | accuracy % |", "|---|---|---|---|---|"]
+    for r in rows:
+        spread = (f" [{r['accuracy_min']:.2f}, {r['accuracy_max']:.2f}]"
+                  if "accuracy_min" in r else "")
+        md.append(f"| {r['data']} | {r['method']} | {r['B']} | {r['time']:.3f} | "
+                  f"{r['accuracy']:.2f}{spread} |")
+    return {"rows": rows}, md
+
+
+# ---- plots -------------------------------------------------------------------------------
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def plot_bars(args, stem, rows, key, value, ylabel):
+    plt = _plt()
+    groups = sorted({(r["data"], r["B"]) for r in rows})
+    methods = list(dict.fromkeys(r[key] for r in rows))
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    w = 0.8 / len(methods)
+    for i, m in enumerate(methods):
+        vals = [next((r[value] for r in rows if (r["data"], r["B"]) == g and r[key] == m), 0)
+                for g in groups]
+        ax.bar(np.arange(len(groups)) + i * w, vals, w, label=m)
+    ax.set_xticks(np.arange(len(groups)) + 0.4 - w / 2)
+    ax.set_xticklabels([f"{d}\nB={b}" for d, b in groups])
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(_out(args) / f"{args.prefix}_{stem}.png", dpi=110)
+    plt.close(fig)
+
+
+def plot_pareto(args, rows):
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for (d, B, v) in sorted({(r["data"], r["B"], r["multi"]) for r in rows}):
+        rr = [r for r in rows if (r["data"], r["B"], r["multi"]) == (d, B, v)]
+        ax.plot([r["time"] for r in rr], [r["accuracy"] for r in rr], "o-", label=f"{d} B={B} {v}")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("test accuracy (%)")
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(_out(args) / f"{args.prefix}_multimerge.png", dpi=110)
+    plt.close(fig)
+
+
+def plot_dual(args, rows):
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    for key in sorted({(r["data"], r["B"], r["solver"]) for r in rows}):
+        rr = [r for r in rows if (r["data"], r["B"], r["solver"]) == key]
+        lab = f"{key[0]} B={key[1]} {key[2]}"
+        axes[0].plot([r["time"] for r in rr], [r["accuracy"] for r in rr], "o-", label=lab)
+        axes[1].plot([r["time"] for r in rr], [r["primal"] for r in rr], "o-", label=lab)
+    axes[0].set_ylabel("test accuracy (%)")
+    axes[1].set_ylabel("primal objective")
+    axes[1].set_yscale("log")
+    for a in axes:
+        a.set_xlabel("time (s)")
+    axes[0].legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(_out(args) / f"{args.prefix}_dual.png", dpi=110)
+    plt.close(fig)
+
+
+def _out(args):
+    from pathlib import Path
+    from common import RESULTS
+    p = Path(args.out) if args.out else RESULTS
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+STUDIES = {"lookup": study_lookup, "multimerge": study_multimerge, "dual": study_dual,
+           "maintenance": study_maintenance, "peers": study_peers}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--study", nargs="+", choices=list(STUDIES), default=["lookup", "peers"])
+    ap.add_argument("--data", nargs="+", default=["a9a", "ijcnn1", "w8a"])
+    ap.add_argument("--budgets", type=int, nargs="+", default=[100, 500])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--claim-epochs", type=int, default=5)
+    ap.add_argument("--merge-sizes", type=int, nargs="+", default=[2, 3, 5, 8, 11])
+    ap.add_argument("--mm-search", default="lookup-wd")
+    ap.add_argument("--maint-budget", type=int, default=100)
+    ap.add_argument("--dual-budgets", type=int, nargs="+", default=[200, 500])
+    ap.add_argument("--dual-epochs", type=int, default=10)
+    ap.add_argument("--audit-events", type=int, default=300)
+    ap.add_argument("--no-audit", action="store_true")
+    ap.add_argument("--no-libsvm", action="store_true")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--prefix", default="budget")
+    args = ap.parse_args()
+    limit = None
+    if args.quick:
+        args.study = list(STUDIES)
+        args.data, args.budgets, args.seeds, args.claim_epochs = ["a9a"], [30], [0], 0
+        args.merge_sizes, args.dual_budgets, args.dual_epochs = [2, 3], [30], 2
+        args.maint_budget, args.audit_events, limit = 30, 20, 1500
+        args.prefix = "budget_quick"
+    data = Data(limit)
+    kw = {"out_dir": args.out} if args.out else {}
+    for study in args.study:
+        t0 = time.perf_counter()
+        result, md = STUDIES[study](data, args)
+        record = {"machine": machine(), "study": study, "args": vars(args), **result,
+                  "seconds": time.perf_counter() - t0}
+        m = record["machine"]
+        head = [f"# Budgeted solvers: {study} study", "",
+                f"{m['platform']}, {m['cpus']} cores shared with other jobs, {m['date']}"
+                + (" (quick smoke run: 1500 rows of a9a)" if args.quick else "") + ".", ""]
+        write_outputs(f"{args.prefix}_{study}", record, "\n".join(head + md) + "\n", **kw)
+
+
+if __name__ == "__main__":
+    main()
