@@ -131,8 +131,9 @@ def resolve_selection(selection, X, cvec, bias):
     d_used = int(np.count_nonzero(np.bincount(X.indices, minlength=d)))
     if d_used < AUTO_MIN_DIM_RATIO * n:
         return "shrinking"
-    sq = np.add.reduceat(X.data * X.data, X.indptr[:-1]) if X.nnz else np.zeros(n)
-    sq[np.diff(X.indptr) == 0] = 0.0  # reduceat repeats a value for empty rows
+    sq = np.zeros(n)  # squared row norms (reduceat cannot take empty rows)
+    nonempty = np.diff(X.indptr) > 0
+    sq[nonempty] = np.add.reduceat(X.data * X.data, X.indptr[:-1][nonempty])
     scale = float(np.median(cvec * (sq + bias * bias)))
     return "avsf" if scale >= AUTO_MIN_SCALE else "shrinking"
 
@@ -240,7 +241,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
                                 tol=tol, max_iter=max_iter, bias=bias,
                                 seed=(seed + k) % 2**64, start=start)
             if self.verbose:
-                print(f"[pybudget] class {classes[k]!r}: {res.n_iter} sweeps, "
+                print(f"[pybudget] class {classes[k]}: {res.n_iter} sweeps, "
                       f"{res.n_steps} steps, dual {res.dual_objective:.6g}, "
                       f"KKT {res.kkt_violation:.3g}, {res.time:.3f}s")
             results.append(res)

@@ -113,3 +113,14 @@ def test_cv_grid_on_a_local_dask_cluster():
             remote = cv_grid(X, y, [0.1, 1.0, 10.0], cv=3, tol=1e-4, max_iter=100000)
     np.testing.assert_allclose(remote.fold_accuracy, local.fold_accuracy)
     assert remote.best_C == local.best_C
+
+
+def test_auto_rule_with_empty_rows():
+    # Regression: empty rows (first, middle, last) broke the squared-norm statistic.
+    import scipy.sparse as sp
+    X = as_csr(sp.csr_matrix(np.array([[0, 0, 0], [1, 2, 0], [0, 0, 0], [3, 0, 1.0], [0, 0, 0]])))
+    assert resolve_selection("auto", X, np.full(5, 0.01), 0.0) == "shrinking"
+    # median of C * ‖x‖² is 0 here (three empty rows), so still shrinking at large C
+    assert resolve_selection("auto", X, np.full(5, 1e6), 0.0) == "shrinking"
+    assert resolve_selection("auto", X, np.full(5, 1e6), 1.0) == "avsf"
+    assert LinearSVC().fit([[1e-8], [0.0]], [-1, 1]).coef_.shape == (1, 1)
