@@ -38,7 +38,8 @@ class LinearResult:
     time: float
     classes: np.ndarray = None
     state: "SolverState" = None
-    selection: str = None
+    selection: str = None  # the strategy that ran ("auto" resolved)
+    C: float = None
 
 
 def check_linear_params(C, loss, selection, tol, max_iter, fit_intercept, intercept_scaling):
@@ -151,7 +152,7 @@ def _solve_binary(X, y, cvec, C, *, selection, start=None, **kw):
         X, y, cvec = X[keep], y[keep], cvec[keep]
     used = resolve_selection(selection, X, cvec, kw.get("bias", 0.0))
     res = dual_cd(X, y, cvec, selection=used, start=start, C=C, **kw)
-    res.selection = used
+    res.selection, res.C = used, C
     if not keep.all():
         alpha = np.zeros(keep.shape[0])
         alpha[keep] = res.alpha

@@ -58,7 +58,7 @@ def linear_path(X, y, Cs, *, loss="hinge", selection="auto", tol=0.1, max_iter=1
         res = _solve_binary(X, ypm, C * weights, C, loss=loss, selection=selection,
                             tol=tol, max_iter=max_iter, bias=bias,
                             seed=(seed + k) % 2**64, start=start)
-        res.classes, res.C = classes, C
+        res.classes = classes
         state = res.state
         results.append(res)
     capped = [r.C for r in results if not r.converged]
