@@ -104,8 +104,10 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     out = dcd_solve(X, y, upper, diag, cvec, bias, alpha, w, prefs, perm, n_active, dref,
                     SELECTIONS[selection], tol, max_iter, seed, squared, verbose)
     elapsed = time.perf_counter() - t0
-    wsq = float(w @ w)
-    dual = float(alpha.sum() - 0.5 * wsq - 0.5 * np.dot(diag, alpha * alpha))
+    # Plain reductions, not BLAS: a BLAS call can wake (multi-threaded) OpenBLAS workers
+    # that spin for a while and slow the next solve on a busy machine.
+    wsq = float(np.sum(w * w))
+    dual = float(alpha.sum() - 0.5 * wsq - 0.5 * np.sum(diag * alpha * alpha))
     primal = 0.5 * wsq + out["loss_sum"]
     state = SolverState(alpha, prefs, perm, out["n_active"], out["dref"], C)
     return LinearResult(coef=w[:d].copy(), intercept=float(w[d] * bias), alpha=alpha,
