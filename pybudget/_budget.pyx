@@ -13,14 +13,18 @@ from libc.string cimport memcpy, memset
 # error is below 4e-18 and the result is within ~2 ulp of libm (tests: 1e-12 relative).
 # Arguments below -708 give exp(-708) ~ 3e-308 instead of an underflow to 0.
 # (`restrict`: the output row never aliases the buffer.)  On x86-64
-# Linux with GCC the loops are also compiled for AVX2 and picked at load time
-# (target_clones); no FMA target, so both versions round identically.
+# Linux with GCC the loops are also compiled for AVX2 and AVX-512 and picked at load time
+# (target_clones); contraction to FMA is switched off, so every version rounds alike.
 cdef extern from *:
     """
     #include <stdint.h>
     #include <string.h>
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC push_options
+    #pragma GCC optimize("fp-contract=off")   /* no FMA: every clone rounds alike */
+    #endif
     #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-    #define PB_CLONES __attribute__((target_clones("avx2", "default")))
+    #define PB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
     #else
     #define PB_CLONES
     #endif
@@ -128,6 +132,9 @@ cdef extern from *:
         for (; j < n; j++) s0 += b[j] * k[j];
         return (s0 + s1) + (s2 + s3);
     }
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC pop_options
+    #endif
     """
     double pb_exp(double x) nogil
     void pb_krow_sparse(int n, int ld, const double* ZT, const double* sqn,

@@ -738,11 +738,13 @@ cdef class Maintainer:
             self.P.r_table = &R[0, 0]
         self.audit_every = every
         self.audit_max = max_events
+        self.audit_log = np.zeros((max(max_events, 1), 3))
 
     def audit_stats(self):
         return {"events": self.audit_n, "same_as_gss": self.audit_same_gss,
                 "wd_exec": self.audit_wd_exec, "wd_gss": self.audit_wd_gss,
-                "wd_precise": self.audit_wd_precise}
+                "wd_precise": self.audit_wd_precise,
+                "log": np.asarray(self.audit_log)[:self.audit_n].copy()}
 
     cdef void audit(self, BudgetModel mdl) noexcept nogil:
         """Replays the binary pairwise partner choice of maintain() for every rule."""
@@ -794,6 +796,9 @@ cdef class Maintainer:
         wexec = wd_general(bp * bp, bj * bj, bp * bj, c, h)
         # WD in units of the current scale squared: normalise each event by the precise
         # optimum's scale so events at different times weigh alike
+        self.audit_log[self.audit_n, 0] = wexec
+        self.audit_log[self.audit_n, 1] = bg
+        self.audit_log[self.audit_n, 2] = bpr
         self.audit_n += 1
         if jm == jg:
             self.audit_same_gss += 1
