@@ -258,10 +258,9 @@ def study_dual(data, args):
 
         for B in args.dual_budgets:
             clf = BudgetSVC(C=C, gamma=gamma, budget=B, random_state=args.seeds[0])
-            tt = 0.0
             for e in range(1, args.dual_epochs + 1):
                 clf.partial_fit(X, y, classes=classes)
-                tt += clf.fit_time_
+                tt = clf.fit_time_          # cumulative over partial_fit calls
                 rows.append({"data": name, "B": B, "solver": "bsgd", "epoch": e, "time": tt,
                              "accuracy": 100 * float(np.mean(clf.predict(Xt) == yt)),
                              "primal": primal(clf)})
@@ -350,10 +349,21 @@ def nystroem_fit(X, y, Xt, yt, C, gamma, B, seed):
 
 def study_peers(data, args):
     rows = []
-    settings = [dict(solver="bsgd", epochs=1), dict(solver="bsgd", epochs=1, averaging="last-half"),
-                dict(solver="bsgd", epochs=1, merge_search="lookup-wd", averaging="last-half"),
-                dict(solver="bsgd", epochs=5, merge_search="lookup-wd", averaging="last-half"),
-                dict(solver="bsca", epochs=1), dict(solver="bsca", epochs=1, merge_search="lookup-wd")]
+    # per-B settings (budget = the B of the row), then settings with their own budget
+    settings = [dict(solver="bsgd", epochs=1),
+                dict(solver="bsgd", epochs=1, averaging="last-half", merge_search="lookup-wd"),
+                dict(solver="bsgd", epochs=5),
+                dict(solver="bsgd", epochs=5, merge_search="lookup-wd"),
+                dict(solver="bsca", epochs=1, merge_search="lookup-wd"),
+                dict(solver="bsca", epochs=2, merge_search="lookup-wd"),
+                dict(solver="bsgd", epochs=1, C=2.0, averaging="last-half", merge_search="lookup-wd")]
+    own_budget = [dict(solver="bsgd", budget=5000, epochs=1, averaging="last-half",
+                       merge_search="lookup-wd"),
+                  dict(solver="bsgd", budget=2000, epochs=2, averaging="last-half",
+                       merge_search="lookup-wd"),
+                  dict(solver="bsgd", budget=1000, epochs=5, merge_search="lookup-wd")]
+    if args.quick:
+        settings, own_budget = settings[:2], [dict(own_budget[0], budget=60)]
     for name in args.data:
         X, y, Xt, yt = data(name)
         C, gamma = PARAMS.get(name, (32.0, 2.0 ** -7))
@@ -363,23 +373,28 @@ def study_peers(data, args):
                          "accuracy": acc})
             print(name, impl, t, acc, file=sys.stderr)
         for B in args.budgets:
-            res = [nystroem_fit(X, y, Xt, yt, C, gamma, B, s) for s in args.seeds]
+            res = [nystroem_fit(X, y, Xt, yt, C, gamma, B, s) for s in args.nystroem_seeds]
             rows.append({"data": name, "method": "Nystroem + LinearSVC", "B": B,
                          "time": float(np.median([r[0] for r in res])),
                          "accuracy": float(np.median([r[1] for r in res])),
                          "accuracy_min": min(r[1] for r in res),
                          "accuracy_max": max(r[1] for r in res)})
             print(name, "nystroem", B, rows[-1]["time"], rows[-1]["accuracy"], file=sys.stderr)
-            for s in settings:
-                runs = [fit_eval(data, name, budget=B, random_state=sd, **s) for sd in args.seeds]
-                label = ", ".join(f"{k}={v}" for k, v in s.items())
-                rows.append({"data": name, "method": label, "B": B,
+            todo = [dict(s, budget=B) for s in settings] + (own_budget if B == args.budgets[-1] else [])
+            for s in todo:
+                runs = [fit_eval(data, name, random_state=sd, **s) for sd in args.seeds]
+                label = ", ".join(f"{k}={v}" for k, v in s.items() if k != "budget")
+                rows.append({"data": name, "method": label, "B": s["budget"],
                              **summarise(runs), "runs": runs})
-                print(name, label, B, rows[-1]["time"], rows[-1]["accuracy"], file=sys.stderr)
-    md = [f"Seeds {args.seeds} for Nystroem and pybudget (median [min, max]); LIBSVM once "
+                print(name, label, s["budget"], rows[-1]["time"], rows[-1]["accuracy"],
+                      file=sys.stderr)
+    md = [f"Seeds {args.seeds} for pybudget, {args.nystroem_seeds} for Nystroem (median "
+          "[min, max]); LIBSVM once "
           "(OMP_NUM_THREADS=1: every solver single-threaded). "
           "Times: training only (pybudget `fit_time_`, LIBSVM/Nystroem pipeline `fit`), "
-          "same machine, same run; C, gamma as in issue 4. LIBSVM's B column = its SV count.",
+          "same machine, same run; C, gamma as in issue 4 unless the row says C=...; "
+          "pybudget rows without merge_search use GSS (tol 0.01). LIBSVM's B column = its "
+          "SV count.",
           "", "| data | method | B | time s | accuracy % |", "|---|---|---|---|---|"]
     for r in rows:
         spread = (f" [{r['accuracy_min']:.2f}, {r['accuracy_max']:.2f}]"
@@ -479,6 +494,7 @@ def main():
     ap.add_argument("--audit-events", type=int, default=300)
     ap.add_argument("--no-audit", action="store_true")
     ap.add_argument("--no-libsvm", action="store_true")
+    ap.add_argument("--nystroem-seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=None)
     ap.add_argument("--prefix", default="budget")
