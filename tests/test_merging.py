@@ -1,6 +1,7 @@
 """Merge maths against explicit kernel matrices and brute-force grids."""
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from pybudget import _merge, merging
 
@@ -310,3 +311,39 @@ def test_multiclass_h_search_matches_grid():
         gv = A * np.exp(-2 * c * (1 - hv) ** 2) + 2 * Cc * np.exp(-c * ((1 - hv) ** 2 + hv ** 2)) \
             + D * np.exp(-2 * c * hv ** 2)
         assert gv >= g.max() - 1e-8 * max(1.0, g.max())
+
+
+def _audited_bsgd(search, tol, seed=0):
+    from pybudget._bsgd import bsgd_run
+    from pybudget._budget import BudgetModel
+    from pybudget._merge import Maintainer
+    rng = np.random.default_rng(seed)
+    n, d, B = 400, 5, 20
+    X = sp.csr_matrix(rng.normal(size=(n, d)))
+    X.indices = X.indices.astype(np.int32)
+    codes = (X.toarray()[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(np.int32)
+    mdl = BudgetModel(d, 1, B + 1, 0.5)
+    mt = Maintainer(mdl, "merge", search, "cascade", 2, tol)
+    mt.start_audit(1, 1000)
+    xsq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    bsgd_run(X, xsq, codes, mdl, mt, B, 2, 1.0 / (n * 10.0), 2, 0, 7, 0)
+    return mt, mt.audit_stats()
+
+
+@pytest.mark.parametrize("search,tol", [("gss", 0.01), ("gss", 1e-10), ("lookup-h", 0.01),
+                                        ("lookup-wd", 0.01)])
+def test_partner_audit(search, tol):
+    mt, st = _audited_bsgd(search, tol)
+    assert st["events"] == mt.n_merges > 50
+    log = st["log"]
+    assert log.shape == (st["events"], 3)
+    pos = log[:, 2] > 0
+    # the precise optimum is the smallest WD over partners and h: nothing beats it
+    assert np.all(log[pos, 0] >= log[pos, 2] * (1 - 1e-9))
+    assert np.all(log[pos, 1] >= log[pos, 2] * (1 - 1e-9))
+    if search == "gss" and tol == 0.01:
+        assert st["same_as_gss"] == st["events"]
+        np.testing.assert_allclose(log[:, 0], log[:, 1], rtol=1e-12)
+    if tol == 1e-10:
+        np.testing.assert_allclose(log[pos, 0], log[pos, 2], rtol=1e-6)
+    assert st["same_as_gss"] >= 0.8 * st["events"]
