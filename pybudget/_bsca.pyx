@@ -6,32 +6,29 @@
 # is added at x_i, in the existing slot while x_i is still an unmerged SV.  A full
 # permutation per epoch; a fixed number of epochs (no KKT stopping, see the paper).
 from libc.stdint cimport uint64_t
-from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 from pybudget._csr cimport CsrView, csr_view, csr_row
 from pybudget._rng cimport rng_shuffle
 from pybudget._budget cimport BudgetModel
 from pybudget._merge cimport Maintainer
+from pybudget._runtime cimport interrupted, now
 
 import numpy as np
-
-
-cdef inline double now() noexcept nogil:
-    cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return ts.tv_sec + 1e-9 * ts.tv_nsec
 
 
 cdef void bsca_epoch(const CsrView* X, const double* xsq, const double* y, double C,
                      double* alpha, int* perm, BudgetModel mdl, Maintainer mt, int M,
                      uint64_t* rng, double* krow, long* n_updates,
-                     double* merge_time) noexcept nogil:
+                     double* merge_time, bint* stop) noexcept nogil:
     cdef int s, i, j, nnz, n = X.n_rows
     cdef const double* xd
     cdef const int* xi
     cdef double f, a, delta, coef, t0
     rng_shuffle(rng, perm, n)
     for s in range(n):
+        if (s & 1023) == 1023 and interrupted():
+            stop[0] = True
+            return
         i = perm[s]
         csr_row(X, i, &xd, &xi, &nnz)
         mdl.kernel_row_sparse(xd, xi, nnz, xsq[i], krow)
@@ -74,10 +71,13 @@ def bsca_run(X, double[::1] xsq, double[::1] y, double C, double[::1] alpha,
     cdef double[::1] krow = np.zeros(mdl.cap + 1)
     cdef long n_updates = 0
     cdef double merge_time = 0.0, t0 = now(), t1
+    cdef bint stop = False
     for ep in range(epochs):
         with nogil:
             bsca_epoch(&V, &xsq[0], &y[0], C, &alpha[0], &perm[0], mdl, mt, M, &rng,
-                       &krow[0], &n_updates, &merge_time)
+                       &krow[0], &n_updates, &merge_time, &stop)
+        if stop:
+            raise KeyboardInterrupt
     with nogil:
         t1 = now()
         while mdl.n_sv > budget:

@@ -9,25 +9,20 @@
 #   t = avg_start .. T, kept per SV in the buffer's `acc` (see _budget.pxd).
 # Inputs are validated in pybudget/kernel.py; nothing here checks them again.
 from libc.stdint cimport uint64_t
-from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 from pybudget._csr cimport CsrView, csr_view, csr_row
 from pybudget._rng cimport rng_shuffle
 from pybudget._budget cimport BudgetModel
 from pybudget._merge cimport Maintainer
+from pybudget._runtime cimport interrupted, now
 
 import numpy as np
-
-
-cdef inline double now() noexcept nogil:
-    cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return ts.tv_sec + 1e-9 * ts.tv_nsec
 
 
 cdef struct EpochStats:
     long n_added
     double merge_time
+    bint interrupted
 
 
 cdef void bsgd_epoch(const CsrView* X, const double* xsq, const int* codes, int* perm,
@@ -41,6 +36,9 @@ cdef void bsgd_epoch(const CsrView* X, const double* xsq, const int* codes, int*
     cdef bint violated
     rng_shuffle(rng, perm, n)
     for s in range(n):
+        if (s & 1023) == 1023 and interrupted():
+            st.interrupted = True
+            return
         i = perm[s]
         t[0] += 1
         csr_row(X, i, &xd, &xi, &nnz)
@@ -110,11 +108,14 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     cdef double t0 = now(), t1
     st.n_added = 0
     st.merge_time = 0.0
+    st.interrupted = False
     for ep in range(epochs):
         with nogil:
             bsgd_epoch(&V, &xsq[0], &codes[0], &perm[0], mdl, mt, trigger, M, lam, avg_start,
                        &t, &rng,
                        &krow[0], &f[0], &coef[0], &st)
+        if st.interrupted:
+            raise KeyboardInterrupt
     with nogil:
         t1 = now()
         # a multi-merge buffer may end up to M - 2 over budget: merge down to B

@@ -8,7 +8,6 @@
 # Per-sample arrays: upper[i] is the box bound U_i (inf for squared hinge), diag[i] is D_ii
 # (0 for hinge), cvec[i] the sample's effective C (for the primal objective).  With
 # bias > 0 the model has one extra weight w[n_cols] for a constant feature of value bias.
-from cpython.exc cimport PyErr_CheckSignals
 from libc.math cimport exp, fabs, INFINITY
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport malloc, free
@@ -17,6 +16,7 @@ from libc.string cimport memcpy
 from pybudget._csr cimport (CsrView, csr_view, csr_row, csr_prefetch_dense, csr_prefetch_row,
                             sparse_dot_dense, sparse_axpy, sparse_sqnorm)
 from pybudget._rng cimport rng_shuffle, rng_uniform
+from pybudget._runtime cimport interrupted
 
 import sys
 
@@ -207,7 +207,7 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     cdef double pgmax_old = INFINITY, pgmin_old = -INFINITY, pgmax_new, pgmin_new
     cdef double kkt = INFINITY, loss_sum = 0.0
     cdef double log_range = 5.991464547107982  # log(P_MAX / P_MIN): caps exp()
-    cdef bint converged = False, interrupted = False, canstop = True, stop_rule
+    cdef bint converged = False, was_interrupted = False, canstop = True, stop_rule
     cdef bint first_sweep = dref0 <= 0.0
 
     with nogil:
@@ -347,10 +347,8 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
                 active = n
                 pgmax_old = INFINITY
                 pgmin_old = -INFINITY
-            with gil:
-                if PyErr_CheckSignals() != 0:
-                    interrupted = True
-            if interrupted:
+            if interrupted():
+                was_interrupted = True
                 break
 
         if not converged:
@@ -361,7 +359,7 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     free(qd)
     free(sched)
     free(pp)
-    if interrupted:
+    if was_interrupted:
         raise KeyboardInterrupt
     return {"n_iter": it, "n_steps": steps, "converged": bool(converged),
             "n_active": final_active, "dref": dref,
