@@ -57,9 +57,10 @@ cdef void bsca_epoch(const CsrView* X, const double* xsq, const double* y, doubl
 
 def bsca_run(X, double[::1] xsq, double[::1] y, double C, double[::1] alpha,
              BudgetModel mdl, Maintainer mt, int budget, int merge_size, int epochs,
-             uint64_t seed):
+             uint64_t seed, progress=None):
     """`epochs` BSCA epochs on canonical CSR X with labels y in {-1, +1}, dual variables
-    alpha (updated in place) and a binary model `mdl` created with n_src = n_rows."""
+    alpha (updated in place) and a binary model `mdl` created with n_src = n_rows.
+    `progress`, if given, is called as progress(epochs_done, epochs, seconds)."""
     if (mdl.n_coef != 1 or mdl.n_src != X.shape[0] or mdl.d != X.shape[1]
             or xsq.shape[0] != X.shape[0] or y.shape[0] != X.shape[0]
             or alpha.shape[0] != X.shape[0] or X.shape[0] < 1):
@@ -78,6 +79,8 @@ def bsca_run(X, double[::1] xsq, double[::1] y, double C, double[::1] alpha,
                        &krow[0], &n_updates, &merge_time, &stop)
         if stop:
             raise KeyboardInterrupt
+        if progress is not None:
+            progress(ep + 1, epochs, now() - t0)
     with nogil:
         t1 = now()
         while mdl.n_sv > budget:

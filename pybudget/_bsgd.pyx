@@ -80,12 +80,13 @@ cdef void bsgd_epoch(const CsrView* X, const double* xsq, const int* codes, int*
 
 def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
              int budget, int merge_size, double lam, int epochs, long t_start,
-             uint64_t seed, long avg_start=0):
+             uint64_t seed, long avg_start=0, progress=None):
     """Run `epochs` BSGD epochs on canonical CSR X (codes: 0/1 for binary with the model's
     n_coef == 1, else the class index), continuing the model in `mdl` and the global step
     count t_start.  avg_start > t_start: average the iterates from that global step on
-    (read the result with mdl.averaged() / n_avg); 0: no averaging.  Returns a dict of
-    counters and timings (n_avg: number of averaged iterates)."""
+    (read the result with mdl.averaged() / n_avg); 0: no averaging.  `progress`, if
+    given, is called as progress(epochs_done, epochs, seconds) after every epoch.
+    Returns a dict of counters and timings (n_avg: number of averaged iterates)."""
     if (mdl.d != X.shape[1] or xsq.shape[0] != X.shape[0] or codes.shape[0] != X.shape[0]
             or X.shape[0] < 1 or not lam > 0 or (avg_start != 0 and avg_start <= t_start)
             or avg_start > t_start + <long>epochs * X.shape[0]):
@@ -116,6 +117,8 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
                        &krow[0], &f[0], &coef[0], &st)
         if st.interrupted:
             raise KeyboardInterrupt
+        if progress is not None:
+            progress(ep + 1, epochs, now() - t0)
     with nogil:
         t1 = now()
         # a multi-merge buffer may end up to M - 2 over budget: merge down to B

@@ -4,6 +4,7 @@ Gaussian kernel ``k(x, x') = exp(-gamma * ||x - x'||^2)`` (no 1/2 in front of ga
 ``gamma="scale"`` is ``1 / (n_features * X.var())`` as in scikit-learn, the variance taken
 over all entries of X including the zeros of a sparse matrix.
 """
+import sys
 import time
 from dataclasses import dataclass
 
@@ -134,8 +135,17 @@ def _new_model(d, n_coef, cap, gamma, p, n_src=0, Z=None, beta=None):
     return mdl, mt
 
 
+def epoch_progress(label):
+    """A bsgd_run/bsca_run progress callback printing epochs, elapsed time and ETA."""
+    def report(done, total, seconds):
+        eta = seconds / done * (total - done)
+        print(f"[pybudget] {label}epoch {done}/{total}, {seconds:.1f}s elapsed, "
+              f"ETA {eta:.1f}s", file=sys.stderr, flush=True)
+    return report
+
+
 def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, state=None,
-          epochs=None):
+          epochs=None, progress=None):
     """BSGD on validated data; `state` = (Z, beta, t) continues a model (partial_fit)."""
     n, d = X.shape
     n_coef = 1 if n_classes == 2 else n_classes
@@ -146,14 +156,14 @@ def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, stat
     T = epochs * n
     avg_start = {"none": 0, "all": t0 + 1, "last-half": t0 + T // 2 + 1}[p.get("averaging", "none")]
     out = bsgd_run(X, row_sqnorms(X), codes.astype(np.int32), mdl, mt, budget, M, lam,
-                   epochs, t0, seed, avg_start)
+                   epochs, t0, seed, avg_start, progress)
     Z, beta, _ = mdl.arrays()
     if avg_start:
         beta = mdl.averaged() / out["n_avg"]
     return Z, beta.T.copy(), out, mt
 
 
-def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap):
+def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0):
     """BSCA, one-vs-rest for more than two classes; SVs of all problems stacked."""
     n, d = X.shape
     problems = [1] if n_classes == 2 else list(range(n_classes))
@@ -164,8 +174,9 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap):
         y = np.where(codes == k, 1.0, -1.0)
         alpha = np.zeros(n)
         mdl, mt = _new_model(d, 1, cap, gamma, p, n_src=n)
+        progress = epoch_progress(f"class {k}: " if len(problems) > 1 else "") if verbose else None
         out = bsca_run(X, xsq, y, p["C"], alpha, mdl, mt, budget, M, p["epochs"],
-                       (seed + k) % 2**64)
+                       (seed + k) % 2**64, progress)
         Z, beta, _ = mdl.arrays()
         Zs.append(Z)
         coefs.append(beta[:, 0])
@@ -191,14 +202,15 @@ def _fit(X, codes, classes, p, seed, verbose=0):
     budget, M, cap = _effective_budget(p, n, d, verbose)
     K = classes.shape[0]
     if p["solver"] == "bsgd":
-        Z, dual, out, mt = _bsgd(X, codes, K, p, gamma, seed, budget, M, cap, n_lambda=n)
+        Z, dual, out, mt = _bsgd(X, codes, K, p, gamma, seed, budget, M, cap, n_lambda=n,
+                                 progress=epoch_progress("") if verbose else None)
         res = BudgetResult(classes=classes, support_vectors=Z, dual_coef=dual, gamma=gamma,
                            budget=budget, n_iter=p["epochs"], n_steps=p["epochs"] * n,
                            n_added=out["n_added"], n_merges=mt.n_merges,
                            n_removed=mt.n_removed, merge_time=out["merge_time"],
                            time=out["time"], t=out["t"])
     else:
-        Z, dual, alpha, st = _bsca(X, codes, K, p, gamma, seed, budget, M, cap)
+        Z, dual, alpha, st = _bsca(X, codes, K, p, gamma, seed, budget, M, cap, verbose)
         n_prob = dual.shape[0]
         res = BudgetResult(classes=classes, support_vectors=Z, dual_coef=dual, gamma=gamma,
                            budget=budget, n_iter=p["epochs"],
@@ -208,7 +220,7 @@ def _fit(X, codes, classes, p, seed, verbose=0):
     if verbose:
         print(f"[pybudget] {p['solver']}: {res.n_iter} epoch(s), {Z.shape[0]} SVs, "
               f"{res.n_merges} merges, {res.n_removed} removed, "
-              f"merge {res.merge_time:.3f}s of {res.time:.3f}s")
+              f"merge {res.merge_time:.3f}s of {res.time:.3f}s", file=sys.stderr)
     return res
 
 

@@ -1,4 +1,5 @@
 """Linear SVMs by dual coordinate descent: the functional API and the estimator."""
+import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -246,7 +247,7 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             if self.verbose:
                 print(f"[pybudget] class {classes[k]}: {res.n_iter} sweeps, "
                       f"{res.n_steps} steps, dual {res.dual_objective:.6g}, "
-                      f"KKT {res.kkt_violation:.3g}, {res.time:.3f}s")
+                      f"KKT {res.kkt_violation:.3g}, {res.time:.3f}s", file=sys.stderr)
             results.append(res)
         self.classes_ = classes
         self.coef_ = np.vstack([r.coef for r in results])

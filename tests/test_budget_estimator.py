@@ -159,3 +159,13 @@ def test_averaging_returns_the_mean_iterate_on_the_same_svs():
                         averaging=averaging).fit(X, y)
         np.testing.assert_allclose(clf.dual_coef_, avg.dual_coef, rtol=1e-12)
         assert clf.score(X, y) > 0.8
+
+
+def test_verbose_reports_epochs_with_eta(capsys):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 4))
+    y = (X[:, 0] > 0).astype(int)
+    for solver in ("bsgd", "bsca"):
+        BudgetSVC(budget=20, epochs=3, solver=solver, verbose=1, random_state=0).fit(X, y)
+        err = capsys.readouterr().err
+        assert "epoch 1/3" in err and "epoch 3/3" in err and "ETA" in err
