@@ -37,6 +37,15 @@ def test_python_dash_m_runs(tmp_path):
     assert "| avsf |" in out.stdout
 
 
+def test_readme_main_job_runs(tmp_path):
+    # the README's first command after the install: the default C-grid comparison
+    out = subprocess.run([sys.executable, "-m", "pybudget", "cgrid"], capture_output=True,
+                         text=True, check=True, cwd=tmp_path, timeout=600)
+    assert "debian-lib-small, tol 0.01" in out.stdout
+    assert "| shrinking |" in out.stdout and "| avsf |" in out.stdout
+    assert "C=1000" in out.stdout and "no (max_iter)" not in out.stdout
+
+
 def test_readme_commands_are_what_ci_runs():
     readme = (ROOT / "README.md").read_text().splitlines()
     first = readme.index("```bash")
