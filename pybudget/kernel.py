@@ -10,12 +10,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._available_if import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from pybudget import _validation as V
+from pybudget._estimator import SVMClassifierBase
 from pybudget._bsca import bsca_run
 from pybudget._bsgd import bsgd_run
 from pybudget._budget import BudgetModel
@@ -257,7 +257,7 @@ def kernel_decision(X, Z, dual_coef, gamma, chunk=4096):
     return out
 
 
-class BudgetSVC(ClassifierMixin, BaseEstimator):
+class BudgetSVC(SVMClassifierBase):
     """Gaussian-kernel SVM with at most ``budget`` support vectors.
 
     ``solver="bsgd"``: budgeted Pegasos (Wang, Crammer & Vucetic), lambda = 1/(n C),
@@ -311,11 +311,6 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
         self.averaging = averaging
         self.random_state = random_state
         self.verbose = verbose
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
     def _params(self):
         return check_budget_params(self.C, self.gamma, self.budget, self.solver, self.epochs,
@@ -418,9 +413,3 @@ class BudgetSVC(ClassifierMixin, BaseEstimator):
             X = V.canonical_csr(X)
         scores = kernel_decision(X, self.support_vectors_, self.dual_coef_, self.gamma_)
         return scores.ravel() if scores.shape[1] == 1 else scores
-
-    def predict(self, X):
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(np.intp)]
-        return self.classes_[np.argmax(scores, axis=1)]

@@ -5,13 +5,13 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from pybudget import _validation as V
+from pybudget._estimator import SVMClassifierBase
 from pybudget._linear import SELECTIONS, dcd_solve
 
 LOSSES = ("hinge", "squared_hinge")
@@ -191,7 +191,7 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
     return res
 
 
-class LinearSVC(ClassifierMixin, BaseEstimator):
+class LinearSVC(SVMClassifierBase):
     """Linear support vector classifier trained by dual coordinate descent.
 
     Like scikit-learn's ``LinearSVC`` (liblinear), with a choice of coordinate
@@ -298,20 +298,9 @@ class LinearSVC(ClassifierMixin, BaseEstimator):
             out[np.searchsorted(classes, label)] = V.positive(f"class_weight[{label!r}]", weight)
         return out
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
-
     def decision_function(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", reset=False,
                           dtype=[np.float64, np.float32])
         scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
-
-    def predict(self, X):
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(np.intp)]
-        return self.classes_[np.argmax(scores, axis=1)]
