@@ -20,6 +20,7 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import sys
 import threading
 import time
@@ -136,7 +137,7 @@ print(json.dumps(status), flush=True)
 def interrupt_once(kind, refit, delay):
     p = subprocess.Popen([sys.executable, "-c", CHILD_INTERRUPT, kind,
                           "refit" if refit else "fresh"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
     line = p.stdout.readline()
     assert line.strip() == "READY", (line, p.stderr.read())
     time.sleep(delay)
@@ -211,7 +212,7 @@ print(json.dumps({"rss_before_mb": r0, "rss_after_mb": rss(), "growth_mb": rss()
 def bench_memory(quick):
     rows, n = (2000, 40) if quick else (5000, 200)
     out = subprocess.run([sys.executable, "-c", CHILD_MEMORY, str(rows), str(n)],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True, check=True, cwd=tempfile.gettempdir())
     r = json.loads(out.stdout.strip().splitlines()[-1])
     r.update(rows=rows, cycles=n, fits_per_cycle=5)
     print(f"memory: {n} cycles x 5 fit+predict+save+load: RSS {r['rss_before_mb']:.1f} -> "
@@ -252,7 +253,7 @@ def bench_repro(n_proc=3):
     for seed in range(n_proc):
         env = dict(os.environ, PYTHONHASHSEED=str(seed * 1000 + 1))
         out = subprocess.run([sys.executable, "-c", CHILD_REPRO], capture_output=True,
-                             text=True, check=True, env=env)
+                             text=True, check=True, env=env, cwd=tempfile.gettempdir())
         hashes.append(json.loads(out.stdout.strip().splitlines()[-1]))
     same = {k: len({h[k] for h in hashes}) == 1 for k in hashes[0]}
     print(f"reproducibility across {n_proc} processes: {same}", file=sys.stderr)

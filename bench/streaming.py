@@ -86,7 +86,7 @@ def make_file(path, n_rows, d, nnz, seed=0, block=20000):
 
 def run_child(mode, path, budget, chunk):
     out = subprocess.run([sys.executable, "-c", CHILD, mode, str(path), str(budget), str(chunk)],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True, check=True, cwd=tempfile.gettempdir())
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -1,6 +1,7 @@
 """The train / predict / info commands."""
 import re
 import subprocess
+import tempfile
 import sys
 
 import numpy as np
@@ -191,11 +192,11 @@ def test_help_documents_every_option():
 def test_corrupted_model_in_subprocess_no_traceback(files, tmp_path):
     d, train, test = files
     subprocess.run([sys.executable, "-m", "pybudget", "train", "-q", str(train),
-                    str(tmp_path / "m")], check=True)
+                    str(tmp_path / "m")], check=True, cwd=tempfile.gettempdir())
     data = (tmp_path / "m").read_bytes()
     (tmp_path / "m").write_bytes(data[: len(data) // 2])
     r = subprocess.run([sys.executable, "-m", "pybudget", "predict", str(test),
-                        str(tmp_path / "m"), str(tmp_path / "p")], capture_output=True, text=True)
+                        str(tmp_path / "m"), str(tmp_path / "p")], capture_output=True, text=True, cwd=tempfile.gettempdir())
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "not a valid pybudget model file" in r.stderr
 

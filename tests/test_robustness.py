@@ -5,6 +5,7 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import sys
 import threading
 from pathlib import Path
@@ -98,7 +99,7 @@ def test_ctrl_c_leaves_estimator_unfitted_or_previous(kind, refit):
     (For the budgeted solvers the interrupt is only seen when the Cython run returns;
     see bench/robustness.py for the latency.)"""
     p = subprocess.Popen([sys.executable, "-c", CHILD, kind, "refit" if refit else "fresh"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
     try:
         assert p.stdout.readline().strip() == "READY"
         import time
@@ -139,7 +140,7 @@ def test_same_random_state_same_model_across_processes():
     for seed in ("1", "2"):
         env = dict(os.environ, PYTHONHASHSEED=seed)
         r = subprocess.run([sys.executable, "-c", REPRO], capture_output=True, text=True,
-                           env=env, check=True)
+                           env=env, check=True, cwd=tempfile.gettempdir())
         outs.add(r.stdout.strip())
     assert len(outs) == 1
     # and the same as in this process
@@ -185,7 +186,7 @@ def test_bench_scripts_quick(script, tmp_path):
     args = ["--only", "memory", "repro"] if script == "robustness.py" else []
     subprocess.run([sys.executable, str(ROOT / "bench" / script), "--quick", "--out",
                     str(tmp_path), *args], check=True, capture_output=True, text=True,
-                   timeout=600)
+                   timeout=600, cwd=tempfile.gettempdir())
     rec = json.loads(next(tmp_path.glob("*.json")).read_text())
     assert "machine" in rec
     assert next(tmp_path.glob("*.md")).read_text().startswith("###")
