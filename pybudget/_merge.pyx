@@ -34,6 +34,32 @@ cdef double wd_general(double A, double D, double Cc, double c, double h) noexce
     return wd if wd > 0.0 else 0.0
 
 
+cdef inline double golden(double m, double c, double lo, double hi, double tol,
+                          int max_it) noexcept nogil:
+    """Golden-section search for the maximum of s(h) on [lo, hi], assumed unimodal there:
+    at most max_it shrinks, stopping once the bracket is no wider than tol; returns its
+    midpoint."""
+    cdef double x1 = hi - INVPHI * (hi - lo), x2 = lo + INVPHI * (hi - lo)
+    cdef double f1 = s_val(m, c, x1), f2 = s_val(m, c, x2)
+    cdef int it
+    for it in range(max_it):
+        if hi - lo <= tol:
+            break
+        if f1 < f2:
+            lo = x1
+            x1 = x2
+            f1 = f2
+            x2 = lo + INVPHI * (hi - lo)
+            f2 = s_val(m, c, x2)
+        else:
+            hi = x2
+            x2 = x1
+            f2 = f1
+            x1 = hi - INVPHI * (hi - lo)
+            f1 = s_val(m, c, x1)
+    return 0.5 * (lo + hi)
+
+
 cdef double gss_h(double m, double c, double tol) noexcept nogil:
     """Golden-section search for h* = argmax s(h), m in [0, 1].
 
@@ -42,8 +68,7 @@ cdef double gss_h(double m, double c, double tol) noexcept nogil:
     heavier bump and s is unimodal on that half (s'(1/2) has the sign of m - 1/2), so
     searching [1/2, 1] when m >= 1/2 and [0, 1/2] otherwise finds the global maximum.
     Returns the midpoint of the final bracket (width <= tol)."""
-    cdef double lo, hi, x1, x2, f1, f2
-    cdef int it = 0
+    cdef double lo, hi
     if c <= 0.0:
         return m          # kappa = 1: every h is optimal; m is the limit of h* as c -> 0
     if fabs(m - 0.5) <= 1e-12:
@@ -58,25 +83,7 @@ cdef double gss_h(double m, double c, double tol) noexcept nogil:
     else:
         lo = 0.0
         hi = 0.5
-    x1 = hi - INVPHI * (hi - lo)
-    x2 = lo + INVPHI * (hi - lo)
-    f1 = s_val(m, c, x1)
-    f2 = s_val(m, c, x2)
-    while hi - lo > tol and it < 200:
-        it += 1
-        if f1 < f2:
-            lo = x1
-            x1 = x2
-            f1 = f2
-            x2 = lo + INVPHI * (hi - lo)
-            f2 = s_val(m, c, x2)
-        else:
-            hi = x2
-            x2 = x1
-            f2 = f1
-            x1 = hi - INVPHI * (hi - lo)
-            f1 = s_val(m, c, x1)
-    return 0.5 * (lo + hi)
+    return golden(m, c, lo, hi, tol, 200)
 
 
 cdef inline double g_val(double A, double D, double Cc, double c, double h) noexcept nogil:
@@ -131,8 +138,8 @@ cdef double search_h_general(double A, double D, double Cc, double c, double tol
 cdef double precise_h(double m, double c) noexcept nogil:
     """h* to ~1e-12 with no unimodality assumption: a dense scan of [0, 1] locates the
     global maximum's bracket, golden section shrinks it, Newton on s'(h) = 0 polishes."""
-    cdef double lo, hi, lo0, hi0, x1, x2, f1, f2, f, best = -1.0, h, a, b, d1, d2, hn
-    cdef int k, kbest = 0, it
+    cdef double lo, hi, lo0, hi0, f, best = -1.0, h, a, b, d1, d2, hn
+    cdef int k, kbest = 0
     if c <= 0.0:
         return m
     for k in range(101):
@@ -148,24 +155,7 @@ cdef double precise_h(double m, double c) noexcept nogil:
         hi = 1.0
     lo0 = lo
     hi0 = hi
-    x1 = hi - INVPHI * (hi - lo)
-    x2 = lo + INVPHI * (hi - lo)
-    f1 = s_val(m, c, x1)
-    f2 = s_val(m, c, x2)
-    for it in range(60):
-        if f1 < f2:
-            lo = x1
-            x1 = x2
-            f1 = f2
-            x2 = lo + INVPHI * (hi - lo)
-            f2 = s_val(m, c, x2)
-        else:
-            hi = x2
-            x2 = x1
-            f2 = f1
-            x1 = hi - INVPHI * (hi - lo)
-            f1 = s_val(m, c, x1)
-    h = 0.5 * (lo + hi)
+    h = golden(m, c, lo, hi, -1.0, 60)
     # s is flat at its maximum, so comparing s values pins h only to ~sqrt(eps / s'');
     # Newton on s'(h) = 0 (s'/(2c) is computed to full absolute precision) finishes the
     # job inside the bracket.
