@@ -25,17 +25,20 @@ cdef struct EpochStats:
     bint interrupted
 
 
-cdef void bsgd_epoch(const CsrView* X, const double* xsq, const int* codes, int* perm,
+cdef void bsgd_steps(const CsrView* X, const double* xsq, const int* codes, int* perm,
+                     int s_begin, int s_end,
                      BudgetModel mdl, Maintainer mt, int trigger, int M, double lam,
                      long avg_start, long* t, uint64_t* rng, double* krow, double* f, double* coef,
                      EpochStats* st) noexcept nogil:
+    # steps s_begin .. s_end - 1 of one epoch; a new epoch (s_begin == 0) reshuffles
     cdef int s, i, c, r, nnz, n = X.n_rows, K = mdl.n_coef, y
     cdef const double* xd
     cdef const int* xi
     cdef double eta, yf, best, t0
     cdef bint violated
-    rng_shuffle(rng, perm, n)
-    for s in range(n):
+    if s_begin == 0:
+        rng_shuffle(rng, perm, n)
+    for s in range(s_begin, s_end):
         if (s & 1023) == 1023 and interrupted():
             st.interrupted = True
             return
@@ -80,12 +83,15 @@ cdef void bsgd_epoch(const CsrView* X, const double* xsq, const int* codes, int*
 
 def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
              int budget, int merge_size, double lam, int epochs, long t_start,
-             uint64_t seed, long avg_start=0, progress=None):
+             uint64_t seed, long avg_start=0, progress=None, long check_every=0,
+             checkpoint=None):
     """Run `epochs` BSGD epochs on canonical CSR X (codes: 0/1 for binary with the model's
     n_coef == 1, else the class index), continuing the model in `mdl` and the global step
     count t_start.  avg_start > t_start: average the iterates from that global step on
     (read the result with mdl.averaged() / n_avg); 0: no averaging.  `progress`, if
     given, is called as progress(epochs_done, epochs, seconds) after every epoch.
+    check_every > 0: after every check_every steps (counted from t_start) short of the
+    end, the model is first merged down to `budget` SVs, then checkpoint(mdl) is called.
     Returns a dict of counters and timings (n_avg: number of averaged iterates)."""
     if (mdl.d != X.shape[1] or xsq.shape[0] != X.shape[0] or codes.shape[0] != X.shape[0]
             or X.shape[0] < 1 or not lam > 0 or (avg_start != 0 and avg_start <= t_start)
@@ -94,8 +100,8 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     if np.min(codes) < 0 or np.max(codes) >= max(mdl.n_coef, 2):
         raise ValueError("bsgd_run: class codes out of range")
     cdef CsrView V = csr_view(X.data, X.indices, X.indptr, X.shape[1])
-    cdef int n = X.shape[0], ep
-    cdef long t = t_start
+    cdef int n = X.shape[0], ep, s, s_end
+    cdef long t = t_start, T = t_start + <long>epochs * X.shape[0], nxt
     cdef uint64_t rng = seed
     cdef int[::1] perm = np.arange(n, dtype=np.int32)
     cdef double[::1] krow = np.zeros(mdl.cap + 1)
@@ -110,20 +116,33 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     st.n_added = 0
     st.merge_time = 0.0
     st.interrupted = False
+    if check_every < 0 or (check_every > 0 and (checkpoint is None or avg_start != 0)):
+        raise ValueError("bsgd_run: checkpoints need a callback and no averaging")
     for ep in range(epochs):
-        with nogil:
-            bsgd_epoch(&V, &xsq[0], &codes[0], &perm[0], mdl, mt, trigger, M, lam, avg_start,
-                       &t, &rng,
-                       &krow[0], &f[0], &coef[0], &st)
-        if st.interrupted:
-            raise KeyboardInterrupt
+        s = 0
+        while s < n:
+            s_end = n
+            if check_every > 0:
+                nxt = t_start + ((t - t_start) // check_every + 1) * check_every
+                if nxt - t < n - s:
+                    s_end = s + <int>(nxt - t)
+            with nogil:
+                bsgd_steps(&V, &xsq[0], &codes[0], &perm[0], s, s_end, mdl, mt, trigger, M,
+                           lam, avg_start, &t, &rng, &krow[0], &f[0], &coef[0], &st)
+            if st.interrupted:
+                raise KeyboardInterrupt
+            s = s_end
+            if check_every > 0 and (t - t_start) % check_every == 0 and t < T:
+                t1 = now()
+                with nogil:
+                    mt.down_to(mdl, budget, M)
+                st.merge_time += now() - t1
+                checkpoint(mdl)
         if progress is not None:
             progress(ep + 1, epochs, now() - t0)
     with nogil:
         t1 = now()
-        # a multi-merge buffer may end up to M - 2 over budget: merge down to B
-        while mdl.n_sv > budget:
-            mt.run(mdl, M if M < mdl.n_sv - budget + 1 else mdl.n_sv - budget + 1)
+        mt.down_to(mdl, budget, M)
         st.merge_time += now() - t1
     return {"t": t, "n_added": st.n_added, "merge_time": st.merge_time,
             "time": now() - t0, "seed_state": rng,

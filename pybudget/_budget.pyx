@@ -481,23 +481,25 @@ cdef class BudgetModel:
     def decision_stream(self, X, double[::1] xsq):
         """f(x_i) for every row of a canonical CSR X (int32 indices, float64 data), each
         computed as one training step computes its margin: a kernel row against the
-        current SVs, then the weighted sum.  For benchmarks (kernel_throughput.py) and
-        tests; binary models only."""
-        if self.n_coef != 1 or X.shape[1] != self.d or xsq.shape[0] != X.shape[0]:
-            raise ValueError("decision_stream: binary model and matching X, xsq needed")
+        current SVs, then the weighted sum.  Shape (n,) for a binary model, else
+        (n, n_coef).  For checkpoints, benchmarks (kernel_throughput.py) and tests."""
+        if X.shape[1] != self.d or xsq.shape[0] != X.shape[0]:
+            raise ValueError("decision_stream: X and xsq must match the model")
         cdef double[::1] data = np.ascontiguousarray(X.data, dtype=np.float64)
         cdef int[::1] ind = np.ascontiguousarray(X.indices, dtype=np.int32)
         cdef long[::1] ptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
         cdef Py_ssize_t n = X.shape[0], i
-        out = np.zeros(n)
-        cdef double[::1] o = out
+        out = np.zeros((n, self.n_coef))
+        cdef double[:, ::1] o = out
         cdef double[::1] krow = np.zeros(self.cap + 1)
         if data.shape[0] == 0:
             data = np.zeros(1)
             ind = np.zeros(1, dtype=np.int32)
+        if n == 0:
+            return out[:, 0] if self.n_coef == 1 else out
         with nogil:
             for i in range(n):
                 self.kernel_row_sparse(&data[0] + ptr[i], &ind[0] + ptr[i],
                                        <int>(ptr[i + 1] - ptr[i]), xsq[i], &krow[0])
-                self.decision(&krow[0], &o[i])
-        return out
+                self.decision(&krow[0], &o[i, 0])
+        return out[:, 0] if self.n_coef == 1 else out

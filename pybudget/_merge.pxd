@@ -68,3 +68,4 @@ cdef class Maintainer:
     cdef double[:, ::1] audit_log     # per audited event: WD executed, WD of GSS's pick, min WD
     cdef void audit(self, BudgetModel mdl) noexcept nogil
     cdef int run(self, BudgetModel mdl, int M) noexcept nogil
+    cdef void down_to(self, BudgetModel mdl, int budget, int M) noexcept nogil

@@ -822,3 +822,9 @@ cdef class Maintainer:
         if mdl.cap > self.W.c_mv.shape[0] or mdl.d != self.W.z_mv.shape[0]:
             raise ValueError("model does not match this Maintainer")
         return self.run(mdl, M)
+
+    cdef void down_to(self, BudgetModel mdl, int budget, int M) noexcept nogil:
+        """Maintain until at most `budget` SVs remain (a multi-merge buffer may hold up to
+        M - 2 over budget between events): at the end of a run and at checkpoints."""
+        while mdl.n_sv > budget:
+            self.run(mdl, M if M < mdl.n_sv - budget + 1 else mdl.n_sv - budget + 1)

@@ -21,7 +21,7 @@ LINEAR_OPTS = {"loss": "-s/--loss", "tol": "-e", "bias": "-B", "selection": "--s
                "max_iter": "--max-iter"}
 KERNEL_OPTS = {"gamma": "-g", "budget": "--budget", "maintenance": "--maintenance",
                "merge_size": "--merge-size", "merge_search": "--merge-search",
-               "epochs": "--epochs"}
+               "epochs": "--epochs", "checkpoints": "--checkpoints"}
 LIBLINEAR_S = {"1": "squared_hinge", "3": "hinge"}
 
 
@@ -95,6 +95,9 @@ def _resolve_kernel(args):
                        "(--solver bsgd)")
     if args.stream and args.cv:
         raise CLIError("-v (cross-validation) needs the data in memory; drop --stream")
+    if args.stream and args.checkpoints:
+        raise CLIError("--checkpoints selects among the iterates of one fit; partial_fit "
+                       "(--stream) continues the last iterate: drop one of them")
     return kernel
 
 
@@ -113,7 +116,8 @@ def _make_estimator(args, kernel):
         else:
             kw.update(fit_intercept=False)  # liblinear's default -B -1: no bias
         return LinearSVC(C=args.c, random_state=args.seed, verbose=verbose, **kw)
-    kw = given(("budget", "solver", "epochs", "maintenance", "merge_size", "merge_search"))
+    kw = given(("budget", "solver", "epochs", "maintenance", "merge_size", "merge_search",
+                "checkpoints"))
     if args.gamma is not None:
         kw["gamma"] = _gamma(args.gamma)
     return BudgetSVC(C=args.c, random_state=args.seed, verbose=verbose, **kw)
@@ -417,6 +421,9 @@ def build_parser():
                      help="merge partner search: golden section or lookup table (default %s)" % _default("BudgetSVC", "merge_search"))
     ker.add_argument("--epochs", type=int, default=None,
                      help="passes over the data (default %s)" % _default("BudgetSVC", "epochs"))
+    ker.add_argument("--checkpoints", type=int, default=None, metavar="K",
+                     help="return the lowest-objective of K evenly spaced iterates instead "
+                          "of the last (default %s: the last)" % _default("BudgetSVC", "checkpoints"))
     ker.add_argument("--stream", action="store_true",
                      help="read TRAIN_FILE in chunks (BSGD partial_fit, bounded memory)")
     ker.add_argument("--chunk-size", type=int, default=10000,

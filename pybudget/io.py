@@ -166,6 +166,8 @@ def save(model, path):
     names = getattr(model, "feature_names_in_", None)
     if names is not None:
         header["attributes"]["feature_names_in_"] = [str(s) for s in names]
+    if getattr(model, "checkpoint_", None) is not None:
+        header["attributes"]["checkpoint_"] = [int(i) for i in model.checkpoint_]
     blobs = {}
     for name in arrays:
         a = np.asarray(getattr(model, name))
@@ -317,6 +319,13 @@ def _load(path, shown):
         setattr(model, name, v)
     if "feature_names_in_" in attrs:
         model.feature_names_in_ = np.array(attrs["feature_names_in_"], dtype=object)
+    if kind == "BudgetSVC":
+        try:
+            ck = attrs.get("checkpoint_")
+            model.checkpoint_ = None if ck is None else np.array([int(i) for i in ck])
+        except (TypeError, ValueError):
+            raise _fail(shown, f"attribute checkpoint_={attrs['checkpoint_']!r} is not a "
+                        "list of integers") from None
     model.classes_ = classes
     for name, a in values.items():
         setattr(model, name, a)

@@ -82,6 +82,7 @@ def test_squared_hinge_by_liblinear_type(files, capsys):
     (["--solver", "bsca", "--budget", "20", "--maintenance", "remove"], "bsca"),
     (["--solver", "bsgd", "--budget", "20", "--merge-size", "3", "--merge-search",
       "lookup-wd"], "bsgd"),
+    (["--solver", "bsca", "--budget", "20", "--checkpoints", "4"], "bsca"),
 ])
 def test_kernel_models(files, capsys, opts, solver):
     d, train, test = files
@@ -91,6 +92,7 @@ def test_kernel_models(files, capsys, opts, solver):
     est = load(model)
     assert isinstance(est, BudgetSVC) and est.solver == solver
     assert est.support_vectors_.shape[0] <= est.budget
+    assert (est.checkpoint_ is not None) == ("--checkpoints" in opts)
     code, out, _ = run(["predict", test, model, d / "k.pred"], capsys)
     assert code == 0 and read_accuracy(out)[0] > 60  # a tiny budget on 1500 rows
     code, out, _ = run(["info", model], capsys)
@@ -155,6 +157,8 @@ def test_multiclass_and_wider_test_file(tmp_path, capsys):
     (["train", "--kernel", "linear", "--solver", "bsgd", "{train}"], "cannot be combined"),
     (["train", "--solver", "bsca", "--stream", "{train}"], "--stream"),
     (["train", "--stream", "-v", "3", "{train}"], "in memory"),
+    (["train", "--stream", "--checkpoints", "3", "{train}"], "drop one of them"),
+    (["train", "--kernel", "rbf", "--checkpoints", "-2", "{train}"], "checkpoints must be"),
     (["train", "-c", "-1", "{train}"], "C must be"),
     (["train", "--kernel", "rbf", "--budget", "1", "{train}"], "budget must be"),
     (["train", "--kernel", "rbf", "-g", "wide", "{train}"], "-g takes"),
@@ -185,6 +189,7 @@ def test_help_documents_every_option():
     text = build_parser()._subparsers._group_actions[0].choices["train"].format_help()
     for opt in ("-c", "-e", "-B", "-g", "-v", "-q", "-s", "--kernel", "--solver", "--selection",
                 "--budget", "--merge-size", "--merge-search", "--maintenance", "--epochs",
+                "--checkpoints",
                 "--stream", "--chunk-size", "--seed", "TRAIN_FILE", "MODEL_FILE"):
         assert opt in text
 

@@ -26,6 +26,8 @@ MODELS = [
     ("bsgd-multi", lambda: BudgetSVC(budget=8, gamma=0.3, random_state=0), "multi"),
     ("bsca-multi", lambda: BudgetSVC(solver="bsca", budget=6, maintenance="remove",
                                      random_state=0), "multi"),
+    ("bsca-checkpoints", lambda: BudgetSVC(solver="bsca", budget=6, checkpoints=4,
+                                           random_state=0), "multi"),
 ]
 
 
@@ -51,6 +53,9 @@ def test_round_trip_bit_identical(tmp_path, name, make, kind):
     assert d1.tobytes() == d2.tobytes()  # bit for bit
     np.testing.assert_array_equal(back.predict(X), est.predict(X))
     assert back.n_features_in_ == est.n_features_in_
+    if isinstance(est, BudgetSVC):
+        ck = est.checkpoint_
+        assert (back.checkpoint_ is None) if ck is None else np.array_equal(back.checkpoint_, ck)
     # the archive holds no pickle: only the JSON header and .npy arrays
     with zipfile.ZipFile(path) as z:
         names = z.namelist()
