@@ -10,7 +10,9 @@ Sub-studies (``--study``, several allowed):
   the executed merge's weight degradation exceeds the smallest one available (precise h
   over every partner), as in that paper's Table 3.
 - ``multimerge``: M in {2, 3, 5, 8, 11} x B, cascade and gradient multi-merge
-  (multi-merge paper, Figures 1-2, 4): time, maintenance share, accuracy.
+  (multi-merge paper, Figures 1-2, 4): time, maintenance share, accuracy.  B from
+  ``--budgets``, or with ``--budget-fractions`` as fractions of LIBSVM's SV count per
+  data set, as that paper chooses its budgets.
 - ``dual``: BSCA vs BSGD test accuracy and primal objective after each epoch
   (BSCA paper, Figures 1-2): one seed.
 - ``maintenance``: removal vs projection vs merging (BSGD paper, Table 3), B = 100.
@@ -40,6 +42,9 @@ from pybudget.datasets import load
 # (C, gamma): LIBSVM's tuned values used by the papers (MANIFEST.md)
 PARAMS = {"a9a": (32.0, 2.0 ** -7), "ijcnn1": (32.0, 2.0), "w8a": (8.0, 0.03)}
 LIBSVM_REF = {"a9a": (85.07, 42.0), "ijcnn1": (98.70, 8.6), "w8a": (99.05, 12.0)}
+# LIBSVM's support-vector counts at PARAMS, measured by the peers study
+# (bench/results/budget_peers.json, libsvm-official 3.x): --budget-fractions scales these
+LIBSVM_NSV = {"a9a": 11386, "ijcnn1": 2478, "w8a": 2757}
 LOOKUP = [("gss", "gss", 0.01), ("gss-precise", "gss", 1e-10),
           ("lookup-h", "lookup-h", 0.01), ("lookup-wd", "lookup-wd", 0.01)]
 
@@ -177,7 +182,9 @@ def study_lookup(data, args):
 def study_multimerge(data, args):
     rows = []
     for name in args.data:
-        for B in args.budgets:
+        budgets = ([max(10, round(f * LIBSVM_NSV[name])) for f in args.budget_fractions]
+                   if args.budget_fractions else args.budgets)
+        for B in budgets:
             for multi in ("cascade", "gradient"):
                 for M in args.merge_sizes:
                     if M == 2 and multi == "gradient":
@@ -186,6 +193,7 @@ def study_multimerge(data, args):
                                      multi_merge=multi, merge_search=args.mm_search,
                                      random_state=s) for s in args.seeds]
                     rows.append({"data": name, "B": B, "multi": multi if M > 2 else "pairwise",
+                                 "B_fraction": B / LIBSVM_NSV[name] if name in LIBSVM_NSV else None,
                                  "M": M, **summarise(runs), "runs": runs})
                     print(name, B, multi, M, rows[-1]["time"], rows[-1]["accuracy"],
                           file=sys.stderr)
@@ -203,7 +211,8 @@ def study_multimerge(data, args):
           "| data | B | variant | M | time s | maintenance s | maint. share | accuracy % |",
           "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        md.append(f"| {r['data']} | {r['B']} | {r['multi']} | {r['M']} | {r['time']:.3f} | "
+        frac = f" ({100 * r['B_fraction']:.0f} % of LIBSVM's SVs)" if r["B_fraction"] else ""
+        md.append(f"| {r['data']} | {r['B']}{frac} | {r['multi']} | {r['M']} | {r['time']:.3f} | "
                   f"{r['merge_time']:.3f} | {r['maint_share']:.2f} | {r['accuracy']:.2f} "
                   f"[{r['accuracy_min']:.2f}, {r['accuracy_max']:.2f}] |")
     if claim:
@@ -356,7 +365,10 @@ def study_peers(data, args):
                 dict(solver="bsgd", epochs=5, merge_search="lookup-wd"),
                 dict(solver="bsca", epochs=1, merge_search="lookup-wd"),
                 dict(solver="bsca", epochs=2, merge_search="lookup-wd"),
-                dict(solver="bsgd", epochs=1, C=2.0, averaging="last-half", merge_search="lookup-wd")]
+                dict(solver="bsgd", epochs=1, C=2.0, averaging="last-half", merge_search="lookup-wd"),
+                dict(solver="bsca", epochs=1, checkpoints=10, merge_search="lookup-wd"),
+                dict(solver="bsgd", epochs=20, checkpoints=40, merge_search="lookup-wd"),
+                dict(solver="bsgd", epochs=20, checkpoints=40)]
     own_budget = [dict(solver="bsgd", budget=5000, epochs=1, averaging="last-half",
                        merge_search="lookup-wd"),
                   dict(solver="bsgd", budget=2000, epochs=2, averaging="last-half",
@@ -482,6 +494,8 @@ def main():
     ap.add_argument("--study", nargs="+", choices=list(STUDIES), default=["lookup", "peers"])
     ap.add_argument("--data", nargs="+", default=["a9a", "ijcnn1", "w8a"])
     ap.add_argument("--budgets", type=int, nargs="+", default=[100, 500])
+    ap.add_argument("--budget-fractions", type=float, nargs="+", default=None,
+                    help="multimerge: B = fraction x LIBSVM's SV count per data set")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--claim-epochs", type=int, default=5)
