@@ -11,7 +11,7 @@ from pybudget._csr cimport CsrView, csr_view, csr_row
 from pybudget._rng cimport rng_shuffle
 from pybudget._budget cimport BudgetModel
 from pybudget._merge cimport Maintainer
-from pybudget._runtime cimport interrupted, now
+from pybudget._runtime cimport interrupted, now, segment_end
 
 import numpy as np
 
@@ -83,9 +83,7 @@ def bsca_run(X, double[::1] xsq, double[::1] y, double C, double[::1] alpha,
     for ep in range(epochs):
         s = 0
         while s < n:
-            s_end = n
-            if check_every > 0 and check_every - t % check_every < n - s:
-                s_end = s + <int>(check_every - t % check_every)
+            s_end = segment_end(t, check_every, s, n)
             with nogil:
                 bsca_steps(&V, &xsq[0], &y[0], C, &alpha[0], &perm[0], s, s_end, mdl, mt, M,
                            &rng, &krow[0], &n_updates, &merge_time, &stop)

@@ -14,7 +14,7 @@ from pybudget._csr cimport CsrView, csr_view, csr_row
 from pybudget._rng cimport rng_shuffle
 from pybudget._budget cimport BudgetModel
 from pybudget._merge cimport Maintainer
-from pybudget._runtime cimport interrupted, now
+from pybudget._runtime cimport interrupted, now, segment_end
 
 import numpy as np
 
@@ -101,7 +101,7 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
         raise ValueError("bsgd_run: class codes out of range")
     cdef CsrView V = csr_view(X.data, X.indices, X.indptr, X.shape[1])
     cdef int n = X.shape[0], ep, s, s_end
-    cdef long t = t_start, T = t_start + <long>epochs * X.shape[0], nxt
+    cdef long t = t_start, T = t_start + <long>epochs * X.shape[0]
     cdef uint64_t rng = seed
     cdef int[::1] perm = np.arange(n, dtype=np.int32)
     cdef double[::1] krow = np.zeros(mdl.cap + 1)
@@ -121,11 +121,7 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     for ep in range(epochs):
         s = 0
         while s < n:
-            s_end = n
-            if check_every > 0:
-                nxt = t_start + ((t - t_start) // check_every + 1) * check_every
-                if nxt - t < n - s:
-                    s_end = s + <int>(nxt - t)
+            s_end = segment_end(t - t_start, check_every, s, n)
             with nogil:
                 bsgd_steps(&V, &xsq[0], &codes[0], &perm[0], s, s_end, mdl, mt, trigger, M,
                            lam, avg_start, &t, &rng, &krow[0], &f[0], &coef[0], &st)

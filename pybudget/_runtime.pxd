@@ -1,5 +1,5 @@
-# Small runtime services for the solver loops: a portable monotonic clock and a
-# Ctrl-C check, both callable without the GIL.
+# Small runtime services for the solver loops: a portable monotonic clock, a Ctrl-C
+# check and checkpoint segmentation, all callable without the GIL.
 from cpython.exc cimport PyErr_Clear
 
 cdef extern from "_clock.h":
@@ -21,3 +21,12 @@ cdef inline bint interrupted() noexcept nogil:
         if r != 0:
             PyErr_Clear()
     return r != 0
+
+
+cdef inline int segment_end(long done, long every, int s, int n) noexcept nogil:
+    """Where the run segment starting at step s of an n-step epoch ends, `done` steps
+    into the run: at the epoch's end, or earlier at the next multiple of `every` (the
+    next checkpoint; every = 0: none)."""
+    if every > 0 and every - done % every < n - s:
+        return s + <int>(every - done % every)
+    return n
