@@ -6,6 +6,11 @@ AVSF preferences / reference gain and the hard-shrinking partition); r interleav
 repeats; reports the median summed time per variant, its ratio to cold, sweeps per C,
 and the largest relative difference of the dual objectives to the cold solutions.
 
+A second table asks what a better *start* alone would buy at the grid's last step
+C2 -> C3 (from cold solutions at C1 < C2 < C3): cold, alpha(C2) scaled by C3/C2 (what
+carry="alpha" does), alpha(C2) unscaled, and the linear extrapolation of the solution
+path alpha(C2) + (alpha(C2) - alpha(C1)) (C3 - C2)/(C2 - C1), each clipped to [0, C3].
+
     python bench/warmstart.py [--data debian-lib] [-r 3] [--quick]
 """
 import argparse
@@ -20,6 +25,7 @@ from pybudget import _validation as V
 from pybudget import linear_path
 from pybudget.cgrid import DEFAULT_CS
 from pybudget.datasets import load
+from pybudget.linear import SolverState, _solve_binary
 
 CARRY = ["none", "alpha", "all"]
 
@@ -77,9 +83,50 @@ def main():
         cells = " | ".join(f"{t:.3f} ({s:.0f})" for t, s in zip(r["per_C_median"], r["sweeps_median"]))
         md.append(f"| {r['selection']} | {r['carry']} | {r['total_median']:.3f} | {r['ratio_to_cold']:.2f} | "
                   f"{cells} | {r['max_rel_dual_diff']:.1e} | {'yes' if r['all_converged'] else 'no'} |")
+    starts = start_study(X, y, sorted(a.C)[-3:], a.tol, a.selection, a.repeats)
+    md += ["", f"Starts for the last step C = {sorted(a.C)[-2]:g} -> {sorted(a.C)[-1]:g} "
+           f"(median of {a.repeats}; fresh strategy state in every case):", "",
+           "| strategy | start | time s | sweeps | rel. dual diff to cold |", "|---|---|---|---|---|"]
+    for r in starts:
+        md.append(f"| {r['selection']} | {r['start']} | {r['time']:.3f} | {r['sweeps']:.0f} | "
+                  f"{r['rel_dual_diff']:.1e} |")
     write_outputs("warmstart_" + ("quick" if a.quick else a.data),
-                  {"machine": machine(), "params": vars(a), "rows": rows, "runs": runs},
+                  {"machine": machine(), "params": vars(a), "rows": rows, "runs": runs,
+                   "starts": starts},
                   "\n".join(md) + "\n", **({"out_dir": a.out} if a.out else {}))
+
+
+def start_study(X, y, Cs, tol, selections, repeats):
+    """Time to solve Cs[-1] from several starts built from cold solutions at Cs[:-1]."""
+    _, ypm = V.binary_labels(y, X.shape[0])
+    n = X.shape[0]
+
+    def solve(C, sel, seed, alpha=None):
+        start = None if alpha is None else SolverState(
+            alpha, np.ones(n), np.arange(n, dtype=np.int32), n, 0.0, C)
+        return _solve_binary(X, ypm, np.full(n, C), C, loss="hinge", selection=sel,
+                             tol=tol, max_iter=1000000, bias=0.0, seed=seed, start=start)
+
+    C3 = Cs[-1]
+    C1, C2 = (Cs[0], Cs[1]) if len(Cs) == 3 else (None, Cs[0])
+    out = []
+    for sel in selections:
+        a2 = solve(C2, sel, 0).state.alpha
+        starts = {"cold": None, "scaled (carry=alpha)": a2 * (C3 / C2), "unscaled": a2}
+        if C1 is not None:
+            a1 = solve(C1, sel, 0).state.alpha
+            starts["path extrapolation"] = a2 + (a2 - a1) * (C3 - C2) / (C2 - C1)
+        res = {k: [solve(C3, sel, rep + 1, v) for rep in range(repeats)]
+               for k, v in starts.items()}
+        cold = np.median([r.dual_objective for r in res["cold"]])
+        for k, rs in res.items():
+            out.append({"selection": sel, "start": k,
+                        "time": float(np.median([r.time for r in rs])),
+                        "sweeps": float(np.median([r.n_iter for r in rs])),
+                        "rel_dual_diff": max(abs(r.dual_objective - cold) / abs(cold) for r in rs)})
+            print(f"start {sel} {k}: {out[-1]['time']:.3f}s {out[-1]['sweeps']:.0f} sweeps",
+                  file=sys.stderr, flush=True)
+    return out
 
 
 if __name__ == "__main__":
