@@ -426,18 +426,8 @@ cdef class BudgetModel:
         cdef double[::1] xd
         cdef int[::1] xi
         if sp.issparse(x):
-            x = sp.csr_matrix(x, dtype=np.float64)
-            x.sum_duplicates()
-            if x.shape != (1, self.d):
-                raise ValueError("x has the wrong shape")
-            xd = np.ascontiguousarray(x.data, dtype=np.float64)
-            xi = np.ascontiguousarray(x.indices, dtype=np.int32)
-            if xd.shape[0] == 0:
-                xd = np.zeros(1)
-                xi = np.zeros(1, dtype=np.int32)
-                return self.add_sparse(&xd[0], &xi[0], 0, 0.0, &c[0], source)
-            return self.add_sparse(&xd[0], &xi[0], xd.shape[0], float(np.dot(x.data, x.data)),
-                                   &c[0], source)
+            xd, xi, nnz, xsq = _one_sparse_row(x, self.d)
+            return self.add_sparse(&xd[0], &xi[0], nnz, xsq, &c[0], source)
         xd = np.ascontiguousarray(x, dtype=np.float64).reshape(self.d)
         return self.add_dense(&xd[0], &c[0], source)
 
@@ -458,13 +448,8 @@ cdef class BudgetModel:
         cdef double[::1] xd
         cdef int[::1] xi
         if sp.issparse(x):
-            x = sp.csr_matrix(x, dtype=np.float64)
-            x.sum_duplicates()
-            if x.shape != (1, self.d):
-                raise ValueError("x has the wrong shape")
-            xd = np.append(x.data, 0.0)
-            xi = np.append(x.indices, 0).astype(np.int32)
-            self.kernel_row_sparse(&xd[0], &xi[0], x.nnz, float(np.dot(x.data, x.data)), &o[0])
+            xd, xi, nnz, xsq = _one_sparse_row(x, self.d)
+            self.kernel_row_sparse(&xd[0], &xi[0], nnz, xsq, &o[0])
         else:
             xd = np.ascontiguousarray(x, dtype=np.float64).reshape(self.d)
             self.kernel_row_dense(&xd[0], float(np.dot(xd, xd)), &o[0])
@@ -503,3 +488,14 @@ cdef class BudgetModel:
                                        <int>(ptr[i + 1] - ptr[i]), xsq[i], &krow[0])
                 self.decision(&krow[0], &o[i, 0])
         return out[:, 0] if self.n_coef == 1 else out
+
+
+def _one_sparse_row(x, int d):
+    """A 1 x d sparse row as (values, int32 indices, nnz, squared norm), both arrays
+    padded by one entry so that an empty row still has a first element to point at."""
+    x = sp.csr_matrix(x, dtype=np.float64)
+    x.sum_duplicates()
+    if x.shape != (1, d):
+        raise ValueError("x has the wrong shape")
+    return (np.append(x.data, 0.0), np.append(x.indices, 0).astype(np.int32), x.nnz,
+            float(np.dot(x.data, x.data)))

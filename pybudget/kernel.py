@@ -38,9 +38,10 @@ class BudgetResult:
     violations; BSCA nonzero steps), ``n_merges`` merge events, ``n_removed`` SVs dropped
     without a merge; ``merge_time`` and ``time`` are seconds of maintenance and of
     optimisation in total.  ``alpha`` holds BSCA's dual variables ((n_problems, n)),
-    ``t`` BSGD's global step count.  With ``checkpoints=k``: ``checkpoint`` is the index
-    (0 .. k-1, k-1 = the final model) of the checkpoint returned for each problem and
-    ``checkpoint_objectives`` the estimated objectives of all k, one array per problem.
+    ``t`` BSGD's global step count.  With ``checkpoints=k``: ``checkpoint`` is, per problem,
+    the index of the returned checkpoint into ``checkpoint_objectives`` (per problem, the
+    estimated objective at every checkpoint; at most k of them, the last one is the
+    final model).
     """
     classes: np.ndarray
     support_vectors: np.ndarray
