@@ -1,8 +1,9 @@
 """Warm-started C paths against cold starts (issue: C grids done right).
 
 For each strategy, solves the increasing grid with linear_path(carry=...) for carry in
-none (cold starts), alpha (dual variables rescaled by C'/C and clipped) and all (also
-AVSF preferences / reference gain and the hard-shrinking partition); r interleaved
+none (cold starts), alpha (dual variables rescaled by C'/C and clipped), all (also
+AVSF preferences / reference gain and the hard-shrinking partition) and extrapolate
+(alpha on the line through the two previous solutions); r interleaved
 repeats; reports the median summed time per variant, its ratio to cold, sweeps per C,
 and the largest relative difference of the dual objectives to the cold solutions.
 
@@ -27,7 +28,7 @@ from pybudget.cgrid import DEFAULT_CS
 from pybudget.datasets import load
 from pybudget.linear import SolverState, _solve_binary
 
-CARRY = ["none", "alpha", "all"]
+CARRY = ["none", "alpha", "all", "extrapolate"]
 
 
 def main():

@@ -76,6 +76,14 @@ class SolverState:
         return SolverState(alpha, self.prefs.copy(), self.perm.copy(), self.n_active,
                            self.dref * (C_new / self.C) ** 2, C_new)
 
+    def extrapolated(self, earlier, C_new):
+        """Start for C_new on the line through the solutions at earlier.C and self.C
+        (the dual solution path is piecewise linear in C); fresh strategy state."""
+        n = self.alpha.shape[0]
+        alpha = self.alpha + (self.alpha - earlier.alpha) * ((C_new - self.C)
+                                                            / (self.C - earlier.C))
+        return SolverState(alpha, np.ones(n), np.arange(n, dtype=np.int32), n, 0.0, C_new)
+
 
 def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=None,
             verbose=0, C=1.0):

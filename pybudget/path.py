@@ -20,7 +20,7 @@ from pybudget import _validation as V
 from pybudget.linear import (LinearSVC, _solve_binary, check_linear_params,
                              resolve_selection)
 
-CARRY = ("none", "alpha", "all")
+CARRY = ("none", "alpha", "all", "extrapolate")
 
 
 def check_grid(Cs):
@@ -42,7 +42,10 @@ def linear_path(X, y, Cs, *, loss="hinge", selection="auto", tol=0.1, max_iter=1
     w rebuilt) or "all" (also AVSF's learned preferences and reference gain, taken
     from before its final reset-to-uniform confirmation sweep, and the hard-shrinking
     partition: rows that shrinking would drop at the previous solution start outside
-    the active set).  Parameters otherwise as in ``solve_linear``.
+    the active set) or "extrapolate" (from the third C on, alpha on the line through the
+    two previous solutions, clipped to the new box: exact while no variable changes
+    between free and bound; the second C is rescaled as with "alpha").  Parameters
+    otherwise as in ``solve_linear``.
     """
     Cs = check_grid(Cs)
     _, tol, max_iter, bias = check_linear_params(Cs[0], loss, selection, tol, max_iter,
@@ -52,14 +55,20 @@ def linear_path(X, y, Cs, *, loss="hinge", selection="auto", tol=0.1, max_iter=1
     classes, ypm = V.binary_labels(y, X.shape[0])
     weights = V.sample_weights(sample_weight, X.shape[0])
     seed = V.seed_from(random_state)
-    results, state = [], None
+    results, state, earlier = [], None, None
     for k, C in enumerate(Cs):
-        start = None if (state is None or carry == "none") else state.rescaled(C, carry)
+        if state is None or carry == "none":
+            start = None
+        elif carry == "extrapolate":
+            start = (state.extrapolated(earlier, C) if earlier is not None
+                     else state.rescaled(C, "alpha"))
+        else:
+            start = state.rescaled(C, carry)
         res = _solve_binary(X, ypm, C * weights, C, loss=loss, selection=selection,
                             tol=tol, max_iter=max_iter, bias=bias,
                             seed=(seed + k) % 2**64, start=start)
         res.classes = classes
-        state = res.state
+        earlier, state = state, res.state
         results.append(res)
     capped = [r.C for r in results if not r.converged]
     if capped:

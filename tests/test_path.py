@@ -15,7 +15,7 @@ CS = [0.01, 0.1, 1.0, 10.0, 100.0]
 
 
 @pytest.mark.parametrize("selection", ["shrinking", "avsf"])
-@pytest.mark.parametrize("carry", ["none", "alpha", "all"])
+@pytest.mark.parametrize("carry", ["none", "alpha", "all", "extrapolate"])
 def test_path_matches_cold_solutions(selection, carry):
     X, y = make_problem(n=120, d=30, seed=3)
     path = linear_path(X, y, CS[::-1], selection=selection, tol=1e-6, max_iter=100000,
@@ -26,6 +26,20 @@ def test_path_matches_cold_solutions(selection, carry):
                             random_state=0)
         assert r.converged and r.kkt_violation <= 1e-6
         assert r.dual_objective == pytest.approx(cold.dual_objective, rel=1e-6)
+
+
+def test_extrapolated_start_is_exact_on_a_linear_stretch_of_the_path():
+    # with the free/bound partition unchanged between C1 < C2 < C3, alpha(C) is linear
+    # in C, so the extrapolated start is already the solution at C3 (up to the tolerance)
+    X, y = make_problem(n=120, d=30, seed=3)
+    kw = dict(selection="shrinking", tol=1e-8, max_iter=100000, random_state=0)
+    Cs = [1.0, 1.001, 1.002]
+    path = linear_path(X, y, Cs, carry="extrapolate", **kw)
+    rescaled = linear_path(X, y, Cs, carry="alpha", **kw)
+    a1, a2, a3 = (r.state.alpha for r in path)
+    assert np.array_equal(a1 > 0, a3 > 0) and np.array_equal(a1 >= 1.0 - 1e-12, a3 >= 1.002 - 1e-12)
+    np.testing.assert_allclose(a2 + (a2 - a1), a3, atol=1e-6)
+    assert path[2].n_steps < rescaled[2].n_steps
 
 
 def test_warm_start_changes_the_start_not_the_answer():
