@@ -3,11 +3,14 @@ times of BSGD/BSCA at B = 500 (B = 100 multi-class).  Writes bench/results/
 budget_accuracy.json and .md.
 
     python bench/budget_accuracy.py [--quick] [--data-dir DIR] [--seeds 0 1 2]
+    python bench/budget_accuracy.py --select "^BSGD 1 epoch ijcnn1$" --seeds 0 1 2 3 4 \
+        [--merge-tol 1e-4] --stem NAME        # a few rows only, other seeds or tolerance
 """
 import argparse
 import json
 import os
 import platform
+import re
 import time
 from pathlib import Path
 
@@ -140,15 +143,25 @@ def main():
     ap.add_argument("--data-dir", default=str(external_data_dir()))
     ap.add_argument("--out", default=str(OUT), help="results directory (default bench/results)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--select", default=None, metavar="REGEX",
+                    help="only the runs whose 'label data' matches (skips maths and "
+                         "multi-class; writes <stem>.json/.md)")
+    ap.add_argument("--merge-tol", type=float, default=0.01, help="GSS tolerance (default 0.01)")
+    ap.add_argument("--stem", default=None, help="output name (default budget_accuracy)")
     args = ap.parse_args()
     data_dir = Path(args.data_dir)
     seeds = args.seeds[:1] if args.quick else args.seeds
     record = {"machine": platform.platform(), "cpu_count": os.cpu_count(),
               "python": platform.python_version(), "pybudget": pybudget.__version__,
               "numpy": np.__version__, "quick": args.quick, "seeds": seeds,
-              "maths": maths_checks(10_000 if args.quick else 100_000), "runs": [], "multiclass": []}
+              "merge_tol": args.merge_tol, "select": args.select,
+              "maths": ({} if args.select else maths_checks(10_000 if args.quick else 100_000)),
+              "runs": [], "multiclass": []}
     cache = {}
     for label, name, solver, epochs, C, gamma, budget, target, extra in RUNS:
+        full = label + "".join(f", {k}={v}" for k, v in extra.items())
+        if args.select and not re.search(args.select, f"{full} {name}"):
+            continue
         if not (data_dir / f"{name}.bz2").exists():
             print(f"skip {name}: not in {data_dir}")
             continue
@@ -161,10 +174,9 @@ def main():
             X, y, Xt, yt, epochs, budget = X[:3000], y[:3000], Xt[:3000], yt[:3000], 1, 100
         if budget is None:
             budget = X.shape[0]
-        if extra:
-            label = label + "".join(f", {k}={v}" for k, v in extra.items())
-        rows = [run(X, y, Xt, yt, solver, epochs, C, gamma, budget, s, merge_tol=0.01, **extra)
-                for s in seeds]
+        label = full
+        rows = [run(X, y, Xt, yt, solver, epochs, C, gamma, budget, s,
+                    merge_tol=args.merge_tol, **extra) for s in seeds]
         entry = {"label": label, "data": name, "solver": solver, "epochs": epochs, "C": C,
                  "gamma": gamma, "budget": budget, "target": target, **extra, "seeds": rows,
                  **summary(rows)}
@@ -173,7 +185,7 @@ def main():
               f"[{entry['acc_min']:.2f}, {entry['acc_max']:.2f}] (target {target}) "
               f"epoch {entry['epoch_time_median']:.3f}s", flush=True)
     for name, target in MULTI:
-        if not (data_dir / f"{name}.bz2").exists():
+        if args.select or not (data_dir / f"{name}.bz2").exists():
             continue
         X, y, Xt, yt = load(data_dir, name)
         budget, epochs, C = 100, 5, 10.0
@@ -191,12 +203,14 @@ def main():
               f"[{entry['acc_min']:.2f}, {entry['acc_max']:.2f}] (target {target})", flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = "budget_accuracy_quick" if args.quick else "budget_accuracy"
+    stem = args.stem or ("budget_accuracy_quick" if args.quick else "budget_accuracy")
     (out / f"{stem}.json").write_text(json.dumps(record, indent=1))
     lines = ["# Budgeted SVMs: issue 4 figures", "",
              f"{record['machine']}, {record['cpu_count']} cores, seeds {seeds}, golden-section "
-             "merging (tol 0.01) unless noted.", "", "## Maths", ""]
-    lines += [f"- {k}: {v:.3g}" for k, v in record["maths"].items()]
+             f"merging (tol {args.merge_tol:g}) unless noted"
+             + (f"; runs matching {args.select!r} only" if args.select else "") + "."]
+    if record["maths"]:
+        lines += ["", "## Maths", ""] + [f"- {k}: {v:.3g}" for k, v in record["maths"].items()]
     lines += ["", "## Accuracy and epoch time", "",
               "Best-shift accuracy: the same models with the constant offset of the "
               "decision function chosen on the test labels (an oracle, for diagnosis only: "
