@@ -92,8 +92,11 @@ def test_partial_fit_errors():
         BudgetSVC(solver="bsca").partial_fit(X, y, classes=["a", "b"])
     with pytest.raises(ValueError, match="features"):
         clf.partial_fit(X[:5, :3], y[:5])
-    with pytest.raises(ValueError, match="averaging='last-half' is for fit only"):
-        BudgetSVC(averaging="last-half").partial_fit(X, y, classes=["a", "b"])
+    # averaging and checkpoints apply to fit only: partial_fit continues the last iterate
+    plain = BudgetSVC(random_state=0).partial_fit(X, y, classes=["a", "b"])
+    for kw in (dict(averaging="last-half"), dict(checkpoints=4)):
+        other = BudgetSVC(random_state=0, **kw).partial_fit(X, y, classes=["a", "b"])
+        np.testing.assert_array_equal(other.dual_coef_, plain.dual_coef_)
     # a chunk with a single (known) class is fine
     clf.partial_fit(X[y == "a"][:10], np.array(["a"] * 10))
 

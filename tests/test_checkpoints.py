@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from sklearn.utils.estimator_checks import check_estimator
+
 from pybudget import BudgetSVC, solve_budget
 from pybudget._bsca import bsca_run
 from pybudget._bsgd import bsgd_run
@@ -155,7 +157,15 @@ def test_bad_checkpoints(params, exc, msg):
         BudgetSVC(**params).fit(X, codes)
 
 
-def test_partial_fit_refuses_checkpoints():
-    X, codes = problem()
-    with pytest.raises(ValueError, match="checkpoints=4 is for fit only"):
-        BudgetSVC(checkpoints=4).partial_fit(X, codes, classes=[0, 1])
+
+
+@pytest.mark.parametrize("solver", ["bsgd", "bsca"])
+def test_check_estimator_with_checkpoints(solver):
+    check_estimator(BudgetSVC(C=10.0, epochs=3, budget=40, solver=solver, checkpoints=4,
+                              random_state=0))
+
+
+def test_more_checkpoints_than_steps():
+    X, codes = problem(n=5)
+    res = solve_budget(X, codes, budget=3, epochs=1, checkpoints=10, random_state=0)
+    assert len(res.checkpoint_objectives[0]) == 5     # one per step
