@@ -215,8 +215,10 @@ class LinearSVC(SVMClassifierBase):
     seconds, summed).
 
     With ``warm_start=True`` a refit on the same data with a new C starts from the
-    previous solution: dual variables rescaled by C_new/C_old and clipped to the new
-    box (``linear_path`` documents the other choices and what they gain).
+    previous solution: after two fits at increasing C, a third, larger C starts on the
+    line through their solutions (``linear_path``'s default ``carry="extrapolate"``),
+    otherwise from the dual variables rescaled by C_new/C_old; clipped to the new box
+    either way (``linear_path`` documents the choices and what they gain).
     """
 
     def __init__(self, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_iter=1000,
@@ -268,8 +270,10 @@ class LinearSVC(SVMClassifierBase):
         self.fit_time_ = sum(r.time for r in results)
         self.selection_ = results[0].selection
         # private: what the next warm-started fit needs (and how to recognise the data)
+        same = starts[0] is not None        # the previous fit was on these data
         self._warm = {"states": [r.state for r in results], "shape": X.shape,
-                      "classes": classes, "zero_weight": cvec == 0}
+                      "classes": classes, "zero_weight": cvec == 0,
+                      "earlier": self._warm["states"] if same else None}
         if not self.converged_.all():
             warnings.warn(f"LinearSVC reached max_iter={max_iter} sweeps before tol={tol}; "
                           "increase max_iter", ConvergenceWarning)
@@ -283,6 +287,9 @@ class LinearSVC(SVMClassifierBase):
                 or not np.array_equal(prev["zero_weight"], cvec == 0)
                 or len(prev["states"]) != n_problems):
             return [None] * n_problems
+        earlier = prev.get("earlier")
+        if earlier is not None and earlier[0].C < prev["states"][0].C < C:
+            return [st.extrapolated(e, C) for st, e in zip(prev["states"], earlier)]
         return [st.rescaled(C) for st in prev["states"]]
 
     def _class_weights(self, classes, codes):

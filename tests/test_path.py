@@ -42,6 +42,25 @@ def test_extrapolated_start_is_exact_on_a_linear_stretch_of_the_path():
     assert path[2].n_steps < rescaled[2].n_steps
 
 
+def test_estimator_warm_start_extrapolates_after_two_fits():
+    X, y = make_problem(n=120, d=30, seed=3)
+    kw = dict(selection="shrinking", tol=1e-8, max_iter=100000, random_state=0,
+              fit_intercept=False, warm_start=True)
+    three = LinearSVC(C=1.0, **kw).fit(X, y)
+    three.set_params(C=1.001).fit(X, y)
+    three.set_params(C=1.002).fit(X, y)
+    two = LinearSVC(C=1.001, **kw).fit(X, y)
+    two.set_params(C=1.002).fit(X, y)            # rescaled start
+    cold = solve_linear(X, y, 1.002, selection="shrinking", tol=1e-8, max_iter=100000)
+    assert three.dual_objective_[0] == pytest.approx(cold.dual_objective, rel=1e-9)
+    assert three.n_steps_ < two.n_steps_
+    # a smaller C after a larger one falls back to rescaling (no extrapolation backwards)
+    three.set_params(C=0.5).fit(X, y)
+    assert three.dual_objective_[0] == pytest.approx(
+        solve_linear(X, y, 0.5, selection="shrinking", tol=1e-8, max_iter=100000).dual_objective,
+        rel=1e-9)
+
+
 def test_warm_start_changes_the_start_not_the_answer():
     X, y = make_problem(n=150, d=40, seed=4)
     est = LinearSVC(C=1.0, tol=1e-6, max_iter=100000, warm_start=True, random_state=0,
