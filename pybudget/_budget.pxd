@@ -35,8 +35,6 @@ cdef class BudgetModel:
     cdef void kernel_row_sparse(self, const double* xd, const int* xi, int nnz, double xsq,
                                 double* out) noexcept nogil
     cdef void kernel_row_dense(self, const double* x, double xsq, double* out) noexcept nogil
-    cdef double dot_beta(self, const double* krow) noexcept nogil
-    cdef double sqdist_sv(self, int a, int b) noexcept nogil
     cdef void sqdist_all(self, int p, double* out) noexcept nogil
     cdef void decision(self, const double* krow, double* out) noexcept nogil
     cdef int add_sparse(self, const double* xd, const int* xi, int nnz, double xsq,

@@ -198,23 +198,9 @@ cdef class BudgetModel:
     cdef void kernel_row_dense(self, const double* x, double xsq, double* out) noexcept nogil:
         pb_krow_dense(self.n_sv, self.cap, self.d, self.ZT, self.sqn, x, xsq, self.gamma, out)
 
-    cdef double dot_beta(self, const double* krow) noexcept nogil:
-        """sum_j beta[j] krow[j] (unscaled; binary models)."""
-        return pb_dot4(self.n_sv, self.beta, krow)
-
-    cdef double sqdist_sv(self, int a, int b) noexcept nogil:
-        """||z_a - z_b||^2 computed from the difference (exact for near-equal rows)."""
-        cdef const double* za = self.Z + <Py_ssize_t>a * self.d
-        cdef const double* zb = self.Z + <Py_ssize_t>b * self.d
-        cdef double s = 0.0, t
-        cdef int k
-        for k in range(self.d):
-            t = za[k] - zb[k]
-            s += t * t
-        return s
-
     cdef void sqdist_all(self, int p, double* out) noexcept nogil:
-        """out[j] = sqdist_sv(p, j) for every SV j (bit-identical, vectorised)."""
+        """out[j] = ||z_p - z_j||^2 from the row differences (exact for near-equal rows), for
+        every SV j, vectorised over the feature-major copy."""
         pb_sqdist_all(self.n_sv, self.cap, self.d, self.ZT, self.Z + <Py_ssize_t>p * self.d,
                       out)
 
@@ -262,9 +248,12 @@ cdef class BudgetModel:
         cdef int j = self.n_sv, k
         cdef double* z = self.Z + <Py_ssize_t>j * self.d
         cdef double* zt = self.ZT + j
-        memset(z, 0, self.d * sizeof(double))
+        # ZT's column j mirrors Z's row j (stale slots too): one contiguous read of the
+        # row finds the few strided column entries to clear
         for k in range(self.d):
-            zt[<Py_ssize_t>k * self.cap] = 0.0
+            if z[k] != 0.0:
+                zt[<Py_ssize_t>k * self.cap] = 0.0
+        memset(z, 0, self.d * sizeof(double))
         for k in range(nnz):
             z[xi[k]] = xd[k]
             zt[<Py_ssize_t>xi[k] * self.cap] = xd[k]
@@ -295,13 +284,16 @@ cdef class BudgetModel:
         """Delete slot j by moving the last SV into it (order is not meaningful)."""
         cdef int last = self.n_sv - 1, k
         cdef double* zt = self.ZT
+        cdef double* zj = self.Z + <Py_ssize_t>j * self.d
+        cdef const double* zl = self.Z + <Py_ssize_t>last * self.d
         if self.src[j] >= 0 and self.slot_of != NULL:
             self.slot_of[self.src[j]] = -1
         if j != last:
-            memcpy(self.Z + <Py_ssize_t>j * self.d, self.Z + <Py_ssize_t>last * self.d,
-                   self.d * sizeof(double))
+            # ZT's columns mirror Z's rows: copy only where either row is non-zero
             for k in range(self.d):
-                zt[<Py_ssize_t>k * self.cap + j] = zt[<Py_ssize_t>k * self.cap + last]
+                if zj[k] != 0.0 or zl[k] != 0.0:
+                    zt[<Py_ssize_t>k * self.cap + j] = zl[k]
+            memcpy(zj, zl, self.d * sizeof(double))
             memcpy(self.beta + <Py_ssize_t>j * self.n_coef,
                    self.beta + <Py_ssize_t>last * self.n_coef, self.n_coef * sizeof(double))
             self.sqn[j] = self.sqn[last]
@@ -401,10 +393,6 @@ cdef class BudgetModel:
             raise ValueError("averaging was not started")
         self.settle()
         return np.asarray(self.acc_mv)[:self.n_sv].copy()
-
-    @property
-    def raw_beta(self):
-        return np.asarray(self.beta_mv)[:self.n_sv].copy()
 
     @property
     def sq_norms(self):

@@ -63,7 +63,8 @@ cdef class Maintainer:
     cdef public long n_merges, n_removed
     # optional audit of the partner choice (bench/budget.py --study lookup): every
     # audit_every-th binary pairwise merge event, up to audit_max events
-    cdef public long audit_every, audit_max, audit_n, audit_same_gss, n_events
+    # readonly: audit_n indexes audit_log, which only start_audit allocates
+    cdef readonly long audit_every, audit_max, audit_n, audit_same_gss, n_events
     cdef public double audit_wd_exec, audit_wd_precise, audit_wd_gss
     cdef double[:, ::1] audit_log     # per audited event: WD executed, WD of GSS's pick, min WD
     cdef void audit(self, BudgetModel mdl) noexcept nogil

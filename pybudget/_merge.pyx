@@ -255,6 +255,20 @@ cdef inline double interp(const double* T, double m, double kappa) noexcept nogi
             + fx * ((1.0 - fy) * T[(i + 1) * GRID + j] + fy * T[(i + 1) * GRID + j + 1]))
 
 
+cdef inline double pair_wd(const MergeParams* P, double bp, double bj, double c,
+                           double* h) noexcept nogil:
+    """Weight degradation of merging same-sign coefficients bp, bj at kappa = exp(-c)
+    under the search rule P.search; *h gets the h used (-1 for lookup-WD, which needs
+    no h until the merge is executed)."""
+    cdef double ssum = bp + bj, m = bp / ssum, kappa = exp(-c), e
+    if P.search == SEARCH_LOOKUP_WD:
+        e = m * (1.0 - m) * (1.0 - kappa)
+        h[0] = -1.0
+        return ssum * ssum * e * e * interp(P.r_table, m, kappa)
+    h[0] = interp(P.h_table, m, kappa) if P.search == SEARCH_LOOKUP_H else gss_h(m, c, P.tol)
+    return wd_general(bp * bp, bj * bj, bp * bj, c, h[0])
+
+
 # ---- maintenance ---------------------------------------------------------------------
 
 cdef class MergeWork:
@@ -523,7 +537,7 @@ cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
     if kmax > mdl.n_sv - 1:
         kmax = mdl.n_sv - 1
     bp = vp[0]
-    mdl.sqdist_all(p, W.d2)     # every ||z_p - z_j||^2 at once (same values as sqdist_sv)
+    mdl.sqdist_all(p, W.d2)     # every ||z_p - z_j||^2 at once
     for j in range(mdl.n_sv):
         if j == p:
             continue
@@ -534,28 +548,19 @@ cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
             bj = vj[0]
             if not bp * bj > 0.0:
                 continue           # never merge opposite signs (m would leave [0, 1])
-            ssum = bp + bj
-            m = bp / ssum
-            kappa = exp(-c)
-            if P.search == SEARCH_LOOKUP_WD:
-                e = m * (1.0 - m) * (1.0 - kappa)
-                wd = ssum * ssum * e * e * interp(P.r_table, m, kappa)
-                h = -1.0
-            else:
-                if thr >= 0.0:
-                    # exact pruning: on the searched half s <= max(m,1-m) + min(m,1-m) kappa^(1/4)
-                    hi_m = m if m >= 0.5 else 1.0 - m
-                    lo_m = 1.0 - hi_m
-                    s_ub = hi_m + lo_m * exp(-0.25 * c)
-                    if ssum * ssum * (m * m + (1.0 - m) * (1.0 - m) + 2.0 * m * (1.0 - m) * kappa
-                                      - s_ub * s_ub) - 1e-12 * ssum * ssum > thr:
-                        continue
-                if P.search == SEARCH_LOOKUP_H:
-                    # the bound holds for every h, so it prunes for lookup-h as well
-                    h = interp(P.h_table, m, kappa)
-                else:
-                    h = gss_h(m, c, P.tol)
-                wd = wd_general(bp * bp, bj * bj, bp * bj, c, h)
+            if P.search != SEARCH_LOOKUP_WD and thr >= 0.0:
+                # exact pruning before an h search (valid for every h, so for lookup-h
+                # too): on the searched half s <= max(m,1-m) + min(m,1-m) kappa^(1/4)
+                ssum = bp + bj
+                m = bp / ssum
+                kappa = exp(-c)
+                hi_m = m if m >= 0.5 else 1.0 - m
+                lo_m = 1.0 - hi_m
+                s_ub = hi_m + lo_m * exp(-0.25 * c)
+                if ssum * ssum * (m * m + (1.0 - m) * (1.0 - m) + 2.0 * m * (1.0 - m) * kappa
+                                  - s_ub * s_ub) - 1e-12 * ssum * ssum > thr:
+                    continue
+            wd = pair_wd(P, bp, bj, c, &h)
         else:
             D = dot_n(vj, vj, nc)
             if D == 0.0:
@@ -580,6 +585,12 @@ cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
         mdl.remove(p)      # every other SV has the opposite sign
         counts.n_removed += 1
         return 1
+    W.pts[0] = p
+    for r in range(k):
+        W.pts[r + 1] = W.top[r]
+    # averaged model (track_avg): the merged parts are replaced by their best multiple of
+    # phi(z), sum_i acc_i k(z_i, z), the rule that gives the merged beta (the cascade
+    # applies its own sequence of pairwise rules)
     if k == 1:
         q = W.top[0]
         c = W.c[q]
@@ -592,27 +603,21 @@ cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
         D = exp(-c * h * h)
         for t in range(nc):
             W.coef[t] = A * vp[t] + D * mdl.beta[<Py_ssize_t>q * nc + t]
+            if mdl.track_avg:
+                W.accz[t] = (A * mdl.acc[<Py_ssize_t>p * nc + t]
+                             + D * mdl.acc[<Py_ssize_t>q * nc + t])
     elif P.multi == MULTI_CASCADE:
         cascade(mdl, P, W, p, k)
     else:
-        W.pts[0] = p
-        for r in range(k):
-            W.pts[r + 1] = W.top[r]
         gradient_merge(mdl, W, k + 1)
-    W.pts[0] = p
-    for r in range(k):
-        W.pts[r + 1] = W.top[r]
-    if mdl.track_avg and (k == 1 or P.multi != MULTI_CASCADE):
-        # averaged model: the merged parts are replaced by their best multiple of phi(z),
-        # sum_i acc_i k(z_i, z), the rule that gives the merged beta (pairwise and
-        # gradient merges; the cascade applies its own sequence of pairwise rules)
-        for t in range(nc):
-            W.accz[t] = 0.0
-        for r in range(k + 1):
-            q = W.pts[r]
-            e = exp(-mdl.gamma * sqdist(W.z, mdl.Z + <Py_ssize_t>q * mdl.d, mdl.d))
+        if mdl.track_avg:
             for t in range(nc):
-                W.accz[t] += e * mdl.acc[<Py_ssize_t>q * nc + t]
+                W.accz[t] = 0.0
+            for r in range(k + 1):
+                q = W.pts[r]
+                e = exp(-mdl.gamma * sqdist(W.z, mdl.Z + <Py_ssize_t>q * mdl.d, mdl.d))
+                for t in range(nc):
+                    W.accz[t] += e * mdl.acc[<Py_ssize_t>q * nc + t]
     remove_set(mdl, W.pts, k + 1)
     add_merged(mdl, W)
     if mdl.track_avg:
@@ -721,14 +726,19 @@ cdef class Maintainer:
         (~1e-12).  Costs ~1000 exps per SV per audited event; for benchmarks."""
         cdef double[:, ::1] H
         cdef double[:, ::1] R
+        if every < 1 or max_events < 0:
+            raise ValueError(f"start_audit needs every >= 1 and max_events >= 0, got "
+                             f"{every} and {max_events}")
         if self.P.h_table == NULL:
             H, R = tables()
             self._keep = (H, R)
             self.P.h_table = &H[0, 0]
             self.P.r_table = &R[0, 0]
+        self.audit_log = np.zeros((max(max_events, 1), 3))
+        self.audit_n = self.audit_same_gss = self.n_events = 0
+        self.audit_wd_exec = self.audit_wd_gss = self.audit_wd_precise = 0.0
         self.audit_every = every
         self.audit_max = max_events
-        self.audit_log = np.zeros((max(max_events, 1), 3))
 
     def audit_stats(self):
         return {"events": self.audit_n, "same_as_gss": self.audit_same_gss,
@@ -738,9 +748,8 @@ cdef class Maintainer:
 
     cdef void audit(self, BudgetModel mdl) noexcept nogil:
         """Replays the binary pairwise partner choice of maintain() for every rule."""
-        cdef int p, j, jg = -1, jm = -1, jp = -1
-        cdef double bp, bj, m, c, kappa, e, wg, wm, wp, h, bg = -1.0, bm = -1.0, bpr = -1.0
-        cdef double hm_best = 0.0, cm_best = 0.0, bjm = 0.0, wexec
+        cdef int p, j, jg = -1, jm = -1
+        cdef double bp, bj, m, c, wg, wm, wp, h, bg = -1.0, bm = -1.0, bpr = -1.0, wexec
         if mdl.n_sv < 2 or mdl.n_coef != 1:
             return
         mdl.settle()
@@ -757,7 +766,6 @@ cdef class Maintainer:
                 continue
             c = mdl.gamma * self.W.d2[j]
             m = bp / (bp + bj)
-            kappa = exp(-c)
             h = gss_h(m, c, 0.01)
             wg = wd_general(bp * bp, bj * bj, bp * bj, c, h)
             if jg < 0 or wg < bg:
@@ -765,16 +773,9 @@ cdef class Maintainer:
                 bg = wg
             h = precise_h(m, c)
             wp = wd_general(bp * bp, bj * bj, bp * bj, c, h)
-            if jp < 0 or wp < bpr:
-                jp = j
+            if bpr < 0.0 or wp < bpr:
                 bpr = wp
-            if self.P.search == SEARCH_LOOKUP_WD:
-                e = m * (1.0 - m) * (1.0 - kappa)
-                wm = (bp + bj) * (bp + bj) * e * e * interp(self.P.r_table, m, kappa)
-            elif self.P.search == SEARCH_LOOKUP_H:
-                wm = wd_general(bp * bp, bj * bj, bp * bj, c, interp(self.P.h_table, m, kappa))
-            else:
-                wm = wd_general(bp * bp, bj * bj, bp * bj, c, gss_h(m, c, self.P.tol))
+            wm = pair_wd(&self.P, bp, bj, c, &h)      # the rule maintain() uses
             if jm < 0 or wm < bm:
                 jm = j
                 bm = wm
@@ -796,8 +797,6 @@ cdef class Maintainer:
             self.audit_wd_exec += wexec / bpr
             self.audit_wd_gss += bg / bpr
             self.audit_wd_precise += 1.0
-        else:
-            self.audit_wd_precise += 0.0
 
     cdef int run(self, BudgetModel mdl, int M) noexcept nogil:
         cdef MaintCounts cnt

@@ -5,7 +5,6 @@ Gaussian kernel ``k(x, x') = exp(-gamma * ||x - x'||^2)`` (no 1/2 in front of ga
 over all entries of X including the zeros of a sparse matrix.
 """
 import sys
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +17,7 @@ from pybudget import _validation as V
 from pybudget._estimator import SVMClassifierBase
 from pybudget._bsca import bsca_run
 from pybudget._bsgd import bsgd_run
-from pybudget._checkpoint import BestCheckpoint
+from pybudget._checkpoint import BestCheckpoint, checkpoint_fields
 from pybudget._budget import BudgetModel
 from pybudget._merge import MAINTENANCE, MULTI, SEARCHES, Maintainer
 
@@ -167,16 +166,13 @@ def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, stat
     T = epochs * n
     avg_start = {"none": 0, "all": t0 + 1, "last-half": t0 + T // 2 + 1}[p["averaging"]]
     xsq = row_sqnorms(X)
-    k = p["checkpoints"]
-    ck = BestCheckpoint(X, xsq, codes, lam, seed) if k and state is None else None
+    ck = BestCheckpoint(X, xsq, codes, lam, seed, p["checkpoints"]) if p["checkpoints"] else None
     out = bsgd_run(X, xsq, codes.astype(np.int32), mdl, mt, budget, M, lam,
-                   epochs, t0, seed, avg_start, progress,
-                   -(-T // k) if ck is not None else 0, ck)
-    if ck is not None:
-        t1 = time.perf_counter()
-        Z, beta, _, out["checkpoint"] = ck.finish(mdl)
-        out["checkpoint_objectives"] = np.array(ck.objectives)
-        out["time"] += time.perf_counter() - t1
+                   epochs, t0, seed, avg_start, progress, ck.every(T) if ck else 0, ck)
+    out["checkpoints"] = [ck] if ck else []
+    if ck:
+        Z, beta, _ = ck.finish(mdl)
+        out["time"] += ck.seconds
     else:
         Z, beta, _ = mdl.arrays()
     if avg_start:
@@ -191,26 +187,22 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0):
     xsq = row_sqnorms(X)
     Zs, coefs, alphas = [], [], []
     stats = dict(n_updates=0, merge_time=0.0, time=0.0, n_merges=0, n_removed=0,
-                 checkpoint=[], checkpoint_objectives=[])
+                 checkpoints=[])
     T = p["epochs"] * n
     for k in problems:
         y = np.where(codes == k, 1.0, -1.0)
         alpha = np.zeros(n)
         mdl, mt = _new_model(d, 1, cap, gamma, p, n_src=n)
         progress = epoch_progress(f"class {k}: " if len(problems) > 1 else "") if verbose else None
-        ck = None
-        if p["checkpoints"]:
-            ck = BestCheckpoint(X, xsq, (codes == k).astype(np.int32), 1.0 / (n * p["C"]),
-                                (seed + k) % 2**64, extra=alpha)
+        ck = (BestCheckpoint(X, xsq, (codes == k).astype(np.int32), 1.0 / (n * p["C"]),
+                             (seed + k) % 2**64, p["checkpoints"], extra=alpha)
+              if p["checkpoints"] else None)
         out = bsca_run(X, xsq, y, p["C"], alpha, mdl, mt, budget, M, p["epochs"],
-                       (seed + k) % 2**64, progress,
-                       -(-T // p["checkpoints"]) if ck is not None else 0, ck)
-        if ck is not None:
-            t1 = time.perf_counter()
-            Z, beta, alpha, idx = ck.finish(mdl)
-            stats["checkpoint"].append(idx)
-            stats["checkpoint_objectives"].append(np.array(ck.objectives))
-            out["time"] += time.perf_counter() - t1
+                       (seed + k) % 2**64, progress, ck.every(T) if ck else 0, ck)
+        if ck:
+            Z, beta, alpha = ck.finish(mdl)
+            out["time"] += ck.seconds
+            stats["checkpoints"].append(ck)
         else:
             Z, beta, _ = mdl.arrays()
         Zs.append(Z)
@@ -244,9 +236,6 @@ def _fit(X, codes, classes, p, seed, verbose=0):
                            n_added=out["n_added"], n_merges=mt.n_merges,
                            n_removed=mt.n_removed, merge_time=out["merge_time"],
                            time=out["time"], t=out["t"])
-        if "checkpoint" in out:
-            res.checkpoint = np.array([out["checkpoint"]])
-            res.checkpoint_objectives = [out["checkpoint_objectives"]]
     else:
         Z, dual, alpha, st = _bsca(X, codes, K, p, gamma, seed, budget, M, cap, verbose)
         n_prob = dual.shape[0]
@@ -255,9 +244,8 @@ def _fit(X, codes, classes, p, seed, verbose=0):
                            n_steps=p["epochs"] * n * n_prob, n_added=st["n_updates"],
                            n_merges=st["n_merges"], n_removed=st["n_removed"],
                            merge_time=st["merge_time"], time=st["time"], alpha=alpha)
-        if st["checkpoint"]:
-            res.checkpoint = np.array(st["checkpoint"])
-            res.checkpoint_objectives = st["checkpoint_objectives"]
+        out = st
+    res.checkpoint, res.checkpoint_objectives = checkpoint_fields(out["checkpoints"])
     if verbose:
         print(f"[pybudget] {p['solver']}: {res.n_iter} epoch(s), {Z.shape[0]} SVs, "
               f"{res.n_merges} merges, {res.n_removed} removed, "

@@ -65,13 +65,18 @@ class SolverState:
     dref: float
     C: float
 
+    @classmethod
+    def fresh(cls, alpha, C):
+        """alpha with a fresh strategy state (uniform preferences, everything active)."""
+        n = alpha.shape[0]
+        return cls(alpha, np.ones(n), np.arange(n, dtype=np.int32), n, 0.0, C)
+
     def rescaled(self, C_new, carry="alpha"):
         """Start for C_new: alpha scaled by C_new/C (clipped later to the new box);
         with carry="alpha" the strategy state starts fresh, with "all" it is kept."""
-        n = self.alpha.shape[0]
         alpha = self.alpha * (C_new / self.C)
         if carry == "alpha":
-            return SolverState(alpha, np.ones(n), np.arange(n, dtype=np.int32), n, 0.0, C_new)
+            return SolverState.fresh(alpha, C_new)
         # The reference gain scales with the step sizes, i.e. with C squared.
         return SolverState(alpha, self.prefs.copy(), self.perm.copy(), self.n_active,
                            self.dref * (C_new / self.C) ** 2, C_new)
@@ -79,10 +84,22 @@ class SolverState:
     def extrapolated(self, earlier, C_new):
         """Start for C_new on the line through the solutions at earlier.C and self.C
         (the dual solution path is piecewise linear in C); fresh strategy state."""
-        n = self.alpha.shape[0]
         alpha = self.alpha + (self.alpha - earlier.alpha) * ((C_new - self.C)
                                                             / (self.C - earlier.C))
-        return SolverState(alpha, np.ones(n), np.arange(n, dtype=np.int32), n, 0.0, C_new)
+        return SolverState.fresh(alpha, C_new)
+
+
+def next_start(state, earlier, C, carry):
+    """The warm start for C after the solution `state` (and `earlier`, the one before
+    it, or None): None for carry="none"; "extrapolate" extrapolates when
+    earlier.C < state.C < C and otherwise rescales like "alpha"."""
+    if state is None or carry == "none":
+        return None
+    if carry == "extrapolate":
+        if earlier is not None and earlier.C < state.C < C:
+            return state.extrapolated(earlier, C)
+        carry = "alpha"
+    return state.rescaled(C, carry)
 
 
 def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=None,
@@ -99,13 +116,12 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
         upper = cvec
         diag = np.zeros(n)
     w = np.zeros(d + 1)
-    if start is None:
-        alpha, prefs = np.zeros(n), np.ones(n)
-        perm, n_active, dref = np.arange(n, dtype=np.int32), n, 0.0
-    else:
-        alpha = np.clip(start.alpha, 0.0, upper)
-        prefs, perm = start.prefs.copy(), start.perm.copy()
-        n_active, dref = start.n_active, start.dref
+    warm = start is not None
+    start = start if warm else SolverState.fresh(np.zeros(n), C)
+    alpha = np.clip(start.alpha, 0.0, upper)
+    prefs, perm = start.prefs.copy(), start.perm.copy()
+    n_active, dref = start.n_active, start.dref
+    if warm:
         ay = alpha * y
         w[:d] = safe_sparse_dot(ay, X)
         w[d] = bias * ay.sum()
@@ -253,7 +269,7 @@ class LinearSVC(SVMClassifierBase):
             ypm = np.where(codes == k, 1.0, -1.0)
             res = _solve_binary(X, ypm, cvec, C, loss=self.loss, selection=self.selection,
                                 tol=tol, max_iter=max_iter, bias=bias,
-                                seed=(seed + k) % 2**64, start=start)
+                                seed=(seed + k) % 2**64, start=start, verbose=self.verbose)
             if self.verbose:
                 print(f"[pybudget] class {classes[k]}: {res.n_iter} sweeps, "
                       f"{res.n_steps} steps, dual {res.dual_objective:.6g}, "
@@ -287,10 +303,8 @@ class LinearSVC(SVMClassifierBase):
                 or not np.array_equal(prev["zero_weight"], cvec == 0)
                 or len(prev["states"]) != n_problems):
             return [None] * n_problems
-        earlier = prev.get("earlier")
-        if earlier is not None and earlier[0].C < prev["states"][0].C < C:
-            return [st.extrapolated(e, C) for st, e in zip(prev["states"], earlier)]
-        return [st.rescaled(C) for st in prev["states"]]
+        earlier = prev.get("earlier") or [None] * n_problems
+        return [next_start(st, e, C, "extrapolate") for st, e in zip(prev["states"], earlier)]
 
     def _class_weights(self, classes, codes):
         """Weight per class (index-aligned with classes) from class_weight."""

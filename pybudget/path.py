@@ -17,7 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold
 
 from pybudget import _validation as V
-from pybudget.linear import (LinearSVC, _solve_binary, check_linear_params,
+from pybudget.linear import (LinearSVC, _solve_binary, check_linear_params, next_start,
                              resolve_selection)
 
 CARRY = ("none", "alpha", "all", "extrapolate")
@@ -59,13 +59,7 @@ def linear_path(X, y, Cs, *, loss="hinge", selection="auto", tol=0.1, max_iter=1
     seed = V.seed_from(random_state)
     results, state, earlier = [], None, None
     for k, C in enumerate(Cs):
-        if state is None or carry == "none":
-            start = None
-        elif carry == "extrapolate":
-            start = (state.extrapolated(earlier, C) if earlier is not None
-                     else state.rescaled(C, "alpha"))
-        else:
-            start = state.rescaled(C, carry)
+        start = next_start(state, earlier, C, carry)
         res = _solve_binary(X, ypm, C * weights, C, loss=loss, selection=selection,
                             tol=tol, max_iter=max_iter, bias=bias,
                             seed=(seed + k) % 2**64, start=start)

@@ -61,6 +61,26 @@ def test_remove_moves_last_and_keeps_slot_map():
         mdl.remove_slot(5)
 
 
+def test_feature_major_copy_follows_adds_into_stale_slots_and_removes():
+    # kernel rows read the feature-major copy, arrays() the row-major one: after sparse
+    # and dense adds into slots that held other SVs (with other supports) and removals
+    # from the middle, both must still describe the same SVs
+    rng = np.random.default_rng(3)
+    d = 9
+    mdl = BudgetModel(d, 1, 6, 0.3)
+    for step in range(200):
+        if mdl.n_sv == 6 or (mdl.n_sv > 0 and rng.uniform() < 0.4):
+            mdl.remove_slot(int(rng.integers(mdl.n_sv)))
+            continue
+        x = rng.normal(size=d) * (rng.uniform(size=d) < 0.3)
+        mdl.add(sp.csr_matrix(x) if rng.uniform() < 0.7 else x, [1.0])
+        if step % 10 == 0:
+            Z = mdl.arrays()[0]
+            probe = rng.normal(size=d)
+            np.testing.assert_allclose(mdl.kernel_row(probe), rbf(Z, probe[None], 0.3).ravel(),
+                                       rtol=1e-12)
+
+
 def test_lazy_scaling_equals_eager_to_1e12():
     rng = np.random.default_rng(3)
     mdl = BudgetModel(4, 2, 200, 0.5)

@@ -44,7 +44,7 @@ def test_objective_estimate_matches_numpy(k):
     mdl.load(Z, beta)
     mdl.multiply(0.3)                     # lazy scale must be folded into the estimate
     Xc = csr(X)
-    got, _, _ = BestCheckpoint(Xc, row_sqnorms(Xc), codes, lam, seed=0).objective(mdl)
+    got, _, _ = BestCheckpoint(Xc, row_sqnorms(Xc), codes, lam, 0, 1).objective(mdl)
     b = 0.3 * beta
     F = gauss(X, Z, gamma) @ b
     if k == 2:
@@ -60,8 +60,8 @@ def test_objective_estimate_matches_numpy(k):
 def test_sample_is_a_fixed_subset_when_n_is_large():
     X, codes = problem(n=3000)
     Xc = csr(X)
-    a = BestCheckpoint(Xc, row_sqnorms(Xc), codes, 0.1, seed=5)
-    b = BestCheckpoint(Xc, row_sqnorms(Xc), codes, 0.1, seed=5)
+    a = BestCheckpoint(Xc, row_sqnorms(Xc), codes, 0.1, 5, 1)
+    b = BestCheckpoint(Xc, row_sqnorms(Xc), codes, 0.1, 5, 1)
     assert a.X.shape[0] == 2048 and (a.X != b.X).nnz == 0
 
 
@@ -104,7 +104,8 @@ def test_bsgd_returns_the_lowest_objective_checkpoint():
     mdl = BudgetModel(3, 1, 21, 0.1)
     mdl.load(res.support_vectors, res.dual_coef.T)
     Xc = csr(X)
-    got, _, _ = BestCheckpoint(Xc, row_sqnorms(Xc), codes, 1 / (300 * 50.0), 0).objective(mdl)
+    ck = BestCheckpoint(Xc, row_sqnorms(Xc), codes, 1 / (300 * 50.0), 0, 1)
+    got, _, _ = ck.objective(mdl)
     assert got == pytest.approx(obj.min(), rel=1e-9)
     one = solve_budget(X, y, checkpoints=1, **kw)
     np.testing.assert_array_equal(one.dual_coef, last.dual_coef)

@@ -108,3 +108,12 @@ def test_reproducible_random_state():
     a = LinearSVC(C=10.0, random_state=5).fit(X, y)
     b = LinearSVC(C=10.0, random_state=5).fit(X, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
+def test_verbose_two_prints_the_per_sweep_trace(capsys):
+    X, y = make_problem(n=60, d=8, seed=2)
+    LinearSVC(verbose=2, tol=1e-3, random_state=0).fit(X, y)
+    err = capsys.readouterr().err
+    assert "sweep 1:" in err and "violation" in err
+    LinearSVC(verbose=1, tol=1e-3, random_state=0).fit(X, y)
+    assert "sweep 1:" not in capsys.readouterr().err
