@@ -149,6 +149,9 @@ cdef extern from *:
 import numpy as np
 import scipy.sparse as sp
 
+from pybudget._csr cimport CsrView, csr_view, csr_row
+from pybudget._csr import csr_structure
+
 # Below this the lazy common factor is folded into the coefficients, well before
 # beta/scale could overflow or lose precision.
 cdef double FOLD_BELOW = 1e-9
@@ -452,24 +455,28 @@ cdef class BudgetModel:
         return out
 
     def decision_stream(self, X, double[::1] xsq):
-        """f(x_i) for every row of a canonical CSR X (int32 indices, float64 data), each
+        """f(x_i) for every row of a CSR X with int32 indices and float64 data, each
         computed as one training step computes its margin: a kernel row against the
         current SVs, then the weighted sum.  Shape (n,) for a binary model, else
         (n, n_coef).  For checkpoints, benchmarks (kernel_throughput.py) and tests."""
-        if X.shape[1] != self.d or xsq.shape[0] != X.shape[0]:
-            raise ValueError("decision_stream: X and xsq must match the model")
-        cdef double[::1] data = np.ascontiguousarray(X.data, dtype=np.float64)
-        cdef int[::1] ind = np.ascontiguousarray(X.indices, dtype=np.int32)
-        cdef long[::1] ptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
-        cdef Py_ssize_t n = X.shape[0], i
-        out = np.zeros((n, self.n_coef))
+        if (not sp.issparse(X) or X.format != "csr" or X.shape[1] != self.d
+                or xsq.shape[0] != X.shape[0] or X.data.shape[0] < X.indptr[X.shape[0]]):
+            raise ValueError("decision_stream: a CSR X and xsq matching the model")
+        csr_structure(X.indptr, X.indices, self.d)   # the kernels read without checks
+        cdef CsrView V = csr_view(X.data, X.indices, X.indptr, X.shape[1])
+        cdef Py_ssize_t i
+        cdef const double* xd
+        cdef const int* xi
+        cdef int nnz
+        out = np.zeros((X.shape[0], self.n_coef))
         cdef double[:, ::1] o = out
         cdef double[::1] krow = np.zeros(self.cap + 1)
-        if data.shape[0] == 0:
-            data = np.zeros(1)
-            ind = np.zeros(1, dtype=np.int32)
-        if n == 0:
-            return out[:, 0] if self.n_coef == 1 else out
+        with nogil:
+            for i in range(V.n_rows):
+                csr_row(&V, i, &xd, &xi, &nnz)
+                self.kernel_row_sparse(xd, xi, nnz, xsq[i], &krow[0])
+                self.decision(&krow[0], &o[i, 0])
+        return out[:, 0] if self.n_coef == 1 else out
         with nogil:
             for i in range(n):
                 self.kernel_row_sparse(&data[0] + ptr[i], &ind[0] + ptr[i],

@@ -13,7 +13,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from pybudget import _validation as V
 from pybudget.datasets import load
-from pybudget.linear import solve_linear
+from pybudget.linear import SELECTION_CHOICES, solve_linear
 
 DEFAULT_CS = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
 DEFAULT_SELECTIONS = ("shrinking", "avsf")
@@ -53,7 +53,7 @@ def cgrid(data="debian-lib-small", Cs=DEFAULT_CS, tol=0.01, selections=DEFAULT_S
         X, y, Xt, yt = (tuple(data) + (None, None))[:4]
     Cs = [V.positive("C", c) for c in Cs]
     for s in selections:
-        V.choice("selection", s, ("uniform", "shrinking", "avsf", "auto"))
+        V.choice("selection", s, SELECTION_CHOICES)
     X = V.as_csr(X)  # convert once, not per cell
     if Xt is not None:
         Xt = V.as_csr(Xt)

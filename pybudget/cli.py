@@ -53,13 +53,12 @@ def _log(args, msg):
 
 
 @contextlib.contextmanager
-def _progress_to_stderr(args):
-    """Estimator progress (printed on stdout by the estimators) goes to stderr; warnings
-    become one-line messages (none with -q)."""
+def _warnings_as_lines(args):
+    """Warnings raised while training or predicting become one-line messages on stderr
+    (none with -q); the estimators print their own progress on stderr."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with contextlib.redirect_stdout(sys.stderr):
-            yield
+        yield
     if not args.quiet:
         seen = set()
         for w in caught:
@@ -197,7 +196,7 @@ def _train(args):
             raise CLIError(f"--chunk-size must be >= 1, got {args.chunk_size}")
         _log(args, f"streaming {args.train_file} in chunks of {args.chunk_size} rows into "
                    f"BudgetSVC(bsgd, budget={est.budget}), {est.epochs} pass(es)")
-        with _progress_to_stderr(args):
+        with _warnings_as_lines(args):
             stream_fit(est, args.train_file, chunk_size=args.chunk_size, epochs=est.epochs,
                        verbose=0 if args.quiet else 1)
     else:
@@ -210,7 +209,7 @@ def _train(args):
         if args.cv is not None:
             return _cross_validate(args, est, X, y)
         _log(args, f"training {_describe(est)}")
-        with _progress_to_stderr(args):
+        with _warnings_as_lines(args):
             est.fit(X, y)
     _log(args, f"trained in {time.perf_counter() - t0:.2f}s ({_summary(est)})")
     est.set_params(verbose=0)
@@ -244,7 +243,7 @@ def _cross_validate(args, est, X, y):
     _log(args, f"{args.cv}-fold cross-validation of {_describe(est)}")
     est.set_params(verbose=0)
     folds = StratifiedKFold(args.cv, shuffle=True, random_state=args.seed)
-    with _progress_to_stderr(args):
+    with _warnings_as_lines(args):
         scores = cross_val_score(est, X, y, cv=folds, error_score="raise")
     print(f"Cross Validation Accuracy = {100 * scores.mean():g}%")
     return 0

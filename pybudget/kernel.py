@@ -109,10 +109,16 @@ def scale_gamma(X):
     """scikit-learn's gamma='scale' for dense or sparse X (zeros included)."""
     n, d = X.shape
     if sp.issparse(X):
-        mean = X.sum() / (n * d)
-        var = X.multiply(X).sum() / (n * d) - mean * mean
-    else:
-        var = np.asarray(X).var()
+        return gamma_from_moments(n, d, X.sum(), X.multiply(X).sum())
+    var = np.asarray(X).var()
+    return 1.0 / (d * var) if var > 0 else 1.0
+
+
+def gamma_from_moments(n, d, total, total_sq):
+    """gamma='scale' from the sum and the sum of squares of an n x d matrix's entries
+    (what a streaming pass can collect)."""
+    mean = total / (n * d)
+    var = total_sq / (n * d) - mean * mean
     return 1.0 / (d * var) if var > 0 else 1.0
 
 
@@ -124,7 +130,8 @@ def _effective_budget(p, n, d, verbose):
     budget = p["budget"]
     if budget > n and n >= 2:
         if verbose:
-            print(f"[pybudget] budget={budget} exceeds the {n} training rows; using {n}")
+            print(f"[pybudget] budget={budget} exceeds the {n} training rows; using {n}",
+                  file=sys.stderr)
         budget = n
     M = p["merge_size"] if p["maintenance"] == "merge" else 2
     M = min(M, budget)

@@ -14,6 +14,8 @@ from pybudget import _validation as V
 from pybudget._estimator import SVMClassifierBase
 from pybudget._linear import SELECTIONS, dcd_solve
 
+SELECTION_CHOICES = (*SELECTIONS, "auto")
+
 LOSSES = ("hinge", "squared_hinge")
 
 
@@ -46,7 +48,7 @@ class LinearResult:
 def check_linear_params(C, loss, selection, tol, max_iter, fit_intercept, intercept_scaling):
     C = V.positive("C", C)
     V.choice("loss", loss, LOSSES)
-    V.choice("selection", selection, list(SELECTIONS) + ["auto"])
+    V.choice("selection", selection, SELECTION_CHOICES)
     tol = V.positive("tol", tol)
     max_iter = V.positive_int("max_iter", max_iter)
     bias = V.positive("intercept_scaling", intercept_scaling) if fit_intercept else 0.0

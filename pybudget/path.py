@@ -78,7 +78,7 @@ class CVGridResult:
     """Cross-validated accuracy per C: ``Cs`` (increasing), ``mean_accuracy``,
     ``std_accuracy``, ``fold_accuracy`` (n_folds x n_C), ``fit_time`` (optimisation
     seconds per C summed over folds), ``best_C`` (highest mean accuracy; the smallest
-    such C on ties), ``wall_time`` (whole call)."""
+    such C on ties), ``wall_time`` (whole call), ``n_iter`` (sweeps, n_folds x n_C)."""
     Cs: list
     mean_accuracy: np.ndarray
     std_accuracy: np.ndarray
@@ -107,10 +107,11 @@ def _chain(estimator, X, y, train, test, Cs):
 
 def _chains(Cs, estimator, X_train):
     """Split the grid into chains solved warm-started in one task each.  Warm starts
-    pay for hard shrinking but not for AVSF (bench/warmstart.py), so every C at which
-    AVSF runs is a task of its own: more, smaller tasks balance better over workers.
-    Which strategy runs is decided as "auto" would (class weights ignored: this only
-    shapes the tasks, never the results)."""
+    pay well for hard shrinking (0.61x of cold starts on debian-lib) but little for
+    AVSF (0.90x; bench/warmstart.py), so every C at which AVSF runs is a task of its
+    own: more, smaller tasks balance better over workers.  Which strategy runs is
+    decided as "auto" would (class weights ignored: this only shapes the tasks, never
+    the results)."""
     bias = estimator.intercept_scaling if estimator.fit_intercept else 0.0
     ones = np.ones(X_train.shape[0])
     chain, singles = [], []

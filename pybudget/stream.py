@@ -30,6 +30,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
+from pybudget.kernel import gamma_from_moments
+
 
 def _open_binary(path):
     path = os.fspath(path)
@@ -104,6 +106,7 @@ def _parse(lines, n_features, zero_based, dtype, path, lineno):
     if not np.all(np.isfinite(X.data)) or not np.all(np.isfinite(y)):
         raise ValueError(f"{os.fspath(path)}: NaN or infinity in lines up to {lineno}")
     X = X.tocsr()
+    # 32-bit indices where they fit: scikit-learn's partial_fit estimators refuse int64
     if X.indices.dtype != np.int32 and X.nnz < 2**31 - 1 and X.shape[1] < 2**31 - 1:
         X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)),
                           shape=X.shape)
@@ -128,13 +131,6 @@ def scan_svmlight(path, chunk_size=10000, *, zero_based=False):
         raise ValueError(f"{os.fspath(path)}: no data rows")
     return {"n_rows": n_rows, "n_features": d, "classes": np.array(sorted(labels)),
             "nnz": nnz, "sum": total, "sumsq": total_sq}
-
-
-def _scale_gamma(info):
-    n, d = info["n_rows"], info["n_features"]
-    mean = info["sum"] / (n * d)
-    var = info["sumsq"] / (n * d) - mean * mean
-    return 1.0 / (d * var) if var > 0 else 1.0
 
 
 def stream_fit(estimator, path, chunk_size=10000, *, n_features=None, classes=None,
@@ -172,7 +168,8 @@ def stream_fit(estimator, path, chunk_size=10000, *, n_features=None, classes=No
         if classes is None:
             classes = info["classes"]
         if getattr(estimator, "gamma", None) == "scale" and not hasattr(estimator, "gamma_"):
-            gamma_override = _scale_gamma(info)
+            gamma_override = gamma_from_moments(info["n_rows"], info["n_features"],
+                                                info["sum"], info["sumsq"])
     if not isinstance(n_features, int) or isinstance(n_features, bool) or n_features < 1:
         raise ValueError(f"n_features must be an integer >= 1, got {n_features!r}")
     classes = np.asarray(classes)

@@ -104,7 +104,7 @@ def test_partial_fit_errors():
 def test_budget_capped_at_n_and_said_in_verbose(capsys):
     X, y = data(n=30)
     clf = BudgetSVC(budget=500, verbose=1, random_state=0).fit(X, y)
-    assert "budget=500 exceeds the 30 training rows; using 30" in capsys.readouterr().out
+    assert "budget=500 exceeds the 30 training rows; using 30" in capsys.readouterr().err
     assert clf.support_vectors_.shape[0] <= 30
 
 
