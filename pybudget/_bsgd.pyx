@@ -94,9 +94,10 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     end, the model is first merged down to `budget` SVs, then checkpoint(mdl) is called.
     Returns a dict of counters and timings (n_avg: number of averaged iterates)."""
     if (mdl.d != X.shape[1] or xsq.shape[0] != X.shape[0] or codes.shape[0] != X.shape[0]
-            or X.shape[0] < 1 or not lam > 0 or (avg_start != 0 and avg_start <= t_start)
-            or avg_start > t_start + <long>epochs * X.shape[0]):
+            or X.shape[0] < 1 or not lam > 0):
         raise ValueError("bsgd_run: arrays do not match")
+    if avg_start != 0 and not t_start < avg_start <= t_start + <long>epochs * X.shape[0]:
+        raise ValueError("bsgd_run: avg_start outside this run's steps")
     if np.min(codes) < 0 or np.max(codes) >= max(mdl.n_coef, 2):
         raise ValueError("bsgd_run: class codes out of range")
     cdef CsrView V = csr_view(X.data, X.indices, X.indptr, X.shape[1])

@@ -156,7 +156,7 @@ def test_averaging_off_leaves_the_model_unchanged():
     m1, out, _ = run_solver(X, y, 5.0, 0.8, 8, 2, 3, 0.01, avg_start=60)
     for a, b in zip(m0.arrays(), m1.arrays()):
         np.testing.assert_array_equal(a, b)
-    with pytest.raises(ValueError, match="arrays do not match"):
+    with pytest.raises(ValueError, match="avg_start outside"):
         run_solver(X, y, 5.0, 0.8, 8, 1, 3, 0.01, avg_start=51)   # beyond the last step
 
 
@@ -205,3 +205,19 @@ def test_ijcnn1_one_epoch_smoke():
     Xt, yt = load_svmlight_file(str(DATA / "ijcnn1.t.bz2"), n_features=X.shape[1])
     clf = BudgetSVC(C=32, gamma=2.0, budget=200, random_state=0).fit(X, y)
     assert clf.score(Xt[:20000], yt[:20000]) > 0.94
+
+
+@pytest.mark.parametrize("averaging,avg_start", [("all", 1), ("last-half", 76)])
+def test_estimator_returns_the_mean_of_the_averaged_iterates(averaging, avg_start):
+    # solve_budget's choice of the first averaged step and its division by the number of
+    # averaged iterates, against the eager replay (T = 3 epochs x 50 rows = 150 steps)
+    from pybudget import solve_budget
+    from pybudget._validation import seed_from
+    X, y = small_problem(n=50)
+    res = solve_budget(X, y, C=5.0, gamma=0.8, budget=8, epochs=3, merge_tol=1e-3,
+                       averaging=averaging, random_state=11)
+    acc = []
+    Zr, _, _ = reference_bsgd(X, y, 5.0, 0.8, 8, 3, seed_from(11), 1e-3, avg_start, acc)
+    np.testing.assert_allclose(res.support_vectors, Zr, rtol=1e-9, atol=1e-9)
+    want = np.asarray(acc[0]) / (150 - avg_start + 1)
+    np.testing.assert_allclose(res.dual_coef[0], want, rtol=1e-9, atol=1e-9 * np.abs(want).max())

@@ -63,7 +63,7 @@ def test_linear_train_predict_info(files, capsys):
     np.testing.assert_array_equal(labels, est.predict(Xt))
     assert k == int(np.sum(labels == yt)) and acc == pytest.approx(100 * k / n, abs=1e-3)
     assert set(pred.read_text().split()) <= {"1", "-1"}  # labels written as in LIBSVM files
-    assert acc > 75
+    assert acc > 80        # always predicting the majority label gives 76.7
 
     code, out, _ = run(["info", model], capsys)
     assert code == 0
@@ -94,7 +94,11 @@ def test_kernel_models(files, capsys, opts, solver):
     assert est.support_vectors_.shape[0] <= est.budget
     assert (est.checkpoint_ is not None) == ("--checkpoints" in opts)
     code, out, _ = run(["predict", test, model, d / "k.pred"], capsys)
-    assert code == 0 and read_accuracy(out)[0] > 60  # a tiny budget on 1500 rows
+    assert code == 0
+    # the command's accuracy is the model's (removal at B = 20 may be below the
+    # majority share, so no absolute threshold)
+    Xt, yt = load_svmlight_file(str(test), n_features=est.n_features_in_)
+    assert read_accuracy(out)[0] == pytest.approx(100 * est.score(Xt, yt), abs=1e-3)
     code, out, _ = run(["info", model], capsys)
     assert "estimator: BudgetSVC" in out and "support vectors:" in out
 
@@ -126,7 +130,7 @@ def test_cross_validation_writes_no_model(files, capsys, monkeypatch, tmp_path):
     code, out, _ = run(["train", "-v", "3", "-q", "-c", "0.1", train], capsys)
     assert code == 0
     m = re.fullmatch(r"Cross Validation Accuracy = ([0-9.]+)%\n", out)
-    assert m and 70 < float(m.group(1)) < 95
+    assert m and 80 < float(m.group(1)) < 95   # majority share of these rows: 75.3
     assert list(tmp_path.iterdir()) == []
     code, out, _ = run(["train", "-v", "2", "-q", "--kernel", "rbf", "--budget", "10", train],
                        capsys)

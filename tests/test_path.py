@@ -38,8 +38,9 @@ def test_extrapolated_start_is_exact_on_a_linear_stretch_of_the_path():
     rescaled = linear_path(X, y, Cs, carry="alpha", **kw)
     a1, a2, a3 = (r.state.alpha for r in path)
     assert np.array_equal(a1 > 0, a3 > 0) and np.array_equal(a1 >= 1.0 - 1e-12, a3 >= 1.002 - 1e-12)
-    np.testing.assert_allclose(a2 + (a2 - a1), a3, atol=1e-6)
-    assert path[2].n_steps < rescaled[2].n_steps
+    np.testing.assert_allclose(a2 + (a2 - a1), a3, atol=1e-6)   # the premise
+    # so the extrapolated start is (nearly) optimal: a few sweeps confirm it
+    assert path[2].n_steps <= 4 * X.shape[0] < rescaled[2].n_steps
 
 
 def test_estimator_warm_start_extrapolates_after_two_fits():

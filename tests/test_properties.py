@@ -178,14 +178,17 @@ def test_save_load_any_valid_model(tmp_path_factory, data, kind):
 BAD_VALUES = st.sampled_from([np.nan, np.inf, -np.inf])
 
 
+BREAKS = ["nonfinite", "short-y", "one-class", "no-rows", "3d", "y-nan", "y-none",
+          "X-none", "y-2d", "no-features", "strings"]
+
+
 @st.composite
-def bad_data(draw):
-    """(X, y) that every estimator must refuse, and how it is broken."""
+def bad_data(draw, how):
+    """(X, y) broken as `how` says, which every estimator must refuse, and the label set
+    of the unbroken data (what partial_fit declares as classes)."""
     X, y = draw(datasets(binary=True))
     X = X.toarray() if sp.issparse(X) else np.array(X, dtype=np.float64)
-    how = draw(st.sampled_from(["nonfinite", "short-y", "one-class", "no-rows", "3d",
-                                "y-nan", "y-none", "X-none", "y-2d", "no-features",
-                                "strings"]))
+    labels = np.unique(y)
     if how == "nonfinite":
         X[draw(st.integers(0, X.shape[0] - 1)), 0] = draw(BAD_VALUES)
         if draw(st.booleans()):
@@ -210,32 +213,34 @@ def bad_data(draw):
         X = X[:, :0]
     elif how == "strings":
         X = np.full(X.shape, "a")
-    return X, y, how
+    return X, y, labels
 
 
-def _fits():
-    return [
-        lambda X, y: LinearSVC(max_iter=50).fit(X, y),
-        lambda X, y: solve_linear(X, y, max_iter=50),
-        lambda X, y: BudgetSVC(budget=3).fit(X, y),
-        lambda X, y: BudgetSVC(budget=3, solver="bsca").fit(X, y),
-        lambda X, y: solve_budget(X, y, budget=3),
-        lambda X, y: BudgetSVC(budget=3).partial_fit(X, y, classes=[-1, 1, 0, 2, 3.0, 7.0,
-                                                                      10, 20]),
-        lambda X, y: linear_path(X, y, [1.0], max_iter=50),
-    ]
+FITS = {
+    "LinearSVC": lambda X, y, labels: LinearSVC(max_iter=50).fit(X, y),
+    "solve_linear": lambda X, y, labels: solve_linear(X, y, max_iter=50),
+    "BudgetSVC": lambda X, y, labels: BudgetSVC(budget=3).fit(X, y),
+    "BudgetSVC-bsca": lambda X, y, labels: BudgetSVC(budget=3, solver="bsca").fit(X, y),
+    "solve_budget": lambda X, y, labels: solve_budget(X, y, budget=3),
+    "partial_fit": lambda X, y, labels: BudgetSVC(budget=3).partial_fit(X, y, classes=labels),
+    "linear_path": lambda X, y, labels: linear_path(X, y, [1.0], max_iter=50),
+}
 
 
-@settings(max_examples=_n(40), deadline=None, derandomize=_DERANDOM, database=None)
-@given(bad_data(), st.integers(0, 6))
-def test_invalid_data_is_refused(bad, which):
-    X, y, how = bad
-    fit = _fits()[which]
-    if how == "one-class" and which == 5:
-        fit(X, y)  # partial_fit accepts a chunk with one class of those declared
-        return
-    with pytest.raises((ValueError, TypeError)):
-        fit(X, y)
+# every (break, entry point) pair runs: hypothesis only draws the data
+@pytest.mark.parametrize("which", list(FITS))
+@pytest.mark.parametrize("how", BREAKS)
+def test_invalid_data_is_refused(how, which):
+    @settings(max_examples=_n(4), deadline=None, derandomize=_DERANDOM, database=None)
+    @given(bad_data(how))
+    def check(bad):
+        X, y, labels = bad
+        if how == "one-class" and which == "partial_fit":
+            FITS[which](X, y, labels)  # a chunk with one of the declared classes is fine
+            return
+        with pytest.raises((ValueError, TypeError)):
+            FITS[which](X, y, labels)
+    check()
 
 
 BAD_PARAMS = [
@@ -255,9 +260,16 @@ BAD_BUDGET_PARAMS = [
 ]
 
 
-@settings(max_examples=_n(40), deadline=None, derandomize=_DERANDOM, database=None)
-@given(datasets(binary=True), st.sampled_from(BAD_PARAMS))
-def test_invalid_linear_params_are_refused(data, params):
+@pytest.mark.parametrize("params", BAD_PARAMS, ids=repr)
+def test_invalid_linear_params_are_refused(params):
+    @settings(max_examples=_n(3), deadline=None, derandomize=_DERANDOM, database=None)
+    @given(datasets(binary=True))
+    def check(data):
+        _refused_linear(data, params)
+    check()
+
+
+def _refused_linear(data, params):
     X, y = data
     with pytest.raises((ValueError, TypeError)):
         LinearSVC(**params).fit(X, y)
@@ -269,9 +281,17 @@ def test_invalid_linear_params_are_refused(data, params):
             solve_linear(X, y, **fn_params)
 
 
-@settings(max_examples=_n(40), deadline=None, derandomize=_DERANDOM, database=None)
-@given(datasets(binary=True), st.sampled_from(BAD_BUDGET_PARAMS), st.booleans())
-def test_invalid_budget_params_are_refused(data, params, partial):
+@pytest.mark.parametrize("partial", [False, True])
+@pytest.mark.parametrize("params", BAD_BUDGET_PARAMS, ids=repr)
+def test_invalid_budget_params_are_refused(params, partial):
+    @settings(max_examples=_n(3), deadline=None, derandomize=_DERANDOM, database=None)
+    @given(datasets(binary=True))
+    def check(data):
+        _refused_budget(data, params, partial)
+    check()
+
+
+def _refused_budget(data, params, partial):
     X, y = data
     est = BudgetSVC(**params)
     with pytest.raises((ValueError, TypeError)):
