@@ -197,6 +197,28 @@ def test_pairwise_merge_event_matches_reference():
 
 
 @pytest.mark.parametrize("search", ["lookup-h", "lookup-wd"])
+def test_lookup_partner_choice_matches_the_public_maths(search):
+    # maintain()'s loop (pruning, ascending top list) picks the partner with the smallest
+    # WD as pybudget.merging estimates it for the same search, then merges it at the
+    # golden-section h
+    rng = np.random.default_rng(8)
+    gamma, tol = 0.4, 1e-3
+    for trial in range(20):
+        Z = rng.normal(size=(9, 3))
+        beta = rng.uniform(0.1, 2, 9) * rng.choice([-1, 1], 9)
+        mdl = model_from(Z, beta, gamma)
+        assert Maintainer(mdl, merge_size=2, search=search, tol=tol).step(mdl) == 1
+        p = int(np.argmin(np.abs(beta)))
+        cands = [j for j in range(9) if j != p and beta[j] * beta[p] > 0]
+        kap = np.array([np.exp(-gamma * np.sum((Z[p] - Z[j]) ** 2)) for j in cands])
+        wds = merging.weight_degradation(np.full(len(cands), beta[p]), beta[cands], kap,
+                                         method=search)
+        q = cands[int(np.argmin(wds))]
+        z, _, _ = merging.merge(Z[p], Z[q], beta[p], beta[q], gamma, tol=tol)
+        np.testing.assert_allclose(mdl.arrays()[0][-1], z, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("search", ["lookup-h", "lookup-wd"])
 def test_lookup_merge_is_close_to_gss(search):
     rng = np.random.default_rng(6)
     gamma, same, ratios = 0.3, 0, []
