@@ -369,3 +369,19 @@ def test_partner_audit(search, tol):
     if tol == 1e-10:
         np.testing.assert_allclose(log[pos, 0], log[pos, 2], rtol=1e-6)
     assert st["same_as_gss"] >= 0.8 * st["events"]
+
+
+def test_audit_settings_only_through_start_audit():
+    # audit_n indexes a log that start_audit allocates: the counters cannot be set from
+    # Python (this used to write past an unallocated log), and bad settings are refused
+    mdl = model_from(np.eye(3), np.ones(3), 0.5)
+    mt = Maintainer(mdl)
+    with pytest.raises(AttributeError):
+        mt.audit_every = 1
+    with pytest.raises(ValueError, match="every >= 1"):
+        mt.start_audit(0, 10)
+    mt.start_audit(1, 5)
+    mt.step(mdl)
+    assert mt.audit_stats()["events"] == 1
+    mt.start_audit(1, 5)                       # a new audit starts from zero
+    assert mt.audit_stats()["events"] == 0 and mt.audit_stats()["log"].shape == (0, 3)
