@@ -91,22 +91,80 @@ def main():
     for r in starts:
         md.append(f"| {r['selection']} | {r['start']} | {r['time']:.3f} | {r['sweeps']:.0f} | "
                   f"{r['rel_dual_diff']:.1e} |")
+    down = descending_study(X, y, sorted(a.C), a.tol, a.selection, a.repeats)
+    md += ["", "The same grid solved downwards (largest C cold, then each C from the previous "
+           f"solution scaled by C'/C), median of {a.repeats}:", "",
+           "| strategy | total s | ratio to the cold grid | sweeps per C (decreasing C) |",
+           "|---|---|---|---|"]
+    for r in down:
+        cold_total = next(x["total_median"] for x in rows
+                          if x["selection"] == r["selection"] and x["carry"] == "none")
+        md.append(f"| {r['selection']} | {r['total']:.3f} | {r['total'] / cold_total:.2f} | "
+                  f"{' / '.join(f'{v:.0f}' for v in r['sweeps'])} |")
+    near = distance_study(X, y, sorted(a.C)[-1], a.tol, a.repeats, a.quick)
+    md += ["", f"How close must an AVSF start be? C = {sorted(a.C)[-1]:g} started from the "
+           "solution (tol 1e-3) at a smaller C' scaled by C/C' (median of "
+           f"{a.repeats}; cold for comparison):", "",
+           "| C' / C | sweeps | time s |", "|---|---|---|"]
+    for r in near:
+        md.append(f"| {r['fraction']} | {r['sweeps']:.0f} | {r['time']:.3f} |")
     write_outputs("warmstart_" + ("quick" if a.quick else a.data),
                   {"machine": machine(), "params": vars(a), "rows": rows, "runs": runs,
-                   "starts": starts},
+                   "starts": starts, "descending": down, "distance": near},
                   "\n".join(md) + "\n", **({"out_dir": a.out} if a.out else {}))
+
+
+def solver(X, y, tol):
+    """solve(C, selection, seed, alpha=None, tol=tol): one binary problem, cold or
+    started from alpha (clipped to the box) with a fresh strategy state."""
+    _, ypm = V.binary_labels(y, X.shape[0])
+    n = X.shape[0]
+
+    def solve(C, sel, seed, alpha=None, tol=tol):
+        start = None if alpha is None else SolverState.fresh(alpha, C)
+        return _solve_binary(X, ypm, np.full(n, C), C, loss="hinge", selection=sel,
+                             tol=tol, max_iter=1000000, bias=0.0, seed=seed, start=start)
+    return solve
+
+
+def descending_study(X, y, Cs, tol, selections, repeats):
+    """The grid solved from the largest C down, each C from the previous solution
+    scaled by C'/C: total time and sweeps per C (medians over repeats)."""
+    solve = solver(X, y, tol)
+    out = []
+    for sel in selections:
+        totals, sweeps = [], []
+        for rep in range(repeats):
+            prev, t, sw = None, 0.0, []
+            for C in Cs[::-1]:
+                r = solve(C, sel, rep, None if prev is None else prev.alpha * (C / prev.C))
+                r.C = C
+                prev, t = r, t + r.time
+                sw.append(r.n_iter)
+            totals.append(t)
+            sweeps.append(sw)
+        out.append({"selection": sel, "total": float(np.median(totals)),
+                    "sweeps": np.median(sweeps, axis=0).tolist()})
+        print(f"descending {sel}: {out[-1]['total']:.3f}s", file=sys.stderr, flush=True)
+    return out
+
+
+def distance_study(X, y, C, tol, repeats, quick):
+    """AVSF at C from the solution at C*f, scaled by 1/f, for f from 1 down to 0.1."""
+    solve = solver(X, y, tol)
+    out = []
+    for f in ([1.0, 0.5] if quick else [1.0, 0.9, 0.7, 0.5, 0.3, 0.1]) + ["cold"]:
+        alpha = None if f == "cold" else solve(C * f, "avsf", 0, tol=tol / 10).alpha / f
+        rs = [solve(C, "avsf", rep + 1, alpha) for rep in range(repeats)]
+        out.append({"fraction": f, "sweeps": float(np.median([r.n_iter for r in rs])),
+                    "time": float(np.median([r.time for r in rs]))})
+        print(f"distance {f}: {out[-1]['sweeps']:.0f} sweeps", file=sys.stderr, flush=True)
+    return out
 
 
 def start_study(X, y, Cs, tol, selections, repeats):
     """Time to solve Cs[-1] from several starts built from cold solutions at Cs[:-1]."""
-    _, ypm = V.binary_labels(y, X.shape[0])
-    n = X.shape[0]
-
-    def solve(C, sel, seed, alpha=None):
-        start = None if alpha is None else SolverState(
-            alpha, np.ones(n), np.arange(n, dtype=np.int32), n, 0.0, C)
-        return _solve_binary(X, ypm, np.full(n, C), C, loss="hinge", selection=sel,
-                             tol=tol, max_iter=1000000, bias=0.0, seed=seed, start=start)
+    solve = solver(X, y, tol)
 
     C3 = Cs[-1]
     C1, C2 = (Cs[0], Cs[1]) if len(Cs) == 3 else (None, Cs[0])
