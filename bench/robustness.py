@@ -89,53 +89,8 @@ def bench_threads(quick, repeats):
 
 # ------------------------------------------------------------------ interrupt
 
-CHILD_INTERRUPT = r"""
-import sys, time, json, warnings
-import signal
-# a process started in the background (nohup, '&') inherits SIGINT ignored: restore
-# Python's default handler, which raises KeyboardInterrupt
-signal.signal(signal.SIGINT, signal.default_int_handler)
-warnings.simplefilter("ignore")
-import numpy as np
-from pybudget import BudgetSVC, LinearSVC
-from pybudget.datasets import load
-X, y, _, _ = load("a9a")
-kind, refit = sys.argv[1], sys.argv[2] == "refit"
-if kind == "linear":
-    make = lambda C: LinearSVC(C=1000 * C, tol=1e-9, max_iter=10**7, random_state=0)
-elif kind == "bsgd":
-    make = lambda C: BudgetSVC(C=C, budget=500, epochs=10, random_state=0)
-else:
-    make = lambda C: BudgetSVC(C=C, solver="bsca", budget=500, epochs=40, random_state=0)
-est = make(1.0)
-before = None
-if refit:
-    small = slice(0, 300)
-    quick = (LinearSVC(random_state=0) if kind == "linear" else
-             BudgetSVC(budget=20, solver="bsgd" if kind == "bsgd" else "bsca", random_state=0))
-    est = quick.fit(X[small], y[small])
-    before = est.decision_function(X[:50]).tobytes()
-    est.set_params(**make(100.0).get_params())
-print("READY", flush=True)
-t0 = time.time()
-try:
-    est.fit(X, y)
-    status = {"interrupted": False}
-except KeyboardInterrupt:
-    status = {"interrupted": True, "caught": time.time()}
-fitted = hasattr(est, "classes_")
-status["fitted"] = fitted
-if refit and fitted:
-    status["previous_fit_intact"] = est.decision_function(X[:50]).tobytes() == before
-if fitted:
-    d = est.decision_function(X[:50])
-    status["finite"] = bool(np.all(np.isfinite(d)))
-print(json.dumps(status), flush=True)
-"""
-
-
 def interrupt_once(kind, refit, delay):
-    p = subprocess.Popen([sys.executable, "-c", CHILD_INTERRUPT, kind,
+    p = subprocess.Popen([sys.executable, "-m", "pybudget._interrupt_child", kind,
                           "refit" if refit else "fresh"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
     line = p.stdout.readline()

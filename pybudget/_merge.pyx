@@ -21,9 +21,37 @@ cdef int GRID = 401                          # lookup nodes per axis, step 1/400
 
 # ---- pairwise maths ------------------------------------------------------------------
 
-cdef inline double s_val(double m, double c, double h) noexcept nogil:
-    """Normalised kernel value s(h) = m a + (1-m) b that the binary merge maximises."""
-    return m * exp(-c * (1.0 - h) * (1.0 - h)) + (1.0 - m) * exp(-c * h * h)
+cdef struct Objective:
+    # What a merge maximises over h, with a = k(z_m, z), b = k(z_n, z) as above:
+    # binary (squared False): s(h) = p a + q b, p = m, q = 1 - m (normalised kernel value);
+    # multi-class (squared True): |b_m a + b_n b|^2 = p a^2 + 2 r a b + q b^2 with p = A,
+    # q = D, r = Cc.
+    double p, q, r, c
+    bint squared
+
+
+cdef inline double objective(const Objective* o, double h) noexcept nogil:
+    cdef double a = exp(-o.c * (1.0 - h) * (1.0 - h)), b = exp(-o.c * h * h)
+    if o.squared:
+        return o.p * a * a + 2.0 * o.r * a * b + o.q * b * b
+    return o.p * a + o.q * b
+
+
+cdef inline double scan(const Objective* o, int nodes, double* lo, double* hi,
+                        double* best) noexcept nogil:
+    """Objective at nodes equally spaced nodes of [0, 1]: the best node (returned, with
+    its value in best) and the bracket [lo, hi] of its two neighbours, clipped to [0, 1]."""
+    cdef double step = 1.0 / (nodes - 1), f, hbest = 0.0
+    cdef int k
+    best[0] = -1.0
+    for k in range(nodes):
+        f = objective(o, step * k)
+        if f > best[0]:
+            best[0] = f
+            hbest = step * k
+    lo[0] = hbest - step if hbest - step > 0.0 else 0.0
+    hi[0] = hbest + step if hbest + step < 1.0 else 1.0
+    return hbest
 
 
 cdef double wd_general(double A, double D, double Cc, double c, double h) noexcept nogil:
@@ -34,13 +62,13 @@ cdef double wd_general(double A, double D, double Cc, double c, double h) noexce
     return wd if wd > 0.0 else 0.0
 
 
-cdef inline double golden(double m, double c, double lo, double hi, double tol,
+cdef inline double golden(const Objective* o, double lo, double hi, double tol,
                           int max_it) noexcept nogil:
-    """Golden-section search for the maximum of s(h) on [lo, hi], assumed unimodal there:
-    at most max_it shrinks, stopping once the bracket is no wider than tol; returns its
-    midpoint."""
+    """Golden-section search for the maximum of the objective on [lo, hi], assumed
+    unimodal there: at most max_it shrinks, stopping once the bracket is no wider than
+    tol; returns its midpoint."""
     cdef double x1 = hi - INVPHI * (hi - lo), x2 = lo + INVPHI * (hi - lo)
-    cdef double f1 = s_val(m, c, x1), f2 = s_val(m, c, x2)
+    cdef double f1 = objective(o, x1), f2 = objective(o, x2)
     cdef int it
     for it in range(max_it):
         if hi - lo <= tol:
@@ -50,13 +78,13 @@ cdef inline double golden(double m, double c, double lo, double hi, double tol,
             x1 = x2
             f1 = f2
             x2 = lo + INVPHI * (hi - lo)
-            f2 = s_val(m, c, x2)
+            f2 = objective(o, x2)
         else:
             hi = x2
             x2 = x1
             f2 = f1
             x1 = hi - INVPHI * (hi - lo)
-            f1 = s_val(m, c, x1)
+            f1 = objective(o, x1)
     return 0.5 * (lo + hi)
 
 
@@ -69,6 +97,7 @@ cdef double gss_h(double m, double c, double tol) noexcept nogil:
     searching [1/2, 1] when m >= 1/2 and [0, 1/2] otherwise finds the global maximum.
     Returns the midpoint of the final bracket (width <= tol)."""
     cdef double lo, hi
+    cdef Objective o
     if c <= 0.0:
         return m          # kappa = 1: every h is optimal; m is the limit of h* as c -> 0
     if fabs(m - 0.5) <= 1e-12:
@@ -83,79 +112,33 @@ cdef double gss_h(double m, double c, double tol) noexcept nogil:
     else:
         lo = 0.0
         hi = 0.5
-    return golden(m, c, lo, hi, tol, 200)
-
-
-cdef inline double g_val(double A, double D, double Cc, double c, double h) noexcept nogil:
-    """|b_m a + b_n b|^2: what the multi-class merge maximises over h."""
-    cdef double a = exp(-c * (1.0 - h) * (1.0 - h)), b = exp(-c * h * h)
-    return A * a * a + 2.0 * Cc * a * b + D * b * b
+    o = Objective(m, 1.0 - m, 0.0, c, False)
+    return golden(&o, lo, hi, tol, 200)
 
 
 cdef double search_h_general(double A, double D, double Cc, double c, double tol) noexcept nogil:
-    """argmax_h g_val for coefficient vectors (multi-class, any signs): a scan at step 0.1
-    picks the bracket of the global maximum, golden section refines it to tol."""
-    cdef double lo, hi, x1, x2, f1, f2, best = -1.0, f, h
-    cdef int k, kbest = 0, it = 0
+    """argmax_h |b_m a + b_n b|^2 for coefficient vectors (multi-class, any signs): a scan
+    at step 0.1 picks the bracket of the global maximum, golden section refines it to tol."""
+    cdef Objective o = Objective(A, D, Cc, c, True)
+    cdef double lo, hi, best, h0, h
     if c <= 0.0:
         return 0.5
-    for k in range(11):
-        f = g_val(A, D, Cc, c, 0.1 * k)
-        if f > best:
-            best = f
-            kbest = k
-    lo = 0.1 * kbest - 0.1
-    hi = 0.1 * kbest + 0.1
-    if lo < 0.0:
-        lo = 0.0
-    if hi > 1.0:
-        hi = 1.0
-    x1 = hi - INVPHI * (hi - lo)
-    x2 = lo + INVPHI * (hi - lo)
-    f1 = g_val(A, D, Cc, c, x1)
-    f2 = g_val(A, D, Cc, c, x2)
-    while hi - lo > tol and it < 200:
-        it += 1
-        if f1 < f2:
-            lo = x1
-            x1 = x2
-            f1 = f2
-            x2 = lo + INVPHI * (hi - lo)
-            f2 = g_val(A, D, Cc, c, x2)
-        else:
-            hi = x2
-            x2 = x1
-            f2 = f1
-            x1 = hi - INVPHI * (hi - lo)
-            f1 = g_val(A, D, Cc, c, x1)
-    h = 0.5 * (lo + hi)
+    h0 = scan(&o, 11, &lo, &hi, &best)
+    h = golden(&o, lo, hi, tol, 200)
     # the scan nodes themselves (notably the ends 0 and 1) may beat the refined point
-    if best > g_val(A, D, Cc, c, h):
-        h = 0.1 * kbest
-    return h
+    return h0 if best > objective(&o, h) else h
 
 
 cdef double precise_h(double m, double c) noexcept nogil:
     """h* to ~1e-12 with no unimodality assumption: a dense scan of [0, 1] locates the
     global maximum's bracket, golden section shrinks it, Newton on s'(h) = 0 polishes."""
-    cdef double lo, hi, lo0, hi0, f, best = -1.0, h, a, b, d1, d2, hn
-    cdef int k, kbest = 0
+    cdef Objective o = Objective(m, 1.0 - m, 0.0, c, False)
+    cdef double lo, hi, best, h, a, b, d1, d2, hn
+    cdef int it
     if c <= 0.0:
         return m
-    for k in range(101):
-        f = s_val(m, c, 0.01 * k)
-        if f > best:
-            best = f
-            kbest = k
-    lo = 0.01 * kbest - 0.01
-    hi = 0.01 * kbest + 0.01
-    if lo < 0.0:
-        lo = 0.0
-    if hi > 1.0:
-        hi = 1.0
-    lo0 = lo
-    hi0 = hi
-    h = golden(m, c, lo, hi, -1.0, 60)
+    scan(&o, 101, &lo, &hi, &best)
+    h = golden(&o, lo, hi, -1.0, 60)
     # s is flat at its maximum, so comparing s values pins h only to ~sqrt(eps / s'');
     # Newton on s'(h) = 0 (s'/(2c) is computed to full absolute precision) finishes the
     # job inside the bracket.
@@ -167,7 +150,7 @@ cdef double precise_h(double m, double c) noexcept nogil:
         if d2 >= 0.0:
             break
         hn = h - d1 / d2
-        if hn < lo0 or hn > hi0:
+        if hn < lo or hn > hi:
             break
         if fabs(hn - h) < 1e-16:
             h = hn

@@ -45,8 +45,8 @@ def linear_path(X, y, Cs, *, loss="hinge", selection="auto", tol=0.1, max_iter=1
     taken from before its final reset-to-uniform confirmation sweep, and the
     hard-shrinking partition: rows that shrinking would drop at the previous solution
     start outside the active set) or "none" (cold starts, for comparison).  On
-    debian-lib's grid 0.01..1000 (bench/warmstart.py) "extrapolate" costs 0.61x (hard
-    shrinking) and 0.90x (AVSF) of cold starts, "alpha" 0.71x and 0.99x.  Parameters
+    debian-lib's grid 0.01..1000 (bench/warmstart.py) "extrapolate" costs 0.60x (hard
+    shrinking) and 0.90-0.99x (AVSF: within run-to-run noise) of cold starts.  Parameters
     otherwise as in ``solve_linear``.
     """
     Cs = check_grid(Cs)

@@ -56,40 +56,6 @@ def test_concurrent_fits_in_threads_match_sequential(a9a):
     assert [results[k + len(MAKERS)] for k in range(len(MAKERS))] == expected
 
 
-CHILD = r"""
-import json, sys, warnings
-import signal
-# a process started in the background (nohup, '&') inherits SIGINT ignored: restore
-# Python's default handler, which raises KeyboardInterrupt
-signal.signal(signal.SIGINT, signal.default_int_handler)
-warnings.simplefilter("ignore")
-from pybudget import BudgetSVC, LinearSVC
-from pybudget.datasets import load
-X, y, _, _ = load("a9a")
-kind, refit = sys.argv[1], sys.argv[2] == "refit"
-if kind == "linear":
-    est = LinearSVC(C=1000.0, tol=1e-9, max_iter=10**7, random_state=0)
-else:
-    est = BudgetSVC(budget=200, epochs=8, solver=kind, random_state=0)
-before = None
-if refit:
-    est.set_params(max_iter=1000, tol=0.1) if kind == "linear" else est.set_params(epochs=1, budget=10)
-    est.fit(X[:200], y[:200])
-    before = est.decision_function(X[:20]).tobytes()
-    est.set_params(max_iter=10**7, tol=1e-9) if kind == "linear" else est.set_params(epochs=8, budget=200)
-print("READY", flush=True)
-try:
-    est.fit(X, y)
-    out = {"interrupted": False}
-except KeyboardInterrupt:
-    out = {"interrupted": True}
-out["fitted"] = hasattr(est, "classes_")
-if refit and out["fitted"]:
-    out["intact"] = est.decision_function(X[:20]).tobytes() == before
-print(json.dumps(out), flush=True)
-"""
-
-
 @pytest.mark.skipif(os.name == "nt", reason="SIGINT delivery differs on Windows")
 @pytest.mark.parametrize("kind", ["linear", "bsgd"])
 @pytest.mark.parametrize("refit", [False, True])
@@ -98,7 +64,8 @@ def test_ctrl_c_leaves_estimator_unfitted_or_previous(kind, refit):
     half-updated estimator: still unfitted, or still the previous fit bit for bit.
     (For the budgeted solvers the interrupt is only seen when the Cython run returns;
     see bench/robustness.py for the latency.)"""
-    p = subprocess.Popen([sys.executable, "-c", CHILD, kind, "refit" if refit else "fresh"],
+    p = subprocess.Popen([sys.executable, "-m", "pybudget._interrupt_child", kind,
+                          "refit" if refit else "fresh"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
     try:
         assert p.stdout.readline().strip() == "READY"
@@ -113,7 +80,7 @@ def test_ctrl_c_leaves_estimator_unfitted_or_previous(kind, refit):
     assert res["interrupted"], err
     assert res["fitted"] == refit
     if refit:
-        assert res["intact"]
+        assert res["previous_fit_intact"] and res["finite"]
 
 
 REPRO = r"""

@@ -1,0 +1,51 @@
+# The epoch loop of BSGD and BSCA: epochs of n steps, each optionally cut into segments
+# that end at checkpoints, with Ctrl-C, progress reports and the final merge down to the
+# budget handled in one place.  A solver supplies the steps as an EpochSteps subclass.
+from pybudget._budget cimport BudgetModel
+from pybudget._merge cimport Maintainer
+from pybudget._runtime cimport now, segment_end
+
+
+cdef class EpochSteps:
+    cdef bint run(self, int s_begin, int s_end) noexcept nogil:
+        """Steps s_begin .. s_end - 1 of the current epoch (s_begin == 0 starts a new
+        one); True when interrupted by a signal."""
+        return False
+
+
+def run_epochs(EpochSteps steps, int n, int epochs, BudgetModel mdl, Maintainer mt,
+               int budget, int M, progress=None, long check_every=0, checkpoint=None):
+    """Run `epochs` epochs of n steps.  progress(epochs_done, epochs, seconds), if given,
+    is called after every epoch.  check_every > 0: after every check_every steps short
+    of the end, the model is merged down to `budget` SVs and checkpoint(mdl) is called.
+    The model is merged down to `budget` at the end.  Raises KeyboardInterrupt when the
+    steps were interrupted; returns the elapsed seconds."""
+    if n < 1 or epochs < 1 or check_every < 0 or (check_every > 0 and checkpoint is None):
+        raise ValueError("run_epochs: bad arguments")
+    cdef long done = 0, T = <long>epochs * n
+    cdef int ep, s, s_end
+    cdef bint stop
+    cdef double t0 = now(), t1
+    for ep in range(epochs):
+        s = 0
+        while s < n:
+            s_end = segment_end(done, check_every, s, n)
+            with nogil:
+                stop = steps.run(s, s_end)
+            if stop:
+                raise KeyboardInterrupt
+            done += s_end - s
+            s = s_end
+            if check_every > 0 and done % check_every == 0 and done < T:
+                t1 = now()
+                with nogil:
+                    mt.down_to(mdl, budget, M)
+                steps.merge_time += now() - t1
+                checkpoint(mdl)
+        if progress is not None:
+            progress(ep + 1, epochs, now() - t0)
+    t1 = now()
+    with nogil:
+        mt.down_to(mdl, budget, M)
+    steps.merge_time += now() - t1
+    return now() - t0
