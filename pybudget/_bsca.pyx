@@ -7,12 +7,12 @@
 # permutation per epoch; a fixed number of epochs (no KKT stopping, see the paper).
 from libc.stdint cimport uint64_t
 
-from pybudget._csr cimport CsrView, csr_view, csr_row
+from pybudget._csr cimport CsrView, csr_row
 from pybudget._rng cimport rng_shuffle
 from pybudget._budget cimport BudgetModel
 from pybudget._merge cimport Maintainer
 from pybudget._epochs cimport EpochSteps
-from pybudget._runtime cimport interrupted, now
+from pybudget._runtime cimport interrupted
 
 from pybudget._epochs import run_epochs
 
@@ -20,15 +20,9 @@ import numpy as np
 
 
 cdef class BscaSteps(EpochSteps):
-    cdef CsrView X
-    cdef double[::1] xsq, y, alpha, krow
-    cdef int[::1] perm
-    cdef BudgetModel mdl
-    cdef Maintainer mt
-    cdef int M
+    cdef double[::1] y, alpha
     cdef double C
     cdef long n_updates
-    cdef uint64_t rng
 
     cdef bint run(self, int s_begin, int s_end) noexcept nogil:
         cdef const CsrView* X = &self.X
@@ -41,7 +35,7 @@ cdef class BscaSteps(EpochSteps):
         cdef int s, i, j, nnz, n = X.n_rows
         cdef const double* xd
         cdef const int* xi
-        cdef double f, a, delta, coef, t0
+        cdef double f, a, delta, coef
         cdef double* bp
         if s_begin == 0:
             rng_shuffle(&self.rng, perm, n)
@@ -70,9 +64,7 @@ cdef class BscaSteps(EpochSteps):
             else:
                 self.mdl.add_sparse(xd, xi, nnz, xsq[i], &coef, i)
                 if self.mdl.n_sv >= self.mdl.cap:
-                    t0 = now()
-                    self.mt.run(self.mdl, self.M)
-                    self.merge_time += now() - t0
+                    self.maintain()
         return False
 
 
@@ -89,11 +81,8 @@ def bsca_run(X, double[::1] xsq, double[::1] y, double C, double[::1] alpha,
             or alpha.shape[0] != X.shape[0] or X.shape[0] < 1):
         raise ValueError("bsca_run: arrays do not match")
     cdef BscaSteps st = BscaSteps()
-    st.X = csr_view(X.data, X.indices, X.indptr, X.shape[1])
-    st.xsq, st.y, st.alpha, st.C, st.mdl, st.mt, st.M = xsq, y, alpha, C, mdl, mt, merge_size
-    st.perm = np.arange(X.shape[0], dtype=np.int32)
-    st.krow = np.zeros(mdl.cap + 1)
-    st.rng, st.n_updates, st.merge_time = seed, 0, 0.0
+    st.setup(X, xsq, mdl, mt, merge_size, seed)
+    st.y, st.alpha, st.C, st.n_updates = y, alpha, C, 0
     seconds = run_epochs(st, X.shape[0], epochs, mdl, mt, budget, merge_size, progress,
                          check_every, checkpoint)
     return {"n_updates": st.n_updates, "merge_time": st.merge_time, "time": seconds}

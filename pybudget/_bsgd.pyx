@@ -11,12 +11,12 @@
 # handed fit together (what a direct caller, e.g. a test or bench, could get wrong).
 from libc.stdint cimport uint64_t
 
-from pybudget._csr cimport CsrView, csr_view, csr_row
+from pybudget._csr cimport CsrView, csr_row
 from pybudget._rng cimport rng_shuffle
 from pybudget._budget cimport BudgetModel
 from pybudget._merge cimport Maintainer
 from pybudget._epochs cimport EpochSteps
-from pybudget._runtime cimport interrupted, now
+from pybudget._runtime cimport interrupted
 
 from pybudget._epochs import run_epochs
 
@@ -24,15 +24,11 @@ import numpy as np
 
 
 cdef class BsgdSteps(EpochSteps):
-    cdef CsrView X
-    cdef double[::1] xsq, krow, f, coef
-    cdef int[::1] codes, perm
-    cdef BudgetModel mdl
-    cdef Maintainer mt
-    cdef int trigger, M
+    cdef double[::1] f, coef
+    cdef int[::1] codes
+    cdef int trigger
     cdef double lam
     cdef long avg_start, t, n_added
-    cdef uint64_t rng
 
     cdef bint run(self, int s_begin, int s_end) noexcept nogil:
         cdef const CsrView* X = &self.X
@@ -46,7 +42,7 @@ cdef class BsgdSteps(EpochSteps):
         cdef int s, i, c, r, nnz, n = X.n_rows, K = self.mdl.n_coef, y
         cdef const double* xd
         cdef const int* xi
-        cdef double eta, yf, best, t0
+        cdef double eta, yf, best
         cdef bint violated
         if s_begin == 0:
             rng_shuffle(&self.rng, perm, n)
@@ -85,9 +81,7 @@ cdef class BsgdSteps(EpochSteps):
                 self.mdl.add_sparse(xd, xi, nnz, xsq[i], coef, -1)
                 self.n_added += 1
                 if self.mdl.n_sv >= self.trigger:
-                    t0 = now()
-                    self.mt.run(self.mdl, self.M)
-                    self.merge_time += now() - t0
+                    self.maintain()
             if avg_start > 0 and self.t >= avg_start:
                 self.mdl.accrue()         # w_{t+1} joins the average
         return False
@@ -115,16 +109,13 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     if check_every > 0 and avg_start != 0:
         raise ValueError("bsgd_run: checkpoints need no averaging")
     cdef BsgdSteps st = BsgdSteps()
-    st.X = csr_view(X.data, X.indices, X.indptr, X.shape[1])
-    st.xsq, st.codes, st.mdl, st.mt, st.lam = xsq, codes, mdl, mt, lam
-    st.perm = np.arange(X.shape[0], dtype=np.int32)
-    st.krow = np.zeros(mdl.cap + 1)
+    st.setup(X, xsq, mdl, mt, merge_size, seed)
+    st.codes, st.lam, st.avg_start, st.t, st.n_added = codes, lam, avg_start, t_start, 0
     st.f = np.zeros(mdl.n_coef)
     st.coef = np.zeros(mdl.n_coef)
     # the buffer holds budget + M - 1 rows; one event merges M into one (M = 2: one
     # overflow), removal/projection delete one SV per overflow
-    st.trigger, st.M = mdl.cap, merge_size
-    st.avg_start, st.t, st.rng, st.n_added, st.merge_time = avg_start, t_start, seed, 0, 0.0
+    st.trigger = mdl.cap
     seconds = run_epochs(st, X.shape[0], epochs, mdl, mt, budget, merge_size, progress,
                          check_every, checkpoint)
     return {"t": st.t, "n_added": st.n_added, "merge_time": st.merge_time,

@@ -1,4 +1,22 @@
-# The epoch loop both budgeted solvers share (see _epochs.pyx).
+# The epoch loop both budgeted solvers share (see _epochs.pyx), and the state their steps
+# have in common.
+from libc.stdint cimport uint64_t
+
+from pybudget._budget cimport BudgetModel
+from pybudget._csr cimport CsrView
+from pybudget._merge cimport Maintainer
+
+
 cdef class EpochSteps:
+    cdef CsrView X              # the training rows (canonical CSR, checked by the caller)
+    cdef double[::1] xsq        # their squared norms
+    cdef double[::1] krow       # kernel row scratch, cap + 1
+    cdef int[::1] perm          # this epoch's order
+    cdef BudgetModel mdl
+    cdef Maintainer mt
+    cdef int M                  # merge size
+    cdef uint64_t rng
     cdef double merge_time      # seconds in budget maintenance, the driver's included
+    cdef setup(self, X, double[::1] xsq, BudgetModel mdl, Maintainer mt, int M, uint64_t seed)
+    cdef void maintain(self) noexcept nogil
     cdef bint run(self, int s_begin, int s_end) noexcept nogil

@@ -1,12 +1,30 @@
 # The epoch loop of BSGD and BSCA: epochs of n steps, each optionally cut into segments
 # that end at checkpoints, with Ctrl-C, progress reports and the final merge down to the
 # budget handled in one place.  A solver supplies the steps as an EpochSteps subclass.
+from libc.stdint cimport uint64_t
+
 from pybudget._budget cimport BudgetModel
+from pybudget._csr cimport csr_view
 from pybudget._merge cimport Maintainer
 from pybudget._runtime cimport now, segment_end
 
+import numpy as np
+
 
 cdef class EpochSteps:
+    cdef setup(self, X, double[::1] xsq, BudgetModel mdl, Maintainer mt, int M, uint64_t seed):
+        self.X = csr_view(X.data, X.indices, X.indptr, X.shape[1])
+        self.xsq, self.mdl, self.mt, self.M, self.rng = xsq, mdl, mt, M, seed
+        self.perm = np.arange(X.shape[0], dtype=np.int32)
+        self.krow = np.zeros(mdl.cap + 1)
+        self.merge_time = 0.0
+
+    cdef void maintain(self) noexcept nogil:
+        """Budget maintenance on the full buffer, timed."""
+        cdef double t0 = now()
+        self.mt.run(self.mdl, self.M)
+        self.merge_time += now() - t0
+
     cdef bint run(self, int s_begin, int s_end) noexcept nogil:
         """Steps s_begin .. s_end - 1 of the current epoch (s_begin == 0 starts a new
         one); True when interrupted by a signal."""
