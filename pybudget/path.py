@@ -107,8 +107,8 @@ def _chain(estimator, X, y, train, test, Cs):
 
 def _chains(Cs, estimator, X_train):
     """Split the grid into chains solved warm-started in one task each.  Warm starts
-    pay well for hard shrinking (0.61x of cold starts on debian-lib) but little for
-    AVSF (0.90x; bench/warmstart.py), so every C at which AVSF runs is a task of its
+    pay well for hard shrinking (0.60x of cold starts on debian-lib) but not for
+    AVSF (0.90-0.99x; bench/warmstart.py), so every C at which AVSF runs is a task of its
     own: more, smaller tasks balance better over workers.  Which strategy runs is
     decided as "auto" would (class weights ignored: this only shapes the tasks, never
     the results)."""
