@@ -98,7 +98,7 @@ def audit_run(data, name, budget, search, tol, seed, epochs=1, every=20, max_eve
     """One BSGD fit with the Maintainer's partner audit switched on."""
     from pybudget import _validation as V
     from pybudget._bsgd import bsgd_run
-    from pybudget.kernel import _effective_budget, _new_model, check_budget_params, row_sqnorms
+    from pybudget.kernel import _effective_budget, _new_model, check_budget_params
     X, y, _, _ = data(name)
     C, gamma = PARAMS.get(name, (32.0, 2.0 ** -7))
     p = check_budget_params(C, gamma, budget, "bsgd", epochs, "merge", 2, search, "cascade", tol)
@@ -108,7 +108,7 @@ def audit_run(data, name, budget, search, tol, seed, epochs=1, every=20, max_eve
     B, M, cap = _effective_budget(p, n, d, 0)
     mdl, mt = _new_model(d, 1, cap, gamma, p)
     mt.start_audit(every, max_events)
-    bsgd_run(Xc, row_sqnorms(Xc), codes.astype(np.int32), mdl, mt, B, M, 1.0 / (n * C),
+    bsgd_run(Xc, V.row_sqnorms(Xc), codes.astype(np.int32), mdl, mt, B, M, 1.0 / (n * C),
              epochs, 0, V.seed_from(seed), 0)
     st = mt.audit_stats()
     n_pos = max(st["wd_precise"], 1.0)
@@ -313,14 +313,14 @@ def bsca_curve(X, ysign, Xt, yt, classes, C, gamma, B, seed, epochs, primal, nam
     from pybudget import _validation as V
     from pybudget._bsca import bsca_run
     from pybudget.kernel import (_effective_budget, _new_model, check_budget_params,
-                                 kernel_decision, row_sqnorms)
+                                 kernel_decision)
     p = check_budget_params(C, gamma, B, "bsca", 1, "merge", 2, "gss", "cascade", 0.01)
     Xc = V.canonical_csr(X)
     n, d = Xc.shape
     Bf, M, cap = _effective_budget(p, n, d, 0)
     mdl, mt = _new_model(d, 1, cap, gamma, p, n_src=n)
     alpha = np.zeros(n)
-    xsq = row_sqnorms(Xc)
+    xsq = V.row_sqnorms(Xc)
     tt, rows = 0.0, []
     for e in range(1, epochs + 1):
         out = bsca_run(Xc, xsq, ysign, C, alpha, mdl, mt, Bf, M, 1, (V.seed_from(seed) + e) % 2**64)

@@ -460,9 +460,11 @@ cdef class BudgetModel:
         current SVs, then the weighted sum.  Shape (n,) for a binary model, else
         (n, n_coef).  For checkpoints, benchmarks (kernel_throughput.py) and tests."""
         if (not sp.issparse(X) or X.format != "csr" or X.shape[1] != self.d
-                or xsq.shape[0] != X.shape[0] or X.data.shape[0] < X.indptr[X.shape[0]]):
+                or xsq.shape[0] != X.shape[0]):
             raise ValueError("decision_stream: a CSR X and xsq matching the model")
-        csr_structure(X.indptr, X.indices, self.d)   # the kernels read without checks
+        csr_structure(X.indptr, X.indices, X.shape[0], self.d)  # kernels read unchecked
+        if X.data.shape[0] < X.indptr[X.shape[0]]:
+            raise ValueError("decision_stream: data is shorter than indptr says")
         cdef CsrView V = csr_view(X.data, X.indices, X.indptr, X.shape[1])
         cdef Py_ssize_t i
         cdef const double* xd

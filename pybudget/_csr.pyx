@@ -67,16 +67,21 @@ def _row_pair_dot_py(X, int i, Y, int j):
     return sparse_dot_sparse(ad, ai, an, bd, bi, bn)
 
 
-def csr_structure(const int[::1] indptr, const int[::1] indices, int n_cols):
-    """Check the structure of a CSR matrix before any kernel touches it.
+def csr_structure(const int[::1] indptr, const int[::1] indices, Py_ssize_t n_rows,
+                  int n_cols):
+    """Check the structure of an n_rows x n_cols CSR matrix before any kernel touches it.
 
     Returns True when every row's indices are strictly increasing (canonical), False
     when some row is unsorted or has duplicates (the caller repairs it).  Raises
-    ValueError for structure the kernels could not survive: indptr not starting at 0,
-    decreasing or ending beyond the index array, or column indices outside [0, n_cols).
+    ValueError for structure the kernels could not survive: indptr not of length
+    n_rows + 1, not starting at 0, decreasing or ending beyond the index array, or
+    column indices outside [0, n_cols).
     """
     cdef Py_ssize_t n = indptr.shape[0] - 1, i, k, nnz = indices.shape[0]
     cdef bint canonical = True, bad_ptr = False, bad_index = False
+    if n != n_rows:
+        raise ValueError(f"X is not a valid CSR matrix: indptr has {n + 1} entries for "
+                         f"{n_rows} rows (expected {n_rows + 1})")
     if n < 0 or indptr[0] != 0 or indptr[n] > nnz:
         raise ValueError("X is not a valid CSR matrix: indptr does not match the index array")
     with nogil:

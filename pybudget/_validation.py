@@ -13,6 +13,9 @@ from sklearn.utils import check_array
 from pybudget._csr import csr_structure
 
 INT32_MAX = np.iinfo(np.int32).max
+# Largest dense float64 array a solver allocates (linear weights, SV rows): beyond this
+# we refuse with a message rather than let the machine swap or kill the process.
+MAX_DENSE_BYTES = 4 * 2**30
 
 
 def as_csr(X, name="X"):
@@ -40,6 +43,16 @@ def canonical_csr(X):
         X = X.astype(np.float64)
         copied = True
     if X.indices.dtype != np.int32 or X.indptr.dtype != np.int32:
+        # Range-check wider index arrays before narrowing them: a cast would wrap an
+        # index of 2**32 + 1 into a valid-looking 1.
+        if X.indptr.shape[0] != X.shape[0] + 1:
+            raise ValueError(f"X is not a valid CSR matrix: indptr has {X.indptr.shape[0]} "
+                             f"entries for {X.shape[0]} rows (expected {X.shape[0] + 1})")
+        if X.indptr.size and (X.indptr.min() < 0 or X.indptr.max() > X.indices.shape[0]):
+            raise ValueError("X is not a valid CSR matrix: indptr does not match the index array")
+        if X.indices.size and (X.indices.min() < 0 or X.indices.max() >= X.shape[1]):
+            raise ValueError("X is not a valid CSR matrix: a column index lies outside "
+                             f"[0, {X.shape[1]})")
         X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)),
                           shape=X.shape)
         copied = True
@@ -48,15 +61,37 @@ def canonical_csr(X):
     X.indptr = np.ascontiguousarray(X.indptr, dtype=np.int32)
     # Our own scan (not scipy's cached flags): index ranges and sortedness are what
     # the unchecked kernels rely on.
+    canonical = csr_structure(X.indptr, X.indices, X.shape[0], X.shape[1])
     if X.data.shape[0] < X.indptr[-1]:
         raise ValueError("X is not a valid CSR matrix: data is shorter than indptr says")
-    if not csr_structure(X.indptr, X.indices, X.shape[1]):
+    if not canonical:
         if not copied:
             X = X.copy()
         X.has_sorted_indices = False
         X.has_canonical_format = False
         X.sum_duplicates()  # sorts the indices too
     return X
+
+
+def row_sqnorms(X, extra=0.0, name="X"):
+    """Squared row norms of a canonical CSR X, plus extra² (a bias column), refusing
+    data whose squares overflow float64: every solver's step sizes and kernel values
+    are built from them, and an overflow would end in a silently trivial model."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        sq = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel() + extra * extra
+        total = sq.sum()
+    if not np.isfinite(total):
+        big = float(np.abs(X.data).max()) if X.nnz else 0.0
+        raise ValueError(f"{name} has values too large for float64 arithmetic: the sum of "
+                         f"squared row norms overflows (largest |value| {big:.3g}"
+                         + (f", bias column {extra:.3g}" if extra else "") + ")")
+    return sq
+
+
+def dense_size(n_values, what, advice):
+    """Refuse a dense float64 allocation of n_values beyond MAX_DENSE_BYTES."""
+    if n_values * 8 > MAX_DENSE_BYTES:
+        raise ValueError(f"{what} need {n_values * 8 / 2**30:.1f} GiB; {advice}")
 
 
 def encode_labels(y, n_samples, name="y", min_classes=2):
@@ -85,7 +120,12 @@ def encode_labels(y, n_samples, name="y", min_classes=2):
         else:
             classes, codes = np.unique(y, return_inverse=True)
     else:
-        classes, codes = np.unique(y, return_inverse=True)
+        try:
+            classes, codes = np.unique(y, return_inverse=True)
+        except TypeError:
+            kinds = sorted({type(v).__name__ for v in y})
+            raise TypeError(f"{name} mixes label types that cannot be ordered ({kinds}); "
+                            f"use labels of one type") from None
     if classes.shape[0] < min_classes:
         raise ValueError(f"{name} has {classes.shape[0]} class(es) {classes.tolist()}; "
                          f"at least {min_classes} are needed")
@@ -119,6 +159,20 @@ def positive_int(name, value, minimum=1):
     return int(value)
 
 
+def boolean(name, value):
+    """A flag: True or False (numpy's bools too), not any truthy object."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def verbosity(value):
+    """verbose as scikit-learn takes it: a bool or an integer >= 0."""
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    return positive_int("verbose", value, minimum=0)
+
+
 def choice(name, value, options):
     if not isinstance(value, str) or value not in options:
         raise ValueError(f"{name} must be one of {sorted(options)}, got {value!r}")
@@ -129,7 +183,10 @@ def sample_weights(sample_weight, n_samples):
     """float64 weights >= 0, finite, one per row (ones when None)."""
     if sample_weight is None:
         return np.ones(n_samples)
-    sw = np.asarray(sample_weight, dtype=np.float64)
+    sw = np.asarray(sample_weight)
+    if sw.dtype.kind not in "biuf":
+        raise TypeError(f"sample_weight must be real numbers, got dtype {sw.dtype}")
+    sw = sw.astype(np.float64)
     if sw.ndim == 0:
         sw = np.full(n_samples, float(sw))
     if sw.ndim != 1 or sw.shape[0] != n_samples:

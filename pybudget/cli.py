@@ -457,7 +457,7 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("pybudget: interrupted", file=sys.stderr)
         return 130
-    except (ValueError, TypeError, OSError) as e:
+    except (ValueError, TypeError, OSError, OverflowError) as e:
         print(f"pybudget: error: {e}", file=sys.stderr)
         return 2
 

@@ -188,6 +188,11 @@ def save(model, path):
     try:
         with os.fdopen(fd, "wb") as f:
             _write_zip(f, text, blobs)
+        # mkstemp creates the file private (0600); give it the permissions any new file
+        # of the user's gets, as open() would
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

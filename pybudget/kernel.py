@@ -23,9 +23,6 @@ from pybudget._merge import MAINTENANCE, MULTI, SEARCHES, Maintainer
 
 SOLVERS = ("bsgd", "bsca")
 AVERAGING = ("none", "all", "last-half")
-# SV rows are stored dense: refuse a buffer that would not fit comfortably in memory.
-MAX_BUFFER_BYTES = 4 * 2**30
-
 
 @dataclass
 class BudgetResult:
@@ -117,13 +114,12 @@ def scale_gamma(X):
 def gamma_from_moments(n, d, total, total_sq):
     """gamma='scale' from the sum and the sum of squares of an n x d matrix's entries
     (what a streaming pass can collect)."""
+    if not np.isfinite(total_sq):
+        raise ValueError("X has values too large for float64 arithmetic: the sum of "
+                         "squares overflows")
     mean = total / (n * d)
     var = total_sq / (n * d) - mean * mean
     return 1.0 / (d * var) if var > 0 else 1.0
-
-
-def row_sqnorms(X):
-    return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
 
 
 def _effective_budget(p, n, d, verbose):
@@ -136,9 +132,8 @@ def _effective_budget(p, n, d, verbose):
     M = p["merge_size"] if p["maintenance"] == "merge" else 2
     M = min(M, budget)
     cap = budget + M - 1
-    if cap * d * 8 > MAX_BUFFER_BYTES:
-        raise ValueError(f"budget={budget} SV rows of {d} dense features need "
-                         f"{cap * d * 8 / 2**30:.1f} GiB; reduce the budget or the features")
+    V.dense_size(cap * d, f"budget={budget} SV rows of {d} dense features",
+                 "reduce the budget or the features")
     return budget, M, cap
 
 
@@ -172,7 +167,7 @@ def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, stat
     epochs = epochs or p["epochs"]
     T = epochs * n
     avg_start = {"none": 0, "all": t0 + 1, "last-half": t0 + T // 2 + 1}[p["averaging"]]
-    xsq = row_sqnorms(X)
+    xsq = V.row_sqnorms(X)
     ck = BestCheckpoint(X, xsq, codes, lam, seed, p["checkpoints"]) if p["checkpoints"] else None
     out = bsgd_run(X, xsq, codes.astype(np.int32), mdl, mt, budget, M, lam,
                    epochs, t0, seed, avg_start, progress, ck.every(T) if ck else 0, ck)
@@ -191,7 +186,7 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0):
     """BSCA, one-vs-rest for more than two classes; SVs of all problems stacked."""
     n, d = X.shape
     problems = [1] if n_classes == 2 else list(range(n_classes))
-    xsq = row_sqnorms(X)
+    xsq = V.row_sqnorms(X)
     Zs, coefs, alphas = [], [], []
     stats = dict(n_updates=0, merge_time=0.0, time=0.0, n_merges=0, n_removed=0,
                  checkpoints=[])
@@ -232,6 +227,7 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0):
 def _fit(X, codes, classes, p, seed, verbose=0):
     """Shared by solve_budget and BudgetSVC.fit: X canonical CSR, codes class indices."""
     n, d = X.shape
+    V.row_sqnorms(X)   # refuses overflowing data before gamma="scale" reads it
     gamma = scale_gamma(X) if p["gamma"] == "scale" else p["gamma"]
     budget, M, cap = _effective_budget(p, n, d, verbose)
     K = classes.shape[0]
@@ -270,7 +266,7 @@ def solve_budget(X, y, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epoch
                             merge_search, multi_merge, merge_tol, averaging, checkpoints)
     X = V.as_csr(X)
     classes, codes = V.encode_labels(y, X.shape[0])
-    return _fit(X, codes, classes, p, V.seed_from(random_state), verbose)
+    return _fit(X, codes, classes, p, V.seed_from(random_state), V.verbosity(verbose))
 
 
 def kernel_decision(X, Z, dual_coef, gamma, chunk=4096):
@@ -374,7 +370,8 @@ class BudgetSVC(SVMClassifierBase):
         check_classification_targets(y)
         X = V.canonical_csr(X)
         classes, codes = V.encode_labels(y, X.shape[0])
-        res = _fit(X, codes, classes, p, V.seed_from(self.random_state), self.verbose)
+        res = _fit(X, codes, classes, p, V.seed_from(self.random_state),
+                   V.verbosity(self.verbose))
         self._store(res)
         self._t = res.t
         self._n_seen = X.shape[0]
@@ -412,7 +409,9 @@ class BudgetSVC(SVMClassifierBase):
         if first:
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit")
-            all_classes, _ = V.encode_labels(np.asarray(classes), len(classes), name="classes")
+            cl = np.asarray(classes)
+            cl = cl.reshape(1) if cl.ndim == 0 else cl
+            all_classes, _ = V.encode_labels(cl, cl.shape[0], name="classes")
         else:
             all_classes = self.classes_
             if classes is not None and not np.array_equal(np.unique(classes), all_classes):
@@ -425,6 +424,7 @@ class BudgetSVC(SVMClassifierBase):
                              f"{all_classes.tolist()}")
         codes = np.searchsorted(all_classes, seen)[codes]
         n, d = X.shape
+        V.row_sqnorms(X)   # refuses overflowing data before gamma="scale" reads it
         if first:
             self.gamma_ = scale_gamma(X) if p["gamma"] == "scale" else p["gamma"]
             self._t = 0
@@ -438,9 +438,13 @@ class BudgetSVC(SVMClassifierBase):
         budget = p["budget"]
         M = min(p["merge_size"] if p["maintenance"] == "merge" else 2, budget)
         cap = budget + M - 1
-        if cap * d * 8 > MAX_BUFFER_BYTES:
-            raise ValueError(f"budget={budget} SV rows of {d} dense features need "
-                             f"{cap * d * 8 / 2**30:.1f} GiB; reduce the budget")
+        V.dense_size(cap * d, f"budget={budget} SV rows of {d} dense features",
+                     "reduce the budget")
+        n_sv = self.support_vectors_.shape[0]
+        if n_sv > budget:
+            raise ValueError(f"partial_fit: the fitted model has {n_sv} support vectors, more "
+                             f"than budget={budget} (lowered after fitting, or a one-vs-rest "
+                             f"BSCA model); raise the budget or fit anew")
         seed = V.seed_from(self.random_state)
         seed = (seed + 0x9E3779B97F4A7C15 * (self._t + 1)) % 2**64   # new order per call
         state = (self.support_vectors_, self.dual_coef_.T, self._t)

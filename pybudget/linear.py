@@ -5,6 +5,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
@@ -51,6 +52,7 @@ def check_linear_params(C, loss, selection, tol, max_iter, fit_intercept, interc
     V.choice("selection", selection, SELECTION_CHOICES)
     tol = V.positive("tol", tol)
     max_iter = V.positive_int("max_iter", max_iter)
+    fit_intercept = V.boolean("fit_intercept", fit_intercept)
     bias = V.positive("intercept_scaling", intercept_scaling) if fit_intercept else 0.0
     return C, tol, max_iter, bias
 
@@ -110,6 +112,9 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     per-sample C (> 0) derived from the scalar ``C`` (kept in the returned state).  ``start`` is a SolverState to warm-start from (its alpha is
     clipped to the box).  Returns a LinearResult whose ``state`` continues the run."""
     n, d = X.shape
+    V.dense_size(d + 1, f"weights for {d} features", "reduce the number of features "
+                 "(the largest column index sets it)")
+    V.row_sqnorms(X, bias)   # refuses data whose squares overflow
     squared = loss == "squared_hinge"
     if squared:
         upper = np.full(n, np.inf)
@@ -124,13 +129,22 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     prefs, perm = start.prefs.copy(), start.perm.copy()
     n_active, dref = start.n_active, start.dref
     if warm:
-        ay = alpha * y
-        w[:d] = safe_sparse_dot(ay, X)
-        w[d] = bias * ay.sum()
+        with np.errstate(over="ignore", invalid="ignore"):   # checked just below
+            ay = alpha * y
+            w[:d] = safe_sparse_dot(ay, X)
+            w[d] = bias * ay.sum()
+        if not np.isfinite(w).all():
+            # A start rescaled to a far larger C can overflow: start cold instead.
+            alpha[:] = 0.0
+            w[:] = 0.0
+            prefs, perm = np.ones(n), np.arange(n, dtype=np.int32)
+            n_active, dref = n, 0.0
     t0 = time.perf_counter()
     out = dcd_solve(X, y, upper, diag, cvec, bias, alpha, w, prefs, perm, n_active, dref,
                     SELECTIONS[selection], tol, max_iter, seed, squared, verbose)
     elapsed = time.perf_counter() - t0
+    if not np.isfinite(w).all():
+        raise ValueError(f"C={C:g} is too large for this data: the weights overflowed")
     # Plain reductions, not BLAS: a BLAS call can wake (multi-threaded) OpenBLAS workers
     # that spin for a while and slow the next solve on a busy machine.
     wsq = float(np.sum(w * w))
@@ -158,13 +172,12 @@ def resolve_selection(selection, X, cvec, bias):
     n, d = X.shape
     if X.nnz == 0:
         return "shrinking"
-    d_used = int(np.count_nonzero(np.bincount(X.indices, minlength=d)))
+    # columns in use: a count per column, unless there are far more columns than entries
+    d_used = (np.unique(X.indices).size if d > 8 * X.nnz
+              else int(np.count_nonzero(np.bincount(X.indices, minlength=d))))
     if d_used < AUTO_MIN_DIM_RATIO * n:
         return "shrinking"
-    sq = np.zeros(n)  # squared row norms (reduceat cannot take empty rows)
-    nonempty = np.diff(X.indptr) > 0
-    sq[nonempty] = np.add.reduceat(X.data * X.data, X.indptr[:-1][nonempty])
-    scale = float(np.median(cvec * (sq + bias * bias)))
+    scale = float(np.median(cvec * V.row_sqnorms(X, bias)))
     return "avsf" if scale >= AUTO_MIN_SCALE else "shrinking"
 
 
@@ -258,6 +271,8 @@ class LinearSVC(SVMClassifierBase):
         C, tol, max_iter, bias = check_linear_params(
             self.C, self.loss, self.selection, self.tol, self.max_iter,
             self.fit_intercept, self.intercept_scaling)
+        verbose = V.verbosity(self.verbose)
+        V.boolean("warm_start", self.warm_start)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32])
         check_classification_targets(y)
         X = V.canonical_csr(X)
@@ -271,8 +286,8 @@ class LinearSVC(SVMClassifierBase):
             ypm = np.where(codes == k, 1.0, -1.0)
             res = _solve_binary(X, ypm, cvec, C, loss=self.loss, selection=self.selection,
                                 tol=tol, max_iter=max_iter, bias=bias,
-                                seed=(seed + k) % 2**64, start=start, verbose=self.verbose)
-            if self.verbose:
+                                seed=(seed + k) % 2**64, start=start, verbose=verbose)
+            if verbose:
                 print(f"[pybudget] class {classes[k]}: {res.n_iter} sweeps, "
                       f"{res.n_steps} steps, dual {res.dual_objective:.6g}, "
                       f"KKT {res.kkt_violation:.3g}, {res.time:.3f}s", file=sys.stderr)
@@ -333,5 +348,7 @@ class LinearSVC(SVMClassifierBase):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", reset=False,
                           dtype=[np.float64, np.float32])
+        if sp.issparse(X):
+            X = V.canonical_csr(X)   # scipy's product trusts the structure too
         scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores

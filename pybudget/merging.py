@@ -27,6 +27,13 @@ def _check_m_kappa(m, kappa):
         raise ValueError("kappa must lie in (0, 1]")
 
 
+def _check_same_sign(bm, bn):
+    # signs, not the product: 1e-300 * 1e-300 underflows to 0
+    if np.any(~np.isfinite(bm) | ~np.isfinite(bn)) or np.any((bm == 0) | (bn == 0)
+                                                           | (np.sign(bm) != np.sign(bn))):
+        raise ValueError("beta_m and beta_n must be finite, non-zero and of the same sign")
+
+
 def s(m, kappa, h):
     """The objective s(h) of the binary merge."""
     m, kappa, h = (np.asarray(a, dtype=np.float64) for a in (m, kappa, h))
@@ -49,6 +56,9 @@ def h(m, kappa, tol=None):
 def wd_at(m, kappa, hval):
     """Normalised weight degradation at a given h (beta_z chosen optimally for that h)."""
     shape, (m, kappa, hval) = _args(m, kappa, hval)
+    _check_m_kappa(m, kappa)
+    if np.any(~np.isfinite(hval)) or np.any((hval < 0) | (hval > 1)):
+        raise ValueError("h must lie in [0, 1]")
     c = -np.log(kappa)
     return _merge.wd_array(m * m, (1 - m) ** 2, m * (1 - m), c, hval).reshape(shape)
 
@@ -76,8 +86,7 @@ def normalised_wd(m, kappa, method="exact", tol=0.01):
 def weight_degradation(beta_m, beta_n, kappa, method="exact", tol=0.01):
     """Weight degradation of merging two same-sign SVs (any non-zero scale)."""
     bm, bn = np.asarray(beta_m, dtype=np.float64), np.asarray(beta_n, dtype=np.float64)
-    if np.any(bm * bn <= 0):
-        raise ValueError("beta_m and beta_n must be non-zero with the same sign")
+    _check_same_sign(bm, bn)
     total = bm + bn
     return total ** 2 * normalised_wd(bm / total, kappa, method, tol)
 
@@ -85,8 +94,9 @@ def weight_degradation(beta_m, beta_n, kappa, method="exact", tol=0.01):
 def merge(z_m, z_n, beta_m, beta_n, gamma, tol=None):
     """Merge two same-sign SVs (dense vectors): returns (z, beta_z, wd)."""
     z_m, z_n = np.asarray(z_m, dtype=np.float64), np.asarray(z_n, dtype=np.float64)
-    if beta_m * beta_n <= 0:
-        raise ValueError("beta_m and beta_n must be non-zero with the same sign")
+    _check_same_sign(np.float64(beta_m), np.float64(beta_n))
+    if not (np.isfinite(gamma) and gamma > 0):
+        raise ValueError(f"gamma must be a positive finite number, got {gamma!r}")
     kappa = float(np.exp(-gamma * np.sum((z_m - z_n) ** 2)))
     m = beta_m / (beta_m + beta_n)
     hv = float(h(m, max(kappa, np.finfo(float).tiny), tol))

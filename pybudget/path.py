@@ -129,6 +129,8 @@ def cv_grid(X, y, Cs, cv=5, *, n_jobs=None, random_state=0, **params):
     runs form one warm-started chain, each C where AVSF runs is its own task; the
     largest C go first.  Results do not depend on ``n_jobs`` or the backend.
     Returns a CVGridResult."""
+    if "C" in params:
+        raise TypeError("cv_grid takes the C values as Cs; a single C would be ignored")
     Cs = check_grid(Cs)
     cv = V.positive_int("cv", cv, minimum=2)
     t0 = time.perf_counter()

@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
+from pybudget import _validation as V
 from pybudget.kernel import gamma_from_moments
 
 
@@ -74,14 +75,13 @@ def iter_svmlight_chunks(path, chunk_size=10000, n_features=None, *, zero_based=
     """Yield ``(X, y)`` per ``chunk_size`` lines of a LIBSVM/svmlight file: ``X`` CSR of
     ``n_features`` columns (when None, each chunk is as wide as its largest index),
     ``y`` float64 labels.  Comment and empty lines are skipped."""
-    if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
+    chunk_size = V.positive_int("chunk_size", chunk_size)
     with _open_binary(path) as f:
         if progress is not None:
             progress.attach(f)
         lines = []
         lineno = 0
-        for line in f:
+        for line in _lines(f, path):
             lineno += 1
             s = line.strip()
             if not s or s.startswith(b"#"):
@@ -94,12 +94,21 @@ def iter_svmlight_chunks(path, chunk_size=10000, n_features=None, *, zero_based=
             yield _parse(lines, n_features, zero_based, dtype, path, lineno)
 
 
+def _lines(f, path):
+    """The lines of an open (possibly compressed) file; a corrupt or truncated
+    compressed stream raises ValueError naming the file."""
+    try:
+        yield from f
+    except (EOFError, lzma.LZMAError, OSError) as e:
+        raise ValueError(f"{os.fspath(path)}: cannot read the file: {e}") from e
+
+
 def _parse(lines, n_features, zero_based, dtype, path, lineno):
     buf = io.BytesIO(b"".join(lines))
     try:
         X, y = load_svmlight_file(buf, n_features=n_features, zero_based=zero_based,
                                   dtype=dtype)
-    except ValueError as e:
+    except (ValueError, OverflowError) as e:
         first = lineno - len(lines) + 1
         raise ValueError(f"{os.fspath(path)}: bad LIBSVM data in lines {first}-{lineno} "
                          f"(after skipping comments): {e}") from None
@@ -150,10 +159,8 @@ def stream_fit(estimator, path, chunk_size=10000, *, n_features=None, classes=No
                         f"solver='bsgd'), got {type(estimator).__name__}"
                         + (f" with solver={estimator.solver!r}"
                            if hasattr(estimator, "solver") else ""))
-    if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 1:
-        raise ValueError(f"epochs must be an integer >= 1, got {epochs!r}")
-    if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
+    epochs = V.positive_int("epochs", epochs)
+    chunk_size = V.positive_int("chunk_size", chunk_size)
     out = file or sys.stderr
     gamma_override = None
     if n_features is None or classes is None:
@@ -170,8 +177,7 @@ def stream_fit(estimator, path, chunk_size=10000, *, n_features=None, classes=No
         if getattr(estimator, "gamma", None) == "scale" and not hasattr(estimator, "gamma_"):
             gamma_override = gamma_from_moments(info["n_rows"], info["n_features"],
                                                 info["sum"], info["sumsq"])
-    if not isinstance(n_features, int) or isinstance(n_features, bool) or n_features < 1:
-        raise ValueError(f"n_features must be an integer >= 1, got {n_features!r}")
+    n_features = V.positive_int("n_features", n_features)
     classes = np.asarray(classes)
     if gamma_override is not None:
         estimator.set_params(gamma=gamma_override)

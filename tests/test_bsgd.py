@@ -10,7 +10,7 @@ from pybudget import BudgetSVC, _merge
 from pybudget._bsgd import bsgd_run
 from pybudget._budget import BudgetModel
 from pybudget._merge import Maintainer
-from pybudget.kernel import row_sqnorms
+from pybudget._validation import row_sqnorms
 
 MASK = (1 << 64) - 1
 

@@ -81,6 +81,8 @@ def test_partial_fit_errors():
     X, y = data()
     with pytest.raises(ValueError, match="classes must be passed on the first call"):
         BudgetSVC().partial_fit(X, y)
+    with pytest.raises(ValueError, match="classes has 1 class"):
+        BudgetSVC().partial_fit(X, y, classes=1)
     clf = BudgetSVC(random_state=0).partial_fit(X[:50], y[:50], classes=["a", "b"])
     with pytest.raises(ValueError, match=r"labels \['c'\] not in classes"):
         clf.partial_fit(X[:3], ["a", "c", "b"])
@@ -92,6 +94,12 @@ def test_partial_fit_errors():
         BudgetSVC(solver="bsca").partial_fit(X, y, classes=["a", "b"])
     with pytest.raises(ValueError, match="features"):
         clf.partial_fit(X[:5, :3], y[:5])
+    full = BudgetSVC(budget=20, random_state=0).fit(X, y)
+    full.set_params(budget=5)
+    with pytest.raises(ValueError, match="20 support vectors, more than budget=5"):
+        full.partial_fit(X, y)
+    with pytest.raises(TypeError, match="verbose"):
+        BudgetSVC(verbose="1").fit(X, y)
     # averaging and checkpoints apply to fit only: partial_fit continues the last iterate
     plain = BudgetSVC(random_state=0).partial_fit(X, y, classes=["a", "b"])
     for kw in (dict(averaging="last-half"), dict(checkpoints=4)):

@@ -12,7 +12,7 @@ from pybudget._bsgd import bsgd_run
 from pybudget._budget import BudgetModel
 from pybudget._checkpoint import BestCheckpoint
 from pybudget._merge import Maintainer
-from pybudget.kernel import row_sqnorms
+from pybudget._validation import row_sqnorms
 
 
 def csr(X):

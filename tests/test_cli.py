@@ -29,6 +29,18 @@ def test_cli_errors_are_messages(capsys):
     assert "C must be" in capsys.readouterr().err
 
 
+def test_cli_damaged_data_file_is_a_message(tmp_path, capsys):
+    import lzma
+    bad = tmp_path / "bad.txt.xz"
+    with lzma.open(bad, "wb") as f:
+        f.write(b"".join(b"%d 1:%d\n" % (2 * (i % 2) - 1, i) for i in range(3000)))
+    bad.write_bytes(bad.read_bytes()[:30] + b"x" * 50)
+    for argv in (["train", str(bad), str(tmp_path / "m.pb")],
+                 ["train", "--stream", str(bad), str(tmp_path / "m.pb")]):
+        assert main(argv) == 2
+        assert "bad.txt.xz" in capsys.readouterr().err
+
+
 def test_python_dash_m_runs(tmp_path):
     # run outside the source tree: "-m" would import the uncompiled checkout instead
     out = subprocess.run([sys.executable, "-m", "pybudget", "cgrid", "--data", "a9a", "--C", "1",

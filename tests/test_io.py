@@ -235,3 +235,18 @@ def test_not_a_zip(tmp_path):
 def test_public_names():
     assert pybudget.save is save and pybudget.load is load
     assert {"save", "load", "stream_fit"} <= set(pybudget.__all__)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "umask") or __import__("os").name != "posix",
+                    reason="POSIX permissions")
+def test_saved_file_has_the_usual_permissions(tmp_path):
+    """Like any file the user creates (umask applies), not private as mkstemp makes it."""
+    import os
+    import stat
+    X, y = make_problem(n=40, d=4, seed=3)
+    old = os.umask(0o022)
+    try:
+        save(LinearSVC().fit(X, y), tmp_path / "m.pb")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "m.pb").st_mode) == 0o644

@@ -141,6 +141,15 @@ def test_opposite_signs_rejected_by_public_api():
         merging.h(1.5, 0.5)
     with pytest.raises(ValueError, match="kappa"):
         merging.h(0.5, 0.0)
+    # tiny same-sign coefficients are fine (their product underflows to 0)
+    assert merging.weight_degradation(1e-300, 1e-300, 0.5) >= 0
+    with pytest.raises(ValueError, match="same sign"):
+        merging.merge(np.zeros(2), np.ones(2), 1.0, 0.0, 1.0)
+    with pytest.raises(ValueError, match="gamma"):
+        merging.merge(np.zeros(2), np.ones(2), 1.0, 1.0, -1.0)
+    for m, k, hv in ((0.3, np.nan, 0.5), (0.3, -1.0, 0.5), (2.0, 0.5, 0.5), (0.3, 0.5, 1.5)):
+        with pytest.raises(ValueError, match="must lie"):
+            merging.wd_at(m, k, hv)
 
 
 # ---- maintenance events on the buffer ---------------------------------------------------

@@ -79,6 +79,21 @@ def test_warm_start_changes_the_start_not_the_answer():
         solve_linear(X2, y2, 1.1, tol=1e-6, max_iter=100000).dual_objective, rel=1e-7)
 
 
+def test_warm_start_to_a_huge_C_never_returns_overflowed_weights():
+    """Rescaling the previous solution to C = 1e308 overflows w; the solver then starts
+    cold (as a cold fit at that C does) instead of reporting inf/NaN weights converged."""
+    X, y = make_problem(n=60, d=8, seed=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = LinearSVC(C=1.0, warm_start=True, random_state=0).fit(X, y)
+        est.set_params(C=1e308).fit(X, y)
+        cold = LinearSVC(C=1e308, random_state=0).fit(X, y)
+        path = linear_path(X, y, [1.0, 1e308], random_state=0)
+    assert np.isfinite(est.coef_).all() and np.isfinite(path[1].coef).all()
+    np.testing.assert_array_equal(est.coef_, cold.coef_)
+    assert est.converged_[0] == cold.converged_[0]
+
+
 def test_warm_start_multiclass():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((90, 5))
@@ -98,6 +113,8 @@ def test_path_validation():
         linear_path(X, y, [1.0, -2.0])
     with pytest.raises(ValueError, match="carry"):
         linear_path(X, y, [1.0], carry="some")
+    with pytest.raises(TypeError, match="as Cs"):
+        cv_grid(X, y, [1.0, 2.0], cv=2, C=5)
 
 
 def test_auto_rule():

@@ -128,6 +128,16 @@ def test_errors(libsvm_file, tmp_path):
         stream_fit(BudgetSVC(), nan)
     with pytest.raises(ValueError, match="not in classes"):
         stream_fit(BudgetSVC(gamma=1.0), path, n_features=X.shape[1], classes=[1, 2])
+    truncated = tmp_path / "cut.txt.gz"
+    with gzip.open(truncated, "wb") as f:
+        f.write(b"".join(b"%d 1:%d\n" % (2 * (i % 2) - 1, i) for i in range(5000)))
+    truncated.write_bytes(truncated.read_bytes()[:-12])
+    with pytest.raises(ValueError, match="cut.txt.gz"):
+        stream_fit(BudgetSVC(), truncated)
+    huge = tmp_path / "huge.txt"
+    huge.write_text("1 99999999999999999999:1\n-1 1:1\n")
+    with pytest.raises(ValueError, match="huge.txt"):
+        stream_fit(BudgetSVC(), huge)
 
 
 def test_public_name():

@@ -4,7 +4,7 @@ import pytest
 import scipy.sparse as sp
 
 from conftest import make_problem
-from pybudget import LinearSVC, solve_linear
+from pybudget import BudgetSVC, LinearSVC, linear_path, solve_budget, solve_linear
 from pybudget._validation import as_csr
 
 
@@ -118,7 +118,101 @@ def test_malformed_csr_is_refused():
         solve_linear(X, [0, 1, 0])
 
 
+def _short_indptr(X):
+    X = X.copy()
+    X.indptr = X.indptr[:-2].copy()          # two rows short of what shape says
+    return X
+
+
+def _wrapped_int64_index(X):
+    X = X.copy()
+    X.indices, X.indptr = X.indices.astype(np.int64), X.indptr.astype(np.int64)
+    X.indices[0] = 2**32 + 1                 # a cast to int32 would make this 1
+    return X
+
+
+def _past_the_end_indptr(X):
+    X = X.copy()
+    X.indptr[-1] = 10**6
+    return X
+
+
+FITTERS = {
+    "LinearSVC": lambda X, y: LinearSVC().fit(X, y),
+    "solve_linear": lambda X, y: solve_linear(X, y),
+    "linear_path": lambda X, y: linear_path(X, y, [0.1, 1.0]),
+    "BudgetSVC": lambda X, y: BudgetSVC(budget=5).fit(X, y),
+    "solve_budget": lambda X, y: solve_budget(X, y, budget=5),
+}
+
+
+@pytest.mark.parametrize("breakage", [_short_indptr, _wrapped_int64_index, _past_the_end_indptr])
+@pytest.mark.parametrize("fitter", sorted(FITTERS))
+def test_broken_csr_is_refused_by_every_fit(breakage, fitter):
+    X = sp.csr_matrix(np.random.RandomState(0).randn(40, 5))
+    y = np.arange(40) % 2
+    with pytest.raises(ValueError, match="indptr|outside|index pointer"):
+        FITTERS[fitter](breakage(X), y)
+
+
+@pytest.mark.parametrize("breakage", [_short_indptr, _wrapped_int64_index, _past_the_end_indptr])
+@pytest.mark.parametrize("make", [LinearSVC, lambda: BudgetSVC(budget=5)])
+def test_broken_csr_is_refused_by_predict(breakage, make):
+    Xd = np.random.RandomState(0).randn(40, 5)
+    y = np.arange(40) % 2
+    est = make().fit(Xd, y)
+    bad = breakage(sp.csr_matrix(Xd))
+    for method in (est.predict, est.decision_function, lambda X: est.score(X, y)):
+        with pytest.raises(ValueError, match="indptr|outside|index pointer"):
+            method(bad)
+
+
 def test_all_zero_rows_and_columns_are_fine():
     X = sp.csr_matrix(np.array([[0, 0, 0], [1, 0, 0], [0, 0, 0], [-1, 0, 0.0]]))
     res = solve_linear(X, [1, 1, 0, 0], tol=1e-6)
     assert np.isfinite(res.coef).all() and res.converged
+
+
+@pytest.mark.parametrize("fit", [
+    lambda X, y: LinearSVC().fit(X, y),
+    lambda X, y: LinearSVC(fit_intercept=True, intercept_scaling=1e300).fit(X / 1e160, y),
+    lambda X, y: BudgetSVC(budget=5).fit(X, y),
+    lambda X, y: BudgetSVC(budget=5, gamma=1.0).partial_fit(X, y, classes=[0, 1]),
+])
+def test_values_whose_squares_overflow_are_refused(fit):
+    """Squared row norms beyond float64 would end in a silently trivial model (zero
+    weights, gamma 'scale' falling back to 1): refuse them by name instead."""
+    X = np.random.RandomState(0).randn(40, 5) * 1e160
+    y = np.arange(40) % 2
+    with pytest.raises(ValueError, match="too large for float64"):
+        fit(X, y)
+
+
+def test_a_weight_vector_too_large_for_memory_is_refused():
+    # two rows, but a column index near 2**31: w alone would need 16 GiB
+    X = sp.csr_matrix((np.ones(2), np.array([0, 2**31 - 2], dtype=np.int32),
+                       np.array([0, 1, 2], dtype=np.int32)), shape=(2, 2**31 - 1))
+    with pytest.raises(ValueError, match="GiB"):
+        LinearSVC().fit(X, [0, 1])
+
+
+def test_flags_verbosity_and_weights_are_typed():
+    X, y = make_problem(n=30, d=4, seed=2)
+    for kw, match in ((dict(fit_intercept="False"), "fit_intercept"),
+                      (dict(warm_start=1), "warm_start"),
+                      (dict(verbose=None), "verbose"), (dict(verbose=-1), "verbose"),
+                      (dict(verbose=float("nan")), "verbose")):
+        with pytest.raises((TypeError, ValueError), match=match):
+            LinearSVC(**kw).fit(X, y)
+    LinearSVC(verbose=False).fit(X, y)
+    for sw in (["a"] * 30, np.ones(30) * (1 + 1j), {"a": 1}):
+        with pytest.raises(TypeError, match="sample_weight"):
+            solve_linear(X, y, sample_weight=sw)
+
+
+def test_mixed_label_types_are_named():
+    X, _ = make_problem(n=30, d=4, seed=2)
+    y = np.array([1, "a"] * 15, dtype=object)
+    for fit in (lambda: solve_linear(X, y), lambda: solve_budget(X, y, budget=5)):
+        with pytest.raises(TypeError, match="mixes label types"):
+            fit()

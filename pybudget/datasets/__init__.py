@@ -26,17 +26,31 @@ _EXTERNAL = {
 }
 
 
-def load_svmlight(path, n_features=None):
-    """Read a LIBSVM/svmlight file (plain, .gz, .bz2 or .xz) as (CSR float64, labels)."""
+def load_svmlight(path, n_features=None, zero_based=False):
+    """Read a LIBSVM/svmlight file (plain, .gz, .bz2 or .xz) as (CSR float64, labels).
+
+    Feature indices are 1-based as in LIBSVM (``zero_based=True`` for 0-based files),
+    the same convention as the streaming reader, so a training file and its test file
+    can never be read with different offsets.  A file that cannot be read raises
+    ValueError naming it."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"no data file at {path!r}")
-    kw = {} if n_features is None else {"n_features": n_features}
-    if path.endswith(".xz"):
-        with lzma.open(path, "rb") as f:
-            X, y = load_svmlight_file(f, **kw)
-    else:
-        X, y = load_svmlight_file(path, **kw)
+    kw = {"zero_based": bool(zero_based)}
+    if n_features is not None:
+        kw["n_features"] = n_features
+    try:
+        if path.endswith(".xz"):
+            with lzma.open(path, "rb") as f:
+                X, y = load_svmlight_file(f, **kw)
+        else:
+            X, y = load_svmlight_file(path, **kw)
+    except (PermissionError, IsADirectoryError):
+        raise
+    except (ValueError, OverflowError, EOFError, lzma.LZMAError, OSError) as e:
+        hint = (" (indices are 1-based as in LIBSVM; pass zero_based=True for a 0-based "
+                "file)" if "Invalid index 0" in str(e) else "")
+        raise ValueError(f"cannot read {path!r} as a LIBSVM file: {e}{hint}") from e
     return X.tocsr(), y
 
 
