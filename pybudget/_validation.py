@@ -74,18 +74,34 @@ def canonical_csr(X):
 
 
 def row_sqnorms(X, extra=0.0, name="X"):
-    """Squared row norms of a canonical CSR X, plus extra² (a bias column), refusing
-    data whose squares overflow float64: every solver's step sizes and kernel values
-    are built from them, and an overflow would end in a silently trivial model."""
+    """Squared row norms of a canonical CSR X, plus extra² (a bias column); refuses data
+    whose squares overflow (see check_squares)."""
+    data = X.data[:X.indptr[-1]]
     with np.errstate(over="ignore", invalid="ignore"):
-        sq = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel() + extra * extra
-        total = sq.sum()
+        sq = np.full(X.shape[0], extra * extra)
+        nonempty = np.diff(X.indptr) > 0
+        if data.size:
+            sq[nonempty] += np.add.reduceat(data * data, X.indptr[:-1][nonempty])
+        _refuse_overflow(sq.sum(), X, extra, name)
+    return sq
+
+
+def check_squares(X, extra=0.0, name="X"):
+    """Refuse a canonical CSR X (plus a bias column of value extra) whose sum of squares
+    overflows float64: every solver builds its step sizes and kernel values from squared
+    norms, and an overflow would end in a silently trivial model.  O(nnz), no copy."""
+    data = X.data[:X.indptr[-1]]
+    with np.errstate(over="ignore", invalid="ignore"):
+        _refuse_overflow(np.einsum("i,i->", data, data) + X.shape[0] * extra * extra,
+                         X, extra, name)
+
+
+def _refuse_overflow(total, X, extra, name):
     if not np.isfinite(total):
         big = float(np.abs(X.data).max()) if X.nnz else 0.0
         raise ValueError(f"{name} has values too large for float64 arithmetic: the sum of "
                          f"squared row norms overflows (largest |value| {big:.3g}"
                          + (f", bias column {extra:.3g}" if extra else "") + ")")
-    return sq
 
 
 def dense_size(n_values, what, advice):

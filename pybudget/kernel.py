@@ -227,7 +227,7 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0):
 def _fit(X, codes, classes, p, seed, verbose=0):
     """Shared by solve_budget and BudgetSVC.fit: X canonical CSR, codes class indices."""
     n, d = X.shape
-    V.row_sqnorms(X)   # refuses overflowing data before gamma="scale" reads it
+    V.check_squares(X)   # before gamma="scale" reads the data
     gamma = scale_gamma(X) if p["gamma"] == "scale" else p["gamma"]
     budget, M, cap = _effective_budget(p, n, d, verbose)
     K = classes.shape[0]
@@ -424,7 +424,7 @@ class BudgetSVC(SVMClassifierBase):
                              f"{all_classes.tolist()}")
         codes = np.searchsorted(all_classes, seen)[codes]
         n, d = X.shape
-        V.row_sqnorms(X)   # refuses overflowing data before gamma="scale" reads it
+        V.check_squares(X)   # before gamma="scale" reads the data
         if first:
             self.gamma_ = scale_gamma(X) if p["gamma"] == "scale" else p["gamma"]
             self._t = 0

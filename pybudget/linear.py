@@ -114,7 +114,7 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     n, d = X.shape
     V.dense_size(d + 1, f"weights for {d} features", "reduce the number of features "
                  "(the largest column index sets it)")
-    V.row_sqnorms(X, bias)   # refuses data whose squares overflow
+    V.check_squares(X, bias)
     squared = loss == "squared_hinge"
     if squared:
         upper = np.full(n, np.inf)
