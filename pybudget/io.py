@@ -272,7 +272,8 @@ def load(path):
     shown = os.fspath(path) if isinstance(path, (str, os.PathLike)) else "<file>"
     try:
         return _load(path, shown)
-    except (KeyError, TypeError, AttributeError, IndexError, OverflowError) as e:
+    except (KeyError, TypeError, AttributeError, IndexError, OverflowError,
+            RecursionError) as e:
         raise _fail(shown, f"malformed header ({type(e).__name__}: {e})") from None
 
 
@@ -318,7 +319,7 @@ def _load(path, shown):
             raise _fail(shown, f"attribute {name} is missing")
         v = _unplain(attrs[name])
         try:
-            v = {"int": int, "float": float, "str": str}[kind_](v)
+            v = {"int": _strict_int, "float": float, "str": str}[kind_](v)
         except (TypeError, ValueError):
             raise _fail(shown, f"attribute {name}={attrs[name]!r} is not a {kind_}") from None
         setattr(model, name, v)
@@ -338,11 +339,23 @@ def _load(path, shown):
     return model
 
 
+def _strict_int(v):
+    """int(v) for an integral value only (5.7 is not silently 5)."""
+    if isinstance(v, bool) or (isinstance(v, float) and not v.is_integer()):
+        raise ValueError(v)
+    return int(v)
+
+
 def _check_consistent(m, kind, path):
     K, d = m.classes_.shape[0], m.n_features_in_
     n_prob = 1 if K == 2 else K
     if K < 2 or d < 1:
         raise _fail(path, f"{K} classes and {d} features")
+    uniq = np.unique(m.classes_)
+    if uniq.shape[0] != K or not np.all(uniq == m.classes_):
+        raise _fail(path, "classes are not sorted and distinct")
+    if kind == "BudgetSVC" and not 0 <= getattr(m, "_t", 0) < 2**62:
+        raise _fail(path, f"step count {m._t} out of range")
     if kind == "LinearSVC":
         shapes = {"coef_": (n_prob, d), "intercept_": (n_prob,),
                   "dual_objective_": (n_prob,), "kkt_violation_": (n_prob,),
@@ -363,5 +376,7 @@ def _check_consistent(m, kind, path):
             raise _fail(path, f"{name} has shape {getattr(m, name).shape}, expected {shape} "
                               f"for {K} classes and {d} features")
     for name in finite:
+        if getattr(m, name).dtype.kind != "f":
+            raise _fail(path, f"{name} is not a real float array")
         if not np.all(np.isfinite(getattr(m, name))):
             raise _fail(path, f"{name} contains NaN or infinity")

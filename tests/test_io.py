@@ -218,6 +218,9 @@ def test_tampered_array_fails_checksum(saved):
     (lambda h: h["params"].update(kernel="poly"), "unknown BudgetSVC parameters"),
     (lambda h: h["attributes"].pop("gamma_"), "gamma_ is missing"),
     (lambda h: h["classes"].update(values=[1]), "classes"),
+    (lambda h: h["classes"].update(values=[1.0, -1.0]), "sorted and distinct"),
+    (lambda h: h["attributes"].update(n_features_in_=5.7), "n_features_in_=5.7"),
+    (lambda h: h["attributes"].update(_t=-3), "step count"),
 ])
 def test_inconsistent_header(saved, edit, match):
     _rewrite(saved, edit)
@@ -250,3 +253,26 @@ def test_saved_file_has_the_usual_permissions(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE(os.stat(tmp_path / "m.pb").st_mode) == 0o644
+
+
+def test_complex_array_with_valid_checksum_is_refused(saved):
+    """A hand-made file whose header and checksums agree still needs real arrays."""
+    import hashlib
+    import io as _io
+    with zipfile.ZipFile(saved) as z:
+        header = json.loads(z.read("header.json"))
+    spec = header["arrays"]["dual_coef_"]
+    with zipfile.ZipFile(saved) as z:
+        a = np.load(_io.BytesIO(z.read(spec.get("file", "dual_coef_.npy"))))
+    buf = _io.BytesIO()
+    np.save(buf, a.astype(np.complex128))
+    blob = buf.getvalue()
+
+    def edit_header(h):
+        h["arrays"]["dual_coef_"].update(dtype="<c16", sha256=hashlib.sha256(blob).hexdigest())
+
+    def edit_array(files):
+        files[spec.get("file", "dual_coef_.npy")] = blob
+    _rewrite(saved, edit_header, edit_array)
+    with pytest.raises(ValueError, match="not a real float array"):
+        load(saved)
