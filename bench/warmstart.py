@@ -12,7 +12,7 @@ C2 -> C3 (from cold solutions at C1 < C2 < C3): cold, alpha(C2) scaled by C3/C2 
 carry="alpha" does), alpha(C2) unscaled, and the linear extrapolation of the solution
 path alpha(C2) + (alpha(C2) - alpha(C1)) (C3 - C2)/(C2 - C1), each clipped to [0, C3].
 
-    python bench/warmstart.py [--data debian-lib] [-r 3] [--quick]
+    python bench/warmstart.py [--data debian-lib] [-r 3] [--quick] [--C ...] [--stem NAME]
 """
 import argparse
 import sys
@@ -40,6 +40,7 @@ def main():
     ap.add_argument("-r", "--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="smoke run on embedded a9a")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--stem", default=None, help="output name (default warmstart_DATA)")
     a = ap.parse_args()
     if a.quick:
         a.data, a.C, a.repeats, a.selection = "a9a", [0.01, 0.1], 1, ["shrinking", "avsf"]
@@ -103,12 +104,12 @@ def main():
                   f"{' / '.join(f'{v:.0f}' for v in r['sweeps'])} |")
     near = distance_study(X, y, sorted(a.C)[-1], a.tol, a.repeats, a.quick)
     md += ["", f"How close must an AVSF start be? C = {sorted(a.C)[-1]:g} started from the "
-           "solution (tol 1e-3) at a smaller C' scaled by C/C' (median of "
+           f"solution (tol {a.tol / 10:g}) at a smaller C' scaled by C/C' (median of "
            f"{a.repeats}; cold for comparison):", "",
            "| C' / C | sweeps | time s |", "|---|---|---|"]
     for r in near:
         md.append(f"| {r['fraction']} | {r['sweeps']:.0f} | {r['time']:.3f} |")
-    write_outputs("warmstart_" + ("quick" if a.quick else a.data),
+    write_outputs(a.stem or "warmstart_" + ("quick" if a.quick else a.data),
                   {"machine": machine(), "params": vars(a), "rows": rows, "runs": runs,
                    "starts": starts, "descending": down, "distance": near},
                   "\n".join(md) + "\n", **({"out_dir": a.out} if a.out else {}))
@@ -137,8 +138,7 @@ def descending_study(X, y, Cs, tol, selections, repeats):
         for rep in range(repeats):
             prev, t, sw = None, 0.0, []
             for C in Cs[::-1]:
-                r = solve(C, sel, rep, None if prev is None else prev.alpha * (C / prev.C))
-                r.C = C
+                r = solve(C, sel, rep, None if prev is None else prev.state.rescaled(C).alpha)
                 prev, t = r, t + r.time
                 sw.append(r.n_iter)
             totals.append(t)

@@ -83,6 +83,5 @@ def bsca_run(X, double[::1] xsq, double[::1] y, double C, double[::1] alpha,
     cdef BscaSteps st = BscaSteps()
     st.setup(X, xsq, mdl, mt, merge_size, seed)
     st.y, st.alpha, st.C, st.n_updates = y, alpha, C, 0
-    seconds = run_epochs(st, X.shape[0], epochs, mdl, mt, budget, merge_size, progress,
-                         check_every, checkpoint)
+    seconds = run_epochs(st, epochs, budget, progress, check_every, checkpoint)
     return {"n_updates": st.n_updates, "merge_time": st.merge_time, "time": seconds}

@@ -116,8 +116,7 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     # the buffer holds budget + M - 1 rows; one event merges M into one (M = 2: one
     # overflow), removal/projection delete one SV per overflow
     st.trigger = mdl.cap
-    seconds = run_epochs(st, X.shape[0], epochs, mdl, mt, budget, merge_size, progress,
-                         check_every, checkpoint)
+    seconds = run_epochs(st, epochs, budget, progress, check_every, checkpoint)
     return {"t": st.t, "n_added": st.n_added, "merge_time": st.merge_time,
             "time": seconds, "seed_state": st.rng,
             "n_avg": st.t - avg_start + 1 if avg_start > 0 else 0}

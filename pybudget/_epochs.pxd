@@ -17,6 +17,7 @@ cdef class EpochSteps:
     cdef int M                  # merge size
     cdef uint64_t rng
     cdef double merge_time      # seconds in budget maintenance, the driver's included
+    cdef bint ready             # setup() ran: run_epochs refuses anything else
     cdef setup(self, X, double[::1] xsq, BudgetModel mdl, Maintainer mt, int M, uint64_t seed)
     cdef void maintain(self) noexcept nogil
     cdef bint run(self, int s_begin, int s_end) noexcept nogil

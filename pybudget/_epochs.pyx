@@ -18,6 +18,7 @@ cdef class EpochSteps:
         self.perm = np.arange(X.shape[0], dtype=np.int32)
         self.krow = np.zeros(mdl.cap + 1)
         self.merge_time = 0.0
+        self.ready = True
 
     cdef void maintain(self) noexcept nogil:
         """Budget maintenance on the full buffer, timed."""
@@ -31,15 +32,28 @@ cdef class EpochSteps:
         return False
 
 
-def run_epochs(EpochSteps steps, int n, int epochs, BudgetModel mdl, Maintainer mt,
-               int budget, int M, progress=None, long check_every=0, checkpoint=None):
-    """Run `epochs` epochs of n steps.  progress(epochs_done, epochs, seconds), if given,
-    is called after every epoch.  check_every > 0: after every check_every steps short
-    of the end, the model is merged down to `budget` SVs and checkpoint(mdl) is called.
-    The model is merged down to `budget` at the end.  Raises KeyboardInterrupt when the
-    steps were interrupted; returns the elapsed seconds."""
-    if n < 1 or epochs < 1 or check_every < 0 or (check_every > 0 and checkpoint is None):
-        raise ValueError("run_epochs: bad arguments")
+def run_epochs(EpochSteps steps, int epochs, int budget, progress=None, long check_every=0,
+               checkpoint=None):
+    """Run `epochs` epochs over the rows `steps` was set up with.  progress(epochs_done,
+    epochs, seconds), if given, is called after every epoch.  check_every > 0: after
+    every check_every steps short of the end, the model is merged down to `budget` SVs
+    and checkpoint(steps.mdl) is called.  The model is merged down to `budget` at the
+    end.  Raises KeyboardInterrupt when the steps were interrupted; returns the elapsed
+    seconds."""
+    if steps is None or not steps.ready:
+        raise ValueError("run_epochs: the steps were not set up")
+    cdef BudgetModel mdl = steps.mdl
+    cdef Maintainer mt = steps.mt
+    cdef int n = steps.X.n_rows, M = steps.M
+    if not mt.serves(mdl):
+        raise ValueError("run_epochs: the maintainer was built for a different model")
+    if not (M >= 2 and 1 <= budget and budget + M - 1 <= mdl.cap):
+        raise ValueError(f"run_epochs: budget={budget} and merge size {M} do not fit the "
+                         f"model's {mdl.cap} rows")
+    if n < 1 or epochs < 1:
+        raise ValueError(f"run_epochs: {n} rows and {epochs} epochs (both must be >= 1)")
+    if check_every < 0 or (check_every > 0 and checkpoint is None):
+        raise ValueError("run_epochs: checkpoints need check_every > 0 and a callback")
     cdef long done = 0, T = <long>epochs * n
     cdef int ep, s, s_end
     cdef bint stop

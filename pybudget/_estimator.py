@@ -7,6 +7,11 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
     """Sparse input accepted; ``predict`` from ``decision_function`` (1-d scores for two
     classes, positive side ``classes_[1]``; one column per class otherwise)."""
 
+    def __sklearn_is_fitted__(self):
+        # classes_ is set last, once a fit has succeeded (a refused fit may already have
+        # recorded n_features_in_)
+        return hasattr(self, "classes_")
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True

@@ -60,6 +60,7 @@ cdef class Maintainer:
     cdef MergeParams P
     cdef MergeWork W
     cdef object _keep
+    cdef readonly int cap, d, n_coef     # the model shape its work space was sized for
     cdef public long n_merges, n_removed
     # optional audit of the partner choice (bench/budget.py --study lookup): every
     # audit_every-th binary pairwise merge event, up to audit_max events

@@ -691,6 +691,7 @@ cdef class Maintainer:
             self.P.h_table = &H[0, 0]
             self.P.r_table = &R[0, 0]
         self.W = MergeWork(mdl.cap, mdl.d, mdl.n_coef, self.P.maintenance == MAINT_PROJECT)
+        self.cap, self.d, self.n_coef = mdl.cap, mdl.d, mdl.n_coef
         self.n_merges = 0
         self.n_removed = 0
         self.audit_every = 0
@@ -701,6 +702,11 @@ cdef class Maintainer:
         self.audit_wd_exec = 0.0
         self.audit_wd_precise = 0.0
         self.audit_wd_gss = 0.0
+
+
+    def serves(self, BudgetModel mdl):
+        """True when this maintainer's work space was sized for mdl's shape."""
+        return self.cap == mdl.cap and self.d == mdl.d and self.n_coef == mdl.n_coef
 
     def start_audit(self, long every=20, long max_events=300):
         """Audit every `every`-th pairwise merge event (binary, M = 2, up to `max_events`):

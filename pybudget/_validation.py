@@ -43,16 +43,12 @@ def canonical_csr(X):
         X = X.astype(np.float64)
         copied = True
     if X.indices.dtype != np.int32 or X.indptr.dtype != np.int32:
-        # Range-check wider index arrays before narrowing them: a cast would wrap an
-        # index of 2**32 + 1 into a valid-looking 1.
-        if X.indptr.shape[0] != X.shape[0] + 1:
-            raise ValueError(f"X is not a valid CSR matrix: indptr has {X.indptr.shape[0]} "
-                             f"entries for {X.shape[0]} rows (expected {X.shape[0] + 1})")
-        if X.indptr.size and (X.indptr.min() < 0 or X.indptr.max() > X.indices.shape[0]):
-            raise ValueError("X is not a valid CSR matrix: indptr does not match the index array")
-        if X.indices.size and (X.indices.min() < 0 or X.indices.max() >= X.shape[1]):
-            raise ValueError("X is not a valid CSR matrix: a column index lies outside "
-                             f"[0, {X.shape[1]})")
+        # Values must survive narrowing (2**32 + 1 would wrap to a valid-looking 1);
+        # csr_structure then checks the structure itself.
+        for a in (X.indptr, X.indices):
+            if a.size and (a.min() < -INT32_MAX or a.max() > INT32_MAX):
+                raise ValueError("X is not a valid CSR matrix: an index or pointer lies "
+                                 "outside the 32-bit range")
         X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)),
                           shape=X.shape)
         copied = True
@@ -82,7 +78,7 @@ def row_sqnorms(X, extra=0.0, name="X"):
         nonempty = np.diff(X.indptr) > 0
         if data.size:
             sq[nonempty] += np.add.reduceat(data * data, X.indptr[:-1][nonempty])
-        _refuse_overflow(sq.sum(), X, extra, name)
+        refuse_overflow(sq.sum(), X, extra, name)
     return sq
 
 
@@ -92,16 +88,19 @@ def check_squares(X, extra=0.0, name="X"):
     norms, and an overflow would end in a silently trivial model.  O(nnz), no copy."""
     data = X.data[:X.indptr[-1]]
     with np.errstate(over="ignore", invalid="ignore"):
-        _refuse_overflow(np.einsum("i,i->", data, data) + X.shape[0] * extra * extra,
-                         X, extra, name)
+        refuse_overflow(np.einsum("i,i->", data, data) + X.shape[0] * extra * extra,
+                        X, extra, name)
 
 
-def _refuse_overflow(total, X, extra, name):
+def refuse_overflow(total, X=None, extra=0.0, name="X"):
+    """Raise the overflow error unless the sum of squares `total` is finite."""
     if not np.isfinite(total):
-        big = float(np.abs(X.data).max()) if X.nnz else 0.0
+        big = float(np.abs(X.data).max()) if X is not None and X.nnz else None
+        detail = ([f"largest |value| {big:.3g}"] if big is not None else []) + (
+            [f"bias column {extra:.3g}"] if extra else [])
         raise ValueError(f"{name} has values too large for float64 arithmetic: the sum of "
-                         f"squared row norms overflows (largest |value| {big:.3g}"
-                         + (f", bias column {extra:.3g}" if extra else "") + ")")
+                         f"squared row norms overflows"
+                         + (f" ({', '.join(detail)})" if detail else ""))
 
 
 def dense_size(n_values, what, advice):
@@ -200,9 +199,13 @@ def sample_weights(sample_weight, n_samples):
     if sample_weight is None:
         return np.ones(n_samples)
     sw = np.asarray(sample_weight)
-    if sw.dtype.kind not in "biuf":
-        raise TypeError(f"sample_weight must be real numbers, got dtype {sw.dtype}")
-    sw = sw.astype(np.float64)
+    try:
+        if sw.dtype.kind not in "biufO":
+            raise TypeError
+        sw = sw.astype(np.float64)   # object arrays: only if every entry is a real number
+    except (TypeError, ValueError):
+        raise TypeError(f"sample_weight must be real numbers, got {sw.dtype} values "
+                        f"such as {sw.ravel()[:1].tolist()}") from None
     if sw.ndim == 0:
         sw = np.full(n_samples, float(sw))
     if sw.ndim != 1 or sw.shape[0] != n_samples:

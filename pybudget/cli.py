@@ -198,12 +198,12 @@ def _train(args):
                    f"BudgetSVC(bsgd, budget={est.budget}), {est.epochs} pass(es)")
         with _warnings_as_lines(args):
             stream_fit(est, args.train_file, chunk_size=args.chunk_size, epochs=est.epochs,
-                       verbose=0 if args.quiet else 1)
+                       zero_based=args.zero_based, verbose=0 if args.quiet else 1)
     else:
         try:
-            X, y = load_svmlight(args.train_file)
-        except ValueError as e:
-            raise CLIError(f"{args.train_file}: bad LIBSVM data: {e}") from None
+            X, y = load_svmlight(args.train_file, zero_based=args.zero_based)
+        except ValueError as e:   # the message names the file
+            raise CLIError(str(e)) from None
         _log(args, f"read {X.shape[0]} rows x {X.shape[1]} features, "
                    f"{X.nnz} nonzeros in {time.perf_counter() - t0:.2f}s")
         if args.cv is not None:
@@ -259,7 +259,7 @@ def _predict(args):
     n = correct = 0
     extra = False
     with open(args.output_file, "w") as out:
-        for X, y in iter_svmlight_chunks(args.test_file, 10000):
+        for X, y in iter_svmlight_chunks(args.test_file, 10000, zero_based=args.zero_based):
             extra = extra or X.shape[1] > d
             pred = model.predict(_fit_width(X, d))
             texts = [_label_text(p) for p in pred]
@@ -375,6 +375,8 @@ def build_parser():
                    help="LIBSVM/svmlight file (plain, .gz, .bz2, .xz)")
     t.add_argument("model_file", metavar="MODEL_FILE", nargs="?",
                    help="where to write the model (default: TRAIN_FILE's name + '.model')")
+    t.add_argument("--zero-based", action="store_true",
+                   help="feature indices start at 0 (default: 1, as in LIBSVM files)")
     m = t.add_argument_group("model choice")
     m.add_argument("--kernel", choices=["linear", "rbf"], default=None,
                    help="linear: LinearSVC (default); rbf: Gaussian-kernel BudgetSVC")
@@ -439,6 +441,8 @@ def build_parser():
     p.add_argument("model_file", metavar="MODEL_FILE")
     p.add_argument("output_file", metavar="OUTPUT_FILE")
     p.add_argument("-q", "--quiet", action="store_true", help="do not print the accuracy")
+    p.add_argument("--zero-based", action="store_true",
+                   help="feature indices start at 0 (default: 1, as in LIBSVM files)")
     p.set_defaults(func=_predict)
 
     i = sub.add_parser("info", help="describe a saved model file",

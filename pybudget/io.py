@@ -29,7 +29,8 @@ import json
 import math
 import numbers
 import os
-import tempfile
+import secrets
+import stat
 import zipfile
 import zlib
 
@@ -184,20 +185,32 @@ def save(model, path):
         return
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".pybudget-", suffix=".tmp", dir=folder)
+    fd, tmp = _new_temp(folder)
     try:
         with os.fdopen(fd, "wb") as f:
             _write_zip(f, text, blobs)
-        # mkstemp creates the file private (0600); give it the permissions any new file
-        # of the user's gets, as open() would
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        if os.path.exists(path):
+            try:    # replacing a file keeps its permissions, as writing into it would
+                os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
+            except OSError:
+                pass
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _new_temp(folder):
+    """A fresh file beside the target for an atomic replace, created with mode 0666 so
+    that the umask applies as for any new file (mkstemp would make it 0600)."""
+    while True:
+        tmp = os.path.join(folder, f".pybudget-{secrets.token_hex(8)}.tmp")
+        try:
+            return os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY
+                           | getattr(os, "O_BINARY", 0), 0o666), tmp
+        except FileExistsError:
+            continue
 
 
 def _write_zip(f, header_bytes, blobs):

@@ -106,7 +106,9 @@ def scale_gamma(X):
     """scikit-learn's gamma='scale' for dense or sparse X (zeros included)."""
     n, d = X.shape
     if sp.issparse(X):
-        return gamma_from_moments(n, d, X.sum(), X.multiply(X).sum())
+        data = X.data[:X.indptr[-1]]
+        with np.errstate(over="ignore", invalid="ignore"):
+            return gamma_from_moments(n, d, data.sum(), np.einsum("i,i->", data, data))
     var = np.asarray(X).var()
     return 1.0 / (d * var) if var > 0 else 1.0
 
@@ -115,8 +117,7 @@ def gamma_from_moments(n, d, total, total_sq):
     """gamma='scale' from the sum and the sum of squares of an n x d matrix's entries
     (what a streaming pass can collect)."""
     if not np.isfinite(total_sq):
-        raise ValueError("X has values too large for float64 arithmetic: the sum of "
-                         "squares overflows")
+        V.refuse_overflow(total_sq)
     mean = total / (n * d)
     var = total_sq / (n * d) - mean * mean
     return 1.0 / (d * var) if var > 0 else 1.0
@@ -186,6 +187,8 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0):
     """BSCA, one-vs-rest for more than two classes; SVs of all problems stacked."""
     n, d = X.shape
     problems = [1] if n_classes == 2 else list(range(n_classes))
+    V.dense_size(len(problems) * cap * d, f"{len(problems)} one-vs-rest models of budget="
+                 f"{budget} SV rows of {d} dense features", "reduce the budget or the features")
     xsq = V.row_sqnorms(X)
     Zs, coefs, alphas = [], [], []
     stats = dict(n_updates=0, merge_time=0.0, time=0.0, n_merges=0, n_removed=0,
@@ -227,7 +230,6 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0):
 def _fit(X, codes, classes, p, seed, verbose=0):
     """Shared by solve_budget and BudgetSVC.fit: X canonical CSR, codes class indices."""
     n, d = X.shape
-    V.check_squares(X)   # before gamma="scale" reads the data
     gamma = scale_gamma(X) if p["gamma"] == "scale" else p["gamma"]
     budget, M, cap = _effective_budget(p, n, d, verbose)
     K = classes.shape[0]
@@ -424,36 +426,36 @@ class BudgetSVC(SVMClassifierBase):
                              f"{all_classes.tolist()}")
         codes = np.searchsorted(all_classes, seen)[codes]
         n, d = X.shape
-        V.check_squares(X)   # before gamma="scale" reads the data
-        if first:
-            self.gamma_ = scale_gamma(X) if p["gamma"] == "scale" else p["gamma"]
-            self._t = 0
-            self._n_seen = 0
-            self.n_iter_ = self.n_merges_ = self.n_removed_ = 0
-            self.merge_time_ = self.fit_time_ = 0.0
-            K = all_classes.shape[0]
-            self.support_vectors_ = np.zeros((0, d))
-            self.dual_coef_ = np.zeros((1 if K == 2 else K, 0))
-        self._n_seen += n
+        # every check before the estimator changes: a refused call leaves it as it was
+        V.check_squares(X)
         budget = p["budget"]
         M = min(p["merge_size"] if p["maintenance"] == "merge" else 2, budget)
         cap = budget + M - 1
         V.dense_size(cap * d, f"budget={budget} SV rows of {d} dense features",
                      "reduce the budget")
-        n_sv = self.support_vectors_.shape[0]
+        n_sv = 0 if first else self.support_vectors_.shape[0]
         if n_sv > budget:
             raise ValueError(f"partial_fit: the fitted model has {n_sv} support vectors, more "
                              f"than budget={budget} (lowered after fitting, or a one-vs-rest "
                              f"BSCA model); raise the budget or fit anew")
+        K = all_classes.shape[0]
+        if first:
+            gamma = scale_gamma(X) if p["gamma"] == "scale" else p["gamma"]
+            Z0, dual0, t0, n_seen = np.zeros((0, d)), np.zeros((1 if K == 2 else K, 0)), 0, 0
+        else:
+            gamma, Z0, dual0, t0, n_seen = (self.gamma_, self.support_vectors_,
+                                            self.dual_coef_, self._t, self._n_seen)
         seed = V.seed_from(self.random_state)
-        seed = (seed + 0x9E3779B97F4A7C15 * (self._t + 1)) % 2**64   # new order per call
-        state = (self.support_vectors_, self.dual_coef_.T, self._t)
-        Z, dual, out, mt = _bsgd(X, codes, all_classes.shape[0], p, self.gamma_, seed,
-                                 budget, M, cap, n_lambda=self._n_seen, state=state, epochs=1)
+        seed = (seed + 0x9E3779B97F4A7C15 * (t0 + 1)) % 2**64   # new order per call
+        Z, dual, out, mt = _bsgd(X, codes, K, p, gamma, seed, budget, M, cap,
+                                 n_lambda=n_seen + n, state=(Z0, dual0.T, t0), epochs=1)
+        if first:
+            self.n_iter_ = self.n_merges_ = self.n_removed_ = 0
+            self.merge_time_ = self.fit_time_ = 0.0
+        self.gamma_, self._n_seen, self._t = gamma, n_seen + n, out["t"]
         self.classes_ = all_classes
         self.support_vectors_ = Z
         self.dual_coef_ = dual
-        self._t = out["t"]
         self.n_iter_ += 1
         self.n_merges_ += mt.n_merges
         self.n_removed_ += mt.n_removed

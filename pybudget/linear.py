@@ -135,10 +135,10 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
             w[d] = bias * ay.sum()
         if not np.isfinite(w).all():
             # A start rescaled to a far larger C can overflow: start cold instead.
-            alpha[:] = 0.0
+            cold = SolverState.fresh(np.zeros(n), C)
+            alpha, prefs, perm = cold.alpha, cold.prefs, cold.perm
+            n_active, dref = cold.n_active, cold.dref
             w[:] = 0.0
-            prefs, perm = np.ones(n), np.arange(n, dtype=np.int32)
-            n_active, dref = n, 0.0
     t0 = time.perf_counter()
     out = dcd_solve(X, y, upper, diag, cvec, bias, alpha, w, prefs, perm, n_active, dref,
                     SELECTIONS[selection], tol, max_iter, seed, squared, verbose)
@@ -147,9 +147,10 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
         raise ValueError(f"C={C:g} is too large for this data: the weights overflowed")
     # Plain reductions, not BLAS: a BLAS call can wake (multi-threaded) OpenBLAS workers
     # that spin for a while and slow the next solve on a busy machine.
-    wsq = float(np.sum(w * w))
-    dual = float(alpha.sum() - 0.5 * wsq - 0.5 * np.sum(diag * alpha * alpha))
-    primal = 0.5 * wsq + out["loss_sum"]
+    with np.errstate(over="ignore", invalid="ignore"):   # inf at absurd C, e.g. 1e308
+        wsq = float(np.sum(w * w))
+        dual = float(alpha.sum() - 0.5 * wsq - 0.5 * np.sum(diag * alpha * alpha))
+        primal = 0.5 * wsq + out["loss_sum"]
     state = SolverState(alpha, prefs, perm, out["n_active"], out["dref"], C)
     return LinearResult(coef=w[:d].copy(), intercept=float(w[d] * bias), alpha=alpha,
                         n_iter=out["n_iter"], n_steps=out["n_steps"], dual_objective=dual,
@@ -280,6 +281,9 @@ class LinearSVC(SVMClassifierBase):
         cvec = C * V.sample_weights(sample_weight, X.shape[0]) * self._class_weights(classes, codes)[codes]
         seed = V.seed_from(self.random_state)
         problems = [1] if classes.shape[0] == 2 else list(range(classes.shape[0]))
+        V.dense_size(len(problems) * (X.shape[1] + 1),
+                     f"{len(problems)} weight vectors for {X.shape[1]} features",
+                     "reduce the number of features (the largest column index sets it)")
         starts = self._warm_starts(X, classes, cvec, C, len(problems))
         results = []
         for k, start in zip(problems, starts):

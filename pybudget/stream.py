@@ -76,6 +76,7 @@ def iter_svmlight_chunks(path, chunk_size=10000, n_features=None, *, zero_based=
     ``n_features`` columns (when None, each chunk is as wide as its largest index),
     ``y`` float64 labels.  Comment and empty lines are skipped."""
     chunk_size = V.positive_int("chunk_size", chunk_size)
+    zero_based = V.boolean("zero_based", zero_based)   # never sklearn's per-chunk "auto"
     with _open_binary(path) as f:
         if progress is not None:
             progress.attach(f)

@@ -221,3 +221,23 @@ def test_estimator_returns_the_mean_of_the_averaged_iterates(averaging, avg_star
     np.testing.assert_allclose(res.support_vectors, Zr, rtol=1e-9, atol=1e-9)
     want = np.asarray(acc[0]) / (150 - avg_start + 1)
     np.testing.assert_allclose(res.dual_coef[0], want, rtol=1e-9, atol=1e-9 * np.abs(want).max())
+
+
+def test_direct_run_refuses_mismatched_parts():
+    """bsgd_run and the shared epoch loop are callable from Python: parts that do not
+    belong together are refused, never run (a maintainer sized for a smaller model
+    corrupted the heap; a negative budget looped forever)."""
+    from pybudget._bsgd import BsgdSteps
+    from pybudget._epochs import run_epochs
+    from pybudget._validation import canonical_csr
+    X = canonical_csr(np.random.RandomState(0).randn(300, 3))
+    codes = (np.arange(300) % 2).astype(np.int32)
+    mdl = BudgetModel(3, 1, 6, 1.0)
+    cases = [(Maintainer(BudgetModel(3, 1, 3, 1.0)), 5, 2, "different model"),
+             (Maintainer(mdl), -5, 2, "do not fit"), (Maintainer(mdl), 5, 50, "do not fit"),
+             (Maintainer(mdl), 500, 2, "do not fit")]
+    for mt, budget, M, match in cases:
+        with pytest.raises(ValueError, match=match):
+            bsgd_run(X, row_sqnorms(X), codes, mdl, mt, budget, M, 0.01, 2, 0, 1, 0)
+    with pytest.raises(ValueError, match="not set up"):
+        run_epochs(BsgdSteps(), 1, 5)

@@ -98,6 +98,21 @@ def test_partial_fit_errors():
     full.set_params(budget=5)
     with pytest.raises(ValueError, match="20 support vectors, more than budget=5"):
         full.partial_fit(X, y)
+    # a refused call leaves a partial_fit model exactly as it was
+    part = BudgetSVC(budget=20, random_state=0).partial_fit(X[:60], y[:60], classes=["a", "b"])
+    before = (part._n_seen, part._t, part.dual_coef_.copy(), part.gamma_)
+    part.set_params(budget=5)
+    with pytest.raises(ValueError, match="more than budget=5"):
+        part.partial_fit(X[60:], y[60:])
+    assert (part._n_seen, part._t, part.gamma_) == (before[0], before[1], before[3])
+    np.testing.assert_array_equal(part.dual_coef_, before[2])
+    fresh = BudgetSVC(budget=10**6)
+    with pytest.raises(ValueError, match="GiB"):
+        fresh.partial_fit(np.ones((3, 1000)), [0, 1, 0], classes=[0, 1])
+    assert not hasattr(fresh, "gamma_") and not hasattr(fresh, "classes_")
+    from sklearn.exceptions import NotFittedError
+    with pytest.raises(NotFittedError):
+        fresh.predict(np.ones((1, 1000)))
     with pytest.raises(TypeError, match="verbose"):
         BudgetSVC(verbose="1").fit(X, y)
     # averaging and checkpoints apply to fit only: partial_fit continues the last iterate

@@ -170,7 +170,7 @@ def test_multiclass_and_wider_test_file(tmp_path, capsys):
     (["predict", "{test}", "{d}/absent.model", "{d}/p"], "no model file"),
     (["predict", "{test}", "{train}", "{d}/p"], "not a valid pybudget model file"),
     (["info", "{train}"], "not a valid pybudget model file"),
-    (["train", "-q", "{d}/bad.txt", "{d}/bad.model"], "bad LIBSVM data"),
+    (["train", "-q", "{d}/bad.txt", "{d}/bad.model"], "bad.txt' as a LIBSVM file"),
 ])
 def test_errors_are_one_line_messages(files, capsys, argv, message):
     d, train, test = files

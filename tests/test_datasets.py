@@ -54,6 +54,8 @@ def test_indices_are_one_based_for_train_and_test_alike(tmp_path):
     zero.write_text("1 0:0.5 3:1.2\n-1 1:1\n")
     with pytest.raises(ValueError, match="zero.txt.*1-based"):
         load_svmlight(zero)
+    with pytest.raises(TypeError, match="zero_based"):
+        load_svmlight(zero, zero_based="auto")
     X, y = load_svmlight(zero, zero_based=True)
     np.testing.assert_array_equal(X.toarray(), [[0.5, 0, 0, 1.2], [0, 1, 0, 0]])
     one = tmp_path / "one.txt"

@@ -253,6 +253,11 @@ def test_saved_file_has_the_usual_permissions(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE(os.stat(tmp_path / "m.pb").st_mode) == 0o644
+    # overwriting keeps the file's own permissions
+    os.chmod(tmp_path / "m.pb", 0o600)
+    save(LinearSVC().fit(X, y), tmp_path / "m.pb")
+    assert stat.S_IMODE(os.stat(tmp_path / "m.pb").st_mode) == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["m.pb"]   # no temporary left
 
 
 def test_complex_array_with_valid_checksum_is_refused(saved):

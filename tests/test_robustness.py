@@ -62,8 +62,8 @@ def test_concurrent_fits_in_threads_match_sequential(a9a):
 def test_ctrl_c_leaves_estimator_unfitted_or_previous(kind, refit):
     """SIGINT during a long fit raises KeyboardInterrupt in the caller and never leaves a
     half-updated estimator: still unfitted, or still the previous fit bit for bit.
-    (For the budgeted solvers the interrupt is only seen when the Cython run returns;
-    see bench/robustness.py for the latency.)"""
+    (The solver loops check for a signal every 1024 steps; bench/robustness.py measures
+    the latency.)"""
     p = subprocess.Popen([sys.executable, "-m", "pybudget._interrupt_child", kind,
                           "refit" if refit else "fresh"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())

@@ -134,6 +134,8 @@ def test_errors(libsvm_file, tmp_path):
     truncated.write_bytes(truncated.read_bytes()[:-12])
     with pytest.raises(ValueError, match="cut.txt.gz"):
         stream_fit(BudgetSVC(), truncated)
+    with pytest.raises(TypeError, match="zero_based"):   # not sklearn's per-chunk "auto"
+        stream_fit(BudgetSVC(), path, zero_based="auto")
     huge = tmp_path / "huge.txt"
     huge.write_text("1 99999999999999999999:1\n-1 1:1\n")
     with pytest.raises(ValueError, match="huge.txt"):

@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 from sklearn.datasets import load_svmlight_file
 
+from pybudget import _validation as V
+
 DATA_DIR = Path(__file__).parent / "data"
 
 # name -> (train file, test file) inside the package; see bench/make_embedded_data.py
@@ -36,7 +38,7 @@ def load_svmlight(path, n_features=None, zero_based=False):
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"no data file at {path!r}")
-    kw = {"zero_based": bool(zero_based)}
+    kw = {"zero_based": V.boolean("zero_based", zero_based)}
     if n_features is not None:
         kw["n_features"] = n_features
     try:
@@ -48,8 +50,8 @@ def load_svmlight(path, n_features=None, zero_based=False):
     except (PermissionError, IsADirectoryError):
         raise
     except (ValueError, OverflowError, EOFError, lzma.LZMAError, OSError) as e:
-        hint = (" (indices are 1-based as in LIBSVM; pass zero_based=True for a 0-based "
-                "file)" if "Invalid index 0" in str(e) else "")
+        hint = (" (feature indices are 1-based as in LIBSVM; load_svmlight(..., "
+                "zero_based=True) reads 0-based files)" if "Invalid index 0" in str(e) else "")
         raise ValueError(f"cannot read {path!r} as a LIBSVM file: {e}{hint}") from e
     return X.tocsr(), y
 
