@@ -282,7 +282,7 @@ class LinearSVC(SVMClassifierBase):
         seed = V.seed_from(self.random_state)
         problems = [1] if classes.shape[0] == 2 else list(range(classes.shape[0]))
         V.dense_size(len(problems) * (X.shape[1] + 1),
-                     f"{len(problems)} weight vectors for {X.shape[1]} features",
+                     f"{len(problems)} weight vector(s) for {X.shape[1]} features",
                      "reduce the number of features (the largest column index sets it)")
         starts = self._warm_starts(X, classes, cvec, C, len(problems))
         results = []

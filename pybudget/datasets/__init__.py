@@ -50,8 +50,9 @@ def load_svmlight(path, n_features=None, zero_based=False):
     except (PermissionError, IsADirectoryError):
         raise
     except (ValueError, OverflowError, EOFError, lzma.LZMAError, OSError) as e:
-        hint = (" (feature indices are 1-based as in LIBSVM; load_svmlight(..., "
-                "zero_based=True) reads 0-based files)" if "Invalid index 0" in str(e) else "")
+        hint = (" (feature indices are 1-based as in LIBSVM; for a 0-based file pass "
+                "zero_based=True, or --zero-based on the command line)"
+                if "Invalid index 0" in str(e) else "")
         raise ValueError(f"cannot read {path!r} as a LIBSVM file: {e}{hint}") from e
     return X.tocsr(), y
 
