@@ -6,6 +6,7 @@ stdout, progress and messages to stderr; errors print one line and exit with sta
 """
 import argparse
 import contextlib
+import math
 import os
 import sys
 import time
@@ -23,6 +24,14 @@ KERNEL_OPTS = {"gamma": "-g", "budget": "--budget", "maintenance": "--maintenanc
                "merge_size": "--merge-size", "merge_search": "--merge-search",
                "epochs": "--epochs", "checkpoints": "--checkpoints"}
 LIBLINEAR_S = {"1": "squared_hinge", "3": "hinge"}
+
+
+def _finite(text):
+    """argparse type: a finite float (a NaN bias would otherwise mean "no bias")."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
 
 
 class CLIError(ValueError):
@@ -357,7 +366,7 @@ def build_parser():
                    choices=["uniform", "shrinking", "avsf", "auto"], help="strategies to compare")
     g.add_argument("--loss", default="hinge", choices=["hinge", "squared_hinge"])
     g.add_argument("--max-iter", type=int, default=100000, help="sweep cap per run")
-    g.add_argument("-B", "--bias", type=float, default=-1,
+    g.add_argument("-B", "--bias", type=_finite, default=-1,
                    help="bias feature value (liblinear -B); <= 0 means no bias (default)")
     g.add_argument("--seed", type=int, default=0, help="random seed")
     g.add_argument("--cv", type=int, default=0, metavar="K",
@@ -400,7 +409,7 @@ def build_parser():
                      help="same as -s 3 / -s 1")
     lin.add_argument("-e", dest="tol", type=float, default=None, metavar="EPS",
                      help="tolerance on the final KKT violation (default %s)" % _default("LinearSVC", "tol"))
-    lin.add_argument("-B", dest="bias", type=float, default=None, metavar="BIAS",
+    lin.add_argument("-B", dest="bias", type=_finite, default=None, metavar="BIAS",
                      help="if BIAS > 0, append a constant feature of that value (a "
                           "regularised bias, liblinear's -B); default -1: no bias")
     lin.add_argument("--selection", choices=["uniform", "shrinking", "avsf", "auto"],

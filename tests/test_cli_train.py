@@ -187,6 +187,11 @@ def test_usage_errors_exit_2(capsys):
         main(["train", "-s", "2", "x"])
     assert e.value.code == 2
     assert "only the dual linear SVM types" in capsys.readouterr().err
+    for argv in (["train", "-B", "nan", "x"], ["cgrid", "-B", "inf"]):   # not "no bias"
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2
+        assert "is not a finite number" in capsys.readouterr().err
 
 
 def test_help_documents_every_option():
