@@ -7,12 +7,9 @@
 # permutation per epoch; a fixed number of epochs (no KKT stopping, see the paper).
 from libc.stdint cimport uint64_t
 
-from pybudget._csr cimport CsrView, csr_row
-from pybudget._rng cimport rng_shuffle
 from pybudget._budget cimport BudgetModel
 from pybudget._merge cimport Maintainer
 from pybudget._epochs cimport EpochSteps
-from pybudget._runtime cimport interrupted
 
 from pybudget._epochs import run_epochs
 
@@ -24,48 +21,28 @@ cdef class BscaSteps(EpochSteps):
     cdef double C
     cdef long n_updates
 
-    cdef bint run(self, int s_begin, int s_end) noexcept nogil:
-        cdef const CsrView* X = &self.X
-        cdef const double* xsq = &self.xsq[0]
-        cdef const double* y = &self.y[0]
-        cdef double* alpha = &self.alpha[0]
-        cdef int* perm = &self.perm[0]
-        cdef double* krow = &self.krow[0]
-        cdef double C = self.C
-        cdef int s, i, j, nnz, n = X.n_rows
-        cdef const double* xd
-        cdef const int* xi
-        cdef double f, a, delta, coef
+    cdef void step(self, int i, const double* xd, const int* xi, int nnz) noexcept nogil:
+        cdef double a = self.alpha[i] + 1.0 - self.y[i] * self.f[0], delta, coef
         cdef double* bp
-        if s_begin == 0:
-            rng_shuffle(&self.rng, perm, n)
-        for s in range(s_begin, s_end):
-            if (s & 1023) == 1023 and interrupted():
-                return True
-            i = perm[s]
-            csr_row(X, i, &xd, &xi, &nnz)
-            self.mdl.kernel_row_sparse(xd, xi, nnz, xsq[i], krow)
-            self.mdl.decision(krow, &f)
-            a = alpha[i] + 1.0 - y[i] * f
-            if a < 0.0:
-                a = 0.0
-            elif a > C:
-                a = C
-            delta = a - alpha[i]
-            if delta == 0.0:
-                continue
-            alpha[i] = a
-            self.n_updates += 1
-            coef = y[i] * delta
-            j = self.mdl.slot_of[i]
-            if j >= 0:
-                bp = self.mdl.beta
-                bp[j] += coef / self.mdl.scale
-            else:
-                self.mdl.add_sparse(xd, xi, nnz, xsq[i], &coef, i)
-                if self.mdl.n_sv >= self.mdl.cap:
-                    self.maintain()
-        return False
+        cdef int j
+        if a < 0.0:
+            a = 0.0
+        elif a > self.C:
+            a = self.C
+        delta = a - self.alpha[i]
+        if delta == 0.0:
+            return
+        self.alpha[i] = a
+        self.n_updates += 1
+        coef = self.y[i] * delta
+        j = self.mdl.slot_of[i]
+        if j >= 0:
+            bp = self.mdl.beta
+            bp[j] += coef / self.mdl.scale
+        else:
+            self.mdl.add_sparse(xd, xi, nnz, self.xsq[i], &coef, i)
+            if self.mdl.n_sv >= self.mdl.cap:
+                self.maintain()
 
 
 def bsca_run(X, double[::1] xsq, double[::1] y, double C, double[::1] alpha,

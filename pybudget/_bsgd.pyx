@@ -11,12 +11,9 @@
 # handed fit together (what a direct caller, e.g. a test or bench, could get wrong).
 from libc.stdint cimport uint64_t
 
-from pybudget._csr cimport CsrView, csr_row
-from pybudget._rng cimport rng_shuffle
 from pybudget._budget cimport BudgetModel
 from pybudget._merge cimport Maintainer
 from pybudget._epochs cimport EpochSteps
-from pybudget._runtime cimport interrupted
 
 from pybudget._epochs import run_epochs
 
@@ -24,67 +21,44 @@ import numpy as np
 
 
 cdef class BsgdSteps(EpochSteps):
-    cdef double[::1] f, coef
+    cdef double[::1] coef
     cdef int[::1] codes
-    cdef int trigger
     cdef double lam
     cdef long avg_start, t, n_added
 
-    cdef bint run(self, int s_begin, int s_end) noexcept nogil:
-        cdef const CsrView* X = &self.X
-        cdef const double* xsq = &self.xsq[0]
-        cdef const int* codes = &self.codes[0]
-        cdef int* perm = &self.perm[0]
-        cdef double* krow = &self.krow[0]
-        cdef double* f = &self.f[0]
+    cdef void step(self, int i, const double* xd, const int* xi, int nnz) noexcept nogil:
+        cdef const double* f = &self.f[0]
         cdef double* coef = &self.coef[0]
-        cdef long avg_start = self.avg_start
-        cdef int s, i, c, r, nnz, n = X.n_rows, K = self.mdl.n_coef, y
-        cdef const double* xd
-        cdef const int* xi
-        cdef double eta, yf, best
+        cdef int c, r = -1, K = self.mdl.n_coef, y = self.codes[i]
+        cdef double eta, best = 0.0
         cdef bint violated
-        if s_begin == 0:
-            rng_shuffle(&self.rng, perm, n)
-        for s in range(s_begin, s_end):
-            if (s & 1023) == 1023 and interrupted():
-                return True
-            i = perm[s]
-            self.t += 1
-            csr_row(X, i, &xd, &xi, &nnz)
-            self.mdl.kernel_row_sparse(xd, xi, nnz, xsq[i], krow)
-            self.mdl.decision(krow, f)
-            y = codes[i]
+        self.t += 1
+        if K == 1:
+            violated = (f[0] if y == 1 else -f[0]) < 1.0
+        else:
+            for c in range(K):
+                if c != y and (r < 0 or f[c] > best):
+                    best = f[c]
+                    r = c
+            violated = 1.0 + best - f[y] > 0.0
+        if self.avg_start > 0 and self.t == self.avg_start:
+            self.mdl.begin_average()
+        self.mdl.scale_by(1.0 - 1.0 / self.t)
+        if violated:
+            eta = 1.0 / (self.lam * self.t)
             if K == 1:
-                yf = f[0] if y == 1 else -f[0]
-                violated = yf < 1.0
+                coef[0] = eta if y == 1 else -eta
             else:
-                r = -1
-                best = 0.0
                 for c in range(K):
-                    if c != y and (r < 0 or f[c] > best):
-                        best = f[c]
-                        r = c
-                violated = 1.0 + best - f[y] > 0.0
-            if avg_start > 0 and self.t == avg_start:
-                self.mdl.begin_average()
-            self.mdl.scale_by(1.0 - 1.0 / self.t)
-            if violated:
-                eta = 1.0 / (self.lam * self.t)
-                if K == 1:
-                    coef[0] = eta if y == 1 else -eta
-                else:
-                    for c in range(K):
-                        coef[c] = 0.0
-                    coef[y] = eta
-                    coef[r] = -eta
-                self.mdl.add_sparse(xd, xi, nnz, xsq[i], coef, -1)
-                self.n_added += 1
-                if self.mdl.n_sv >= self.trigger:
-                    self.maintain()
-            if avg_start > 0 and self.t >= avg_start:
-                self.mdl.accrue()         # w_{t+1} joins the average
-        return False
+                    coef[c] = 0.0
+                coef[y] = eta
+                coef[r] = -eta
+            self.mdl.add_sparse(xd, xi, nnz, self.xsq[i], coef, -1)
+            self.n_added += 1
+            if self.mdl.n_sv >= self.mdl.cap:
+                self.maintain()
+        if self.avg_start > 0 and self.t >= self.avg_start:
+            self.mdl.accrue()         # w_{t+1} joins the average
 
 
 def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
@@ -111,11 +85,9 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     cdef BsgdSteps st = BsgdSteps()
     st.setup(X, xsq, mdl, mt, merge_size, seed)
     st.codes, st.lam, st.avg_start, st.t, st.n_added = codes, lam, avg_start, t_start, 0
-    st.f = np.zeros(mdl.n_coef)
+    # the buffer holds budget + M - 1 rows, and a step that fills it triggers maintenance:
+    # one event merges M into one (M = 2: one overflow); removal/projection delete one SV
     st.coef = np.zeros(mdl.n_coef)
-    # the buffer holds budget + M - 1 rows; one event merges M into one (M = 2: one
-    # overflow), removal/projection delete one SV per overflow
-    st.trigger = mdl.cap
     seconds = run_epochs(st, epochs, budget, progress, check_every, checkpoint)
     return {"t": st.t, "n_added": st.n_added, "merge_time": st.merge_time,
             "time": seconds, "seed_state": st.rng,

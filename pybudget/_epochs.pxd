@@ -11,6 +11,7 @@ cdef class EpochSteps:
     cdef CsrView X              # the training rows (canonical CSR, checked by the caller)
     cdef double[::1] xsq        # their squared norms
     cdef double[::1] krow       # kernel row scratch, cap + 1
+    cdef double[::1] f          # decision values at the current row, n_coef
     cdef int[::1] perm          # this epoch's order
     cdef BudgetModel mdl
     cdef Maintainer mt
@@ -21,3 +22,4 @@ cdef class EpochSteps:
     cdef setup(self, X, double[::1] xsq, BudgetModel mdl, Maintainer mt, int M, uint64_t seed)
     cdef void maintain(self) noexcept nogil
     cdef bint run(self, int s_begin, int s_end) noexcept nogil
+    cdef void step(self, int i, const double* xd, const int* xi, int nnz) noexcept nogil

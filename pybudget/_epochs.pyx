@@ -4,9 +4,10 @@
 from libc.stdint cimport uint64_t
 
 from pybudget._budget cimport BudgetModel
-from pybudget._csr cimport csr_view
+from pybudget._csr cimport csr_row, csr_view
 from pybudget._merge cimport Maintainer
-from pybudget._runtime cimport now, segment_end
+from pybudget._rng cimport rng_shuffle
+from pybudget._runtime cimport interrupted, now, segment_end
 
 import numpy as np
 
@@ -17,6 +18,7 @@ cdef class EpochSteps:
         self.xsq, self.mdl, self.mt, self.M, self.rng = xsq, mdl, mt, M, seed
         self.perm = np.arange(X.shape[0], dtype=np.int32)
         self.krow = np.zeros(mdl.cap + 1)
+        self.f = np.zeros(mdl.n_coef)
         self.merge_time = 0.0
         self.ready = True
 
@@ -27,9 +29,27 @@ cdef class EpochSteps:
         self.merge_time += now() - t0
 
     cdef bint run(self, int s_begin, int s_end) noexcept nogil:
-        """Steps s_begin .. s_end - 1 of the current epoch (s_begin == 0 starts a new
-        one); True when interrupted by a signal."""
+        """Steps s_begin .. s_end - 1 of the current epoch (s_begin == 0 reshuffles): each
+        computes the decision values at its row into f, then the solver's step() acts on
+        them.  True when interrupted by a signal (checked every 1024 steps)."""
+        cdef int s, i, nnz
+        cdef const double* xd
+        cdef const int* xi
+        if s_begin == 0:
+            rng_shuffle(&self.rng, &self.perm[0], self.X.n_rows)
+        for s in range(s_begin, s_end):
+            if (s & 1023) == 1023 and interrupted():
+                return True
+            i = self.perm[s]
+            csr_row(&self.X, i, &xd, &xi, &nnz)
+            self.mdl.kernel_row_sparse(xd, xi, nnz, self.xsq[i], &self.krow[0])
+            self.mdl.decision(&self.krow[0], &self.f[0])
+            self.step(i, xd, xi, nnz)
         return False
+
+    cdef void step(self, int i, const double* xd, const int* xi, int nnz) noexcept nogil:
+        """One solver step on row i (sparse xd, xi, nnz) with f already computed."""
+        pass
 
 
 def run_epochs(EpochSteps steps, int epochs, int budget, progress=None, long check_every=0,
