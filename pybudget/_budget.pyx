@@ -479,12 +479,6 @@ cdef class BudgetModel:
                 self.kernel_row_sparse(xd, xi, nnz, xsq[i], &krow[0])
                 self.decision(&krow[0], &o[i, 0])
         return out[:, 0] if self.n_coef == 1 else out
-        with nogil:
-            for i in range(n):
-                self.kernel_row_sparse(&data[0] + ptr[i], &ind[0] + ptr[i],
-                                       <int>(ptr[i + 1] - ptr[i]), xsq[i], &krow[0])
-                self.decision(&krow[0], &o[i, 0])
-        return out[:, 0] if self.n_coef == 1 else out
 
 
 def _one_sparse_row(x, int d):

@@ -1,5 +1,7 @@
 import json
+import os
 import pickle
+import stat
 import zipfile
 
 import numpy as np
@@ -240,12 +242,9 @@ def test_public_names():
     assert {"save", "load", "stream_fit"} <= set(pybudget.__all__)
 
 
-@pytest.mark.skipif(not hasattr(__import__("os"), "umask") or __import__("os").name != "posix",
-                    reason="POSIX permissions")
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
 def test_saved_file_has_the_usual_permissions(tmp_path):
     """Like any file the user creates (umask applies), not private as mkstemp makes it."""
-    import os
-    import stat
     X, y = make_problem(n=40, d=4, seed=3)
     old = os.umask(0o022)
     try:
