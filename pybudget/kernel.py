@@ -124,8 +124,10 @@ def gamma_from_moments(n, d, total, total_sq):
 
 
 def _effective_budget(p, n, d, verbose):
+    """(budget, merge size M, buffer rows cap) for n training rows of d features; the
+    budget is capped at n unless n is None (partial_fit: more rows may follow)."""
     budget = p["budget"]
-    if budget > n and n >= 2:
+    if n is not None and budget > n and n >= 2:
         if verbose:
             print(f"[pybudget] budget={budget} exceeds the {n} training rows; using {n}",
                   file=sys.stderr)
@@ -428,11 +430,7 @@ class BudgetSVC(SVMClassifierBase):
         n, d = X.shape
         # every check before the estimator changes: a refused call leaves it as it was
         V.check_squares(X)
-        budget = p["budget"]
-        M = min(p["merge_size"] if p["maintenance"] == "merge" else 2, budget)
-        cap = budget + M - 1
-        V.dense_size(cap * d, f"budget={budget} SV rows of {d} dense features",
-                     "reduce the budget")
+        budget, M, cap = _effective_budget(p, None, d, 0)
         n_sv = 0 if first else self.support_vectors_.shape[0]
         if n_sv > budget:
             raise ValueError(f"partial_fit: the fitted model has {n_sv} support vectors, more "
