@@ -109,6 +109,12 @@ def dense_size(n_values, what, advice):
         raise ValueError(f"{what} need {n_values * 8 / 2**30:.1f} GiB; {advice}")
 
 
+def linear_weights_fit(n_vectors, d):
+    """Refuse n_vectors dense weight vectors of d features plus the bias beyond the cap."""
+    dense_size(n_vectors * (d + 1), f"{n_vectors} weight vector(s) for {d} features",
+               "reduce the number of features (the largest column index sets it)")
+
+
 def encode_labels(y, n_samples, name="y", min_classes=2):
     """Return (classes, codes) for any hashable/sortable labels; codes index classes."""
     if y is None:

@@ -112,8 +112,7 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     per-sample C (> 0) derived from the scalar ``C`` (kept in the returned state).  ``start`` is a SolverState to warm-start from (its alpha is
     clipped to the box).  Returns a LinearResult whose ``state`` continues the run."""
     n, d = X.shape
-    V.dense_size(d + 1, f"weights for {d} features", "reduce the number of features "
-                 "(the largest column index sets it)")
+    V.linear_weights_fit(1, d)
     V.check_squares(X, bias)
     squared = loss == "squared_hinge"
     if squared:
@@ -281,9 +280,7 @@ class LinearSVC(SVMClassifierBase):
         cvec = C * V.sample_weights(sample_weight, X.shape[0]) * self._class_weights(classes, codes)[codes]
         seed = V.seed_from(self.random_state)
         problems = [1] if classes.shape[0] == 2 else list(range(classes.shape[0]))
-        V.dense_size(len(problems) * (X.shape[1] + 1),
-                     f"{len(problems)} weight vector(s) for {X.shape[1]} features",
-                     "reduce the number of features (the largest column index sets it)")
+        V.linear_weights_fit(len(problems), X.shape[1])
         starts = self._warm_starts(X, classes, cvec, C, len(problems))
         results = []
         for k, start in zip(problems, starts):

@@ -192,8 +192,10 @@ def test_a_weight_vector_too_large_for_memory_is_refused():
     # two rows, but a column index near 2**31: w alone would need 16 GiB
     X = sp.csr_matrix((np.ones(2), np.array([0, 2**31 - 2], dtype=np.int32),
                        np.array([0, 1, 2], dtype=np.int32)), shape=(2, 2**31 - 1))
-    with pytest.raises(ValueError, match="GiB"):
+    with pytest.raises(ValueError, match="weight vector.* 16.0 GiB"):
         LinearSVC().fit(X, [0, 1])
+    with pytest.raises(ValueError, match="weight vector.* 16.0 GiB"):
+        linear_path(X, [0, 1], [1.0])
 
 
 def test_flags_verbosity_and_weights_are_typed():
