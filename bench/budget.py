@@ -453,9 +453,7 @@ def plot_bars(args, stem, rows, key, value, ylabel):
     ax.set_xticklabels([f"{d}\nB={b}" for d, b in groups])
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(_out(args) / f"{args.prefix}_{stem}.png", dpi=110)
-    plt.close(fig)
+    _save(plt, fig, args, stem)
 
 
 def plot_pareto(args, rows):
@@ -467,9 +465,7 @@ def plot_pareto(args, rows):
     ax.set_xlabel("time (s)")
     ax.set_ylabel("test accuracy (%)")
     ax.legend(fontsize=6)
-    fig.tight_layout()
-    fig.savefig(_out(args) / f"{args.prefix}_multimerge.png", dpi=110)
-    plt.close(fig)
+    _save(plt, fig, args, "multimerge")
 
 
 def plot_dual(args, rows):
@@ -486,8 +482,13 @@ def plot_dual(args, rows):
     for a in axes:
         a.set_xlabel("time (s)")
     axes[0].legend(fontsize=6)
+    _save(plt, fig, args, "dual")
+
+
+def _save(plt, fig, args, name):
+    """Write fig as <out>/<prefix>_<name>.png and free it."""
     fig.tight_layout()
-    fig.savefig(_out(args) / f"{args.prefix}_dual.png", dpi=110)
+    fig.savefig(_out(args) / f"{args.prefix}_{name}.png", dpi=110)
     plt.close(fig)
 
 
