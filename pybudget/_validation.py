@@ -230,7 +230,8 @@ def seed_from(random_state):
     if random_state is None:
         return int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
     if isinstance(random_state, (bool, np.bool_)):
-        raise TypeError(f"random_state must be None, an int or a numpy generator, got {random_state!r}")
+        raise TypeError("random_state must be None, an int or a numpy generator, "
+                        f"got {random_state!r}")
     if isinstance(random_state, numbers.Integral):
         if random_state < 0:
             raise ValueError(f"random_state must be non-negative, got {random_state}")

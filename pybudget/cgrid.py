@@ -107,7 +107,8 @@ def format_table(rows, title=None):
     """Markdown: the paper's layout (``strategy_table``) and a details table."""
     out = [f"### {title}", ""] if title else []
     out += strategy_table(rows)
-    out += ["", "| C | strategy | time s | sweeps | steps | dual objective | KKT viol. | converged | test acc. |",
+    out += ["", "| C | strategy | time s | sweeps | steps | dual objective | KKT viol. "
+                "| converged | test acc. |",
             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         acc = "—" if r["test_accuracy"] is None else f"{100 * r['test_accuracy']:.2f} %"

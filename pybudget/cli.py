@@ -230,8 +230,9 @@ def _train(args):
 def _describe(est):
     name = type(est).__name__
     if name == "LinearSVC":
+        bias = "%g" % est.intercept_scaling if est.fit_intercept else "none"
         return (f"LinearSVC(C={est.C:g}, loss={est.loss}, selection={est.selection}, "
-                f"tol={est.tol:g}, bias={'%g' % est.intercept_scaling if est.fit_intercept else 'none'})")
+                f"tol={est.tol:g}, bias={bias})")
     return (f"BudgetSVC(C={est.C:g}, solver={est.solver}, budget={est.budget}, "
             f"gamma={est.gamma}, epochs={est.epochs}, maintenance={est.maintenance})")
 
@@ -408,7 +409,8 @@ def build_parser():
     lin.add_argument("--loss", dest="loss", choices=["hinge", "squared_hinge"],
                      help="same as -s 3 / -s 1")
     lin.add_argument("-e", dest="tol", type=float, default=None, metavar="EPS",
-                     help="tolerance on the final KKT violation (default %s)" % _default("LinearSVC", "tol"))
+                     help="tolerance on the final KKT violation (default %s)"
+                     % _default("LinearSVC", "tol"))
     lin.add_argument("-B", dest="bias", type=_finite, default=None, metavar="BIAS",
                      help="if BIAS > 0, append a constant feature of that value (a "
                           "regularised bias, liblinear's -B); default -1: no bias")
@@ -416,24 +418,30 @@ def build_parser():
                      default=None, help="coordinate selection (default: LinearSVC's, "
                                         "currently %s)" % _default("LinearSVC", "selection"))
     lin.add_argument("--max-iter", type=int, default=None,
-                     help="cap on sweeps per problem (default %s)" % _default("LinearSVC", "max_iter"))
+                     help="cap on sweeps per problem (default %s)"
+                     % _default("LinearSVC", "max_iter"))
     ker = t.add_argument_group("budgeted kernel models (--kernel rbf)")
     ker.add_argument("-g", dest="gamma", default=None, metavar="GAMMA",
                      help="Gaussian kernel exp(-gamma |x-x'|^2): a number or 'scale' "
                           "(default: scale = 1 / (n_features * var(X)))")
     ker.add_argument("--budget", type=int, default=None,
-                     help="maximal number of support vectors (default %s)" % _default("BudgetSVC", "budget"))
+                     help="maximal number of support vectors (default %s)"
+                     % _default("BudgetSVC", "budget"))
     ker.add_argument("--maintenance", choices=["merge", "remove", "project"], default=None,
-                     help="what happens when the budget overflows (default %s)" % _default("BudgetSVC", "maintenance"))
+                     help="what happens when the budget overflows (default %s)"
+                     % _default("BudgetSVC", "maintenance"))
     ker.add_argument("--merge-size", type=int, default=None,
-                     help="support vectors merged into one per event (default %s)" % _default("BudgetSVC", "merge_size"))
+                     help="support vectors merged into one per event (default %s)"
+                     % _default("BudgetSVC", "merge_size"))
     ker.add_argument("--merge-search", choices=["gss", "lookup-h", "lookup-wd"], default=None,
-                     help="merge partner search: golden section or lookup table (default %s)" % _default("BudgetSVC", "merge_search"))
+                     help="merge partner search: golden section or lookup table (default %s)"
+                     % _default("BudgetSVC", "merge_search"))
     ker.add_argument("--epochs", type=int, default=None,
                      help="passes over the data (default %s)" % _default("BudgetSVC", "epochs"))
     ker.add_argument("--checkpoints", type=int, default=None, metavar="K",
                      help="return the lowest-objective of K evenly spaced iterates instead "
-                          "of the last (default %s: the last)" % _default("BudgetSVC", "checkpoints"))
+                          "of the last (default %s: the last)"
+                     % _default("BudgetSVC", "checkpoints"))
     ker.add_argument("--stream", action="store_true",
                      help="read TRAIN_FILE in chunks (BSGD partial_fit, bounded memory)")
     ker.add_argument("--chunk-size", type=int, default=10000,

@@ -259,8 +259,8 @@ def _header(z, path):
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise _fail(path, f"header.json is not valid JSON ({e})") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise _fail(path, f"format is {header.get('format') if isinstance(header, dict) else None!r}, "
-                          f"expected {FORMAT!r}")
+        found = header.get("format") if isinstance(header, dict) else None
+        raise _fail(path, f"format is {found!r}, expected {FORMAT!r}")
     version = header.get("version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise _fail(path, f"bad format version {version!r}")

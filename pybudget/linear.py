@@ -109,8 +109,9 @@ def next_start(state, earlier, C, carry):
 def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=None,
             verbose=0, C=1.0):
     """One binary problem on validated data: X canonical CSR, y ±1 floats, cvec the
-    per-sample C (> 0) derived from the scalar ``C`` (kept in the returned state).  ``start`` is a SolverState to warm-start from (its alpha is
-    clipped to the box).  Returns a LinearResult whose ``state`` continues the run."""
+    per-sample C (> 0) derived from the scalar ``C`` (kept in the returned state).
+    ``start`` is a SolverState to warm-start from (its alpha is clipped to the box).
+    Returns a LinearResult whose ``state`` continues the run."""
     n, d = X.shape
     V.linear_weights_fit(1, d)
     V.check_squares(X, bias)
@@ -277,7 +278,8 @@ class LinearSVC(SVMClassifierBase):
         check_classification_targets(y)
         X = V.canonical_csr(X)
         classes, codes = V.encode_labels(y, X.shape[0])
-        cvec = C * V.sample_weights(sample_weight, X.shape[0]) * self._class_weights(classes, codes)[codes]
+        cvec = (C * V.sample_weights(sample_weight, X.shape[0])
+                * self._class_weights(classes, codes)[codes])
         seed = V.seed_from(self.random_state)
         problems = [1] if classes.shape[0] == 2 else list(range(classes.shape[0]))
         V.linear_weights_fit(len(problems), X.shape[1])
