@@ -21,5 +21,6 @@ cdef class EpochSteps:
     cdef bint ready             # setup() ran: run_epochs refuses anything else
     cdef setup(self, X, double[::1] xsq, BudgetModel mdl, Maintainer mt, int M, uint64_t seed)
     cdef void maintain(self) noexcept nogil
+    cdef void merge_down(self, int budget) noexcept nogil
     cdef bint run(self, int s_begin, int s_end) noexcept nogil
     cdef void step(self, int i, const double* xd, const int* xi, int nnz) noexcept nogil

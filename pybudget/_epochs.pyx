@@ -28,6 +28,12 @@ cdef class EpochSteps:
         self.mt.run(self.mdl, self.M)
         self.merge_time += now() - t0
 
+    cdef void merge_down(self, int budget) noexcept nogil:
+        """Merge the model down to `budget` SVs (before a checkpoint and at the end), timed."""
+        cdef double t0 = now()
+        self.mt.down_to(self.mdl, budget, self.M)
+        self.merge_time += now() - t0
+
     cdef bint run(self, int s_begin, int s_end) noexcept nogil:
         """Steps s_begin .. s_end - 1 of the current epoch (s_begin == 0 reshuffles): each
         computes the decision values at its row into f, then the solver's step() acts on
@@ -77,7 +83,7 @@ def run_epochs(EpochSteps steps, int epochs, int budget, progress=None, long che
     cdef long done = 0, T = <long>epochs * n
     cdef int ep, s, s_end
     cdef bint stop
-    cdef double t0 = now(), t1
+    cdef double t0 = now()
     for ep in range(epochs):
         s = 0
         while s < n:
@@ -89,15 +95,11 @@ def run_epochs(EpochSteps steps, int epochs, int budget, progress=None, long che
             done += s_end - s
             s = s_end
             if check_every > 0 and done % check_every == 0 and done < T:
-                t1 = now()
                 with nogil:
-                    mt.down_to(mdl, budget, M)
-                steps.merge_time += now() - t1
+                    steps.merge_down(budget)
                 checkpoint(mdl)
         if progress is not None:
             progress(ep + 1, epochs, now() - t0)
-    t1 = now()
     with nogil:
-        mt.down_to(mdl, budget, M)
-    steps.merge_time += now() - t1
+        steps.merge_down(budget)
     return now() - t0

@@ -703,7 +703,6 @@ cdef class Maintainer:
         self.audit_wd_precise = 0.0
         self.audit_wd_gss = 0.0
 
-
     def serves(self, BudgetModel mdl):
         """True when this maintainer's work space was sized for mdl's shape."""
         return self.cap == mdl.cap and self.d == mdl.d and self.n_coef == mdl.n_coef

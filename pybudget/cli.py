@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 from pybudget.cgrid import (DEFAULT_CS, DEFAULT_SELECTIONS, cgrid, cgrid_cv,
                              format_cv_table, format_table)
+from pybudget.linear import SELECTION_CHOICES
 
 LINEAR_OPTS = {"loss": "-s/--loss", "tol": "-e", "bias": "-B", "selection": "--selection",
                "max_iter": "--max-iter"}
@@ -364,7 +365,7 @@ def build_parser():
     g.add_argument("--C", type=float, nargs="+", default=list(DEFAULT_CS), help="grid of C")
     g.add_argument("--tol", type=float, default=0.01, help="KKT tolerance (default %(default)s)")
     g.add_argument("--selection", nargs="+", default=list(DEFAULT_SELECTIONS),
-                   choices=["uniform", "shrinking", "avsf", "auto"], help="strategies to compare")
+                   choices=SELECTION_CHOICES, help="strategies to compare")
     g.add_argument("--loss", default="hinge", choices=["hinge", "squared_hinge"])
     g.add_argument("--max-iter", type=int, default=100000, help="sweep cap per run")
     g.add_argument("-B", "--bias", type=_finite, default=-1,
@@ -414,7 +415,7 @@ def build_parser():
     lin.add_argument("-B", dest="bias", type=_finite, default=None, metavar="BIAS",
                      help="if BIAS > 0, append a constant feature of that value (a "
                           "regularised bias, liblinear's -B); default -1: no bias")
-    lin.add_argument("--selection", choices=["uniform", "shrinking", "avsf", "auto"],
+    lin.add_argument("--selection", choices=SELECTION_CHOICES,
                      default=None, help="coordinate selection (default: LinearSVC's, "
                                         "currently %s)" % _default("LinearSVC", "selection"))
     lin.add_argument("--max-iter", type=int, default=None,

@@ -116,8 +116,7 @@ def scale_gamma(X):
 def gamma_from_moments(n, d, total, total_sq):
     """gamma='scale' from the sum and the sum of squares of an n x d matrix's entries
     (what a streaming pass can collect)."""
-    if not np.isfinite(total_sq):
-        V.refuse_overflow(total_sq)
+    V.refuse_overflow(total_sq)
     mean = total / (n * d)
     var = total_sq / (n * d) - mean * mean
     return 1.0 / (d * var) if var > 0 else 1.0
@@ -171,7 +170,8 @@ def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, stat
     T = epochs * n
     avg_start = {"none": 0, "all": t0 + 1, "last-half": t0 + T // 2 + 1}[p["averaging"]]
     xsq = V.row_sqnorms(X)
-    ck = BestCheckpoint(X, xsq, codes, lam, seed, p["checkpoints"]) if p["checkpoints"] else None
+    ck = (BestCheckpoint(X, xsq, codes, lam, seed, p["checkpoints"])
+          if p["checkpoints"] else None)
     out = bsgd_run(X, xsq, codes.astype(np.int32), mdl, mt, budget, M, lam,
                    epochs, t0, seed, avg_start, progress, ck.every(T) if ck else 0, ck)
     out["checkpoints"] = [ck] if ck else []

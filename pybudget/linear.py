@@ -123,22 +123,20 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
         upper = cvec
         diag = np.zeros(n)
     w = np.zeros(d + 1)
-    warm = start is not None
-    start = start if warm else SolverState.fresh(np.zeros(n), C)
-    alpha = np.clip(start.alpha, 0.0, upper)
-    prefs, perm = start.prefs.copy(), start.perm.copy()
-    n_active, dref = start.n_active, start.dref
-    if warm:
+    if start is not None:
         with np.errstate(over="ignore", invalid="ignore"):   # checked just below
-            ay = alpha * y
+            ay = np.clip(start.alpha, 0.0, upper) * y
             w[:d] = safe_sparse_dot(ay, X)
             w[d] = bias * ay.sum()
         if not np.isfinite(w).all():
             # A start rescaled to a far larger C can overflow: start cold instead.
-            cold = SolverState.fresh(np.zeros(n), C)
-            alpha, prefs, perm = cold.alpha, cold.prefs, cold.perm
-            n_active, dref = cold.n_active, cold.dref
+            start = None
             w[:] = 0.0
+    if start is None:
+        start = SolverState.fresh(np.zeros(n), C)
+    alpha = np.clip(start.alpha, 0.0, upper)
+    prefs, perm = start.prefs.copy(), start.perm.copy()
+    n_active, dref = start.n_active, start.dref
     t0 = time.perf_counter()
     out = dcd_solve(X, y, upper, diag, cvec, bias, alpha, w, prefs, perm, n_active, dref,
                     SELECTIONS[selection], tol, max_iter, seed, squared, verbose)

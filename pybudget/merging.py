@@ -29,8 +29,8 @@ def _check_m_kappa(m, kappa):
 
 def _check_same_sign(bm, bn):
     # signs, not the product: 1e-300 * 1e-300 underflows to 0
-    if np.any(~np.isfinite(bm) | ~np.isfinite(bn)) or np.any((bm == 0) | (bn == 0)
-                                                           | (np.sign(bm) != np.sign(bn))):
+    ok = np.isfinite(bm) & np.isfinite(bn) & (bm != 0) & (np.sign(bm) == np.sign(bn))
+    if not np.all(ok):
         raise ValueError("beta_m and beta_n must be finite, non-zero and of the same sign")
 
 

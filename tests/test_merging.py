@@ -181,17 +181,23 @@ def pair_wd(zp, bp, zq, bq, gamma, tol):
     return wd, hv, c
 
 
+def random_mixed_models(seed, gamma, trials=20, n=9, d=3):
+    """(Z, beta, model, p, cands) of random mixed-sign binary models: p the smallest SV,
+    cands its same-sign partners."""
+    rng = np.random.default_rng(seed)
+    for _ in range(trials):
+        Z = rng.normal(size=(n, d))
+        beta = rng.uniform(0.1, 2, n) * rng.choice([-1, 1], n)
+        p = int(np.argmin(np.abs(beta)))
+        cands = [j for j in range(n) if j != p and beta[j] * beta[p] > 0]
+        yield Z, beta, model_from(Z, beta, gamma), p, cands
+
+
 def test_pairwise_merge_event_matches_reference():
-    rng = np.random.default_rng(5)
     gamma, tol = 0.4, 1e-3
-    for trial in range(20):
-        Z = rng.normal(size=(9, 3))
-        beta = rng.uniform(0.1, 2, 9) * rng.choice([-1, 1], 9)
-        mdl = model_from(Z, beta, gamma)
+    for Z, beta, mdl, p, cands in random_mixed_models(5, gamma):
         mt = Maintainer(mdl, merge_size=2, tol=tol)
         assert mt.step(mdl) == 1 and mt.n_merges == 1
-        p = int(np.argmin(np.abs(beta)))
-        cands = [j for j in range(9) if j != p and beta[j] * beta[p] > 0]
         wds = [pair_wd(Z[p], beta[p], Z[j], beta[j], gamma, tol) for j in cands]
         q = cands[int(np.argmin([w[0] for w in wds]))]
         wd, hv, c = wds[cands.index(q)]
@@ -210,15 +216,9 @@ def test_lookup_partner_choice_matches_the_public_maths(search):
     # maintain()'s loop (pruning, ascending top list) picks the partner with the smallest
     # WD as pybudget.merging estimates it for the same search, then merges it at the
     # golden-section h
-    rng = np.random.default_rng(8)
     gamma, tol = 0.4, 1e-3
-    for trial in range(20):
-        Z = rng.normal(size=(9, 3))
-        beta = rng.uniform(0.1, 2, 9) * rng.choice([-1, 1], 9)
-        mdl = model_from(Z, beta, gamma)
+    for Z, beta, mdl, p, cands in random_mixed_models(8, gamma):
         assert Maintainer(mdl, merge_size=2, search=search, tol=tol).step(mdl) == 1
-        p = int(np.argmin(np.abs(beta)))
-        cands = [j for j in range(9) if j != p and beta[j] * beta[p] > 0]
         kap = np.array([np.exp(-gamma * np.sum((Z[p] - Z[j]) ** 2)) for j in cands])
         wds = merging.weight_degradation(np.full(len(cands), beta[p]), beta[cands], kap,
                                          method=search)
