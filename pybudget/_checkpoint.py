@@ -7,14 +7,16 @@ depends on the few steps before it stops (BSCA paper, section 5.1: BSGD "is at r
 delivering low-quality solutions ... when it happens to stop at one of the peaks").
 Checkpointing watches the quantity both solvers minimise, the primal objective of the
 budgeted model, estimated on a fixed random sample of training rows, and returns the
-checkpoint where it was lowest.
+checkpoint where it was lowest.  With the offset on (``offset=True``), the hinge term
+is that of f + b with b fitted on the same sample (see _offset.py): the objective of
+the model that would be returned.
 """
 import time
 
 import numpy as np
 import scipy.sparse as sp
 
-SAMPLE = 2048      # training rows in the objective estimate (all rows if fewer)
+from pybudget._offset import draw_sample, fit_offset, hinge
 
 
 class BestCheckpoint:
@@ -27,19 +29,14 @@ class BestCheckpoint:
     multi-class hinge 1 + max_{r != y} f_r - f_y of the BSGD paper, section 5).
     """
 
-    def __init__(self, X, xsq, codes, lam, seed, k, extra=None):
-        n = X.shape[0]
-        rng = np.random.default_rng(seed)
-        rows = np.sort(rng.choice(n, SAMPLE, replace=False)) if n > SAMPLE else np.arange(n)
-        self.X = X[rows]
-        self.X.sort_indices()
-        self.xsq = np.ascontiguousarray(xsq[rows])
-        self.codes = np.asarray(codes)[rows]
+    def __init__(self, X, xsq, codes, lam, seed, k, extra=None, offset=False):
+        self.X, self.xsq, self.codes = draw_sample(X, xsq, codes, seed)
         self.lam = lam
         self.k = k
         self.extra = extra            # e.g. BSCA's alpha, copied with the model
+        self.offset = offset          # fit the offset at every checkpoint
         self.objectives = []
-        self.best = None              # (objective, index, Z, beta, extra copy)
+        self.best = None              # (objective, index, Z, beta, extra copy, offset)
         self.index = None             # of the returned checkpoint, set by finish
         self.seconds = 0.0            # spent in finish (the solvers time the others)
 
@@ -48,38 +45,32 @@ class BestCheckpoint:
         return -(-T // self.k)
 
     def objective(self, mdl):
+        """(estimated objective, Z, beta, offset b (zeros without the offset))."""
         Z, beta, _ = mdl.arrays()
         F = mdl.decision_stream(self.X, self.xsq)
-        if F.ndim == 1:
-            margins = np.where(self.codes == 1, F, -F)
-        else:
-            f_y = F[np.arange(F.shape[0]), self.codes]
-            F = F.copy()
-            F[np.arange(F.shape[0]), self.codes] = -np.inf
-            margins = f_y - F.max(axis=1)
-        hinge = np.maximum(0.0, 1.0 - margins).mean()
+        b = fit_offset(F, self.codes) if self.offset else np.zeros(mdl.n_coef)
         w2 = 0.0
         if Z.shape[0]:
             Zs = sp.csr_matrix(Z)
             Zs.sort_indices()
             FZ = mdl.decision_stream(Zs, mdl.sq_norms)
             w2 = float(np.sum(beta * FZ.reshape(beta.shape)))
-        return 0.5 * self.lam * w2 + hinge, Z, beta
+        return 0.5 * self.lam * w2 + hinge(F, self.codes, b), Z, beta, b
 
     def __call__(self, mdl):
-        obj, Z, beta = self.objective(mdl)
+        obj, Z, beta, b = self.objective(mdl)
         self.objectives.append(obj)
         if self.best is None or obj < self.best[0]:
             extra = None if self.extra is None else self.extra.copy()
-            self.best = (obj, len(self.objectives) - 1, Z, beta, extra)
+            self.best = (obj, len(self.objectives) - 1, Z, beta, extra, b)
 
     def finish(self, mdl):
-        """Score the final model too; returns (Z, beta, extra) of the best."""
+        """Score the final model too; returns (Z, beta, extra, offset) of the best."""
         t0 = time.perf_counter()
         self(mdl)
-        _, self.index, Z, beta, extra = self.best
+        _, self.index, Z, beta, extra, b = self.best
         self.seconds = time.perf_counter() - t0
-        return Z, beta, extra
+        return Z, beta, extra, b
 
 
 def checkpoint_fields(cks):

@@ -1,8 +1,8 @@
 """Model files: ``save(model, path)`` and ``load(path)`` without pickle.
 
-Format ``pybudget-model``, version 1.  A model file is a ZIP archive (deflate) holding
+Format ``pybudget-model``, version 2.  A model file is a ZIP archive (deflate) holding
 
-- ``header.json``: UTF-8 JSON with ``format`` ("pybudget-model"), ``version`` (1),
+- ``header.json``: UTF-8 JSON with ``format`` ("pybudget-model"), ``version`` (2),
   ``pybudget_version`` (writer), ``estimator`` ("LinearSVC" or "BudgetSVC"), ``params``
   (``get_params()``; a numpy random generator is stored as null, a class_weight dict as a
   list of [label, weight] pairs), ``classes`` (``{"dtype": ..., "values": [...]}`` with
@@ -12,7 +12,13 @@ Format ``pybudget-model``, version 1.  A model file is a ZIP archive (deflate) h
   (for each array: file name, dtype, shape and SHA-256 of its ``.npy`` bytes).
 - one ``<name>.npy`` file per array (``numpy.save`` with ``allow_pickle=False``):
   LinearSVC: ``coef_``, ``intercept_``, ``dual_objective_``, ``kkt_violation_``,
-  ``converged_``; BudgetSVC: ``support_vectors_``, ``dual_coef_``.
+  ``converged_``; BudgetSVC: ``support_vectors_``, ``dual_coef_``, ``intercept_`` (the
+  fitted offset, new in version 2) and, for a model trained by ``partial_fit``, the
+  reservoir sample its offset is refitted on (``offset_sample_data``, ``_indices``,
+  ``_indptr``, ``_xsq``, ``_codes``).
+
+Version 1 files (no ``intercept_``) still load: their BudgetSVC gets a zero offset and
+predicts exactly as before.
 
 Every file in the archive carries the ZIP CRC-32 and every array its SHA-256 in the
 header, so a truncated or corrupted file is detected; a file of a newer format version
@@ -37,7 +43,12 @@ import zlib
 import numpy as np
 
 FORMAT = "pybudget-model"
-VERSION = 1
+VERSION = 2
+# arrays a file of an older version lacks, and how to fill them in: name -> (version
+# that added it, function of the loaded model giving its value)
+_ADDED = {"intercept_": (2, lambda m: np.zeros(m.dual_coef_.shape[0]))}
+# BudgetSVC's partial_fit reservoir (_offset.reservoir_update), stored when present
+_SAMPLE_PARTS = ("data", "indices", "indptr", "xsq", "codes")
 
 # estimator -> (arrays, scalar attributes (name, kind), optional private attributes)
 _LAYOUT = {
@@ -48,7 +59,7 @@ _LAYOUT = {
         (),
     ),
     "BudgetSVC": (
-        ("support_vectors_", "dual_coef_"),
+        ("support_vectors_", "dual_coef_", "intercept_"),
         (("gamma_", "float"), ("n_iter_", "int"), ("n_merges_", "int"),
          ("n_removed_", "int"), ("merge_time_", "float"), ("fit_time_", "float"),
          ("n_features_in_", "int")),
@@ -170,8 +181,14 @@ def save(model, path):
     if getattr(model, "checkpoint_", None) is not None:
         header["attributes"]["checkpoint_"] = [int(i) for i in model.checkpoint_]
     blobs = {}
-    for name in arrays:
-        a = np.asarray(getattr(model, name))
+    stored = {name: getattr(model, name) for name in arrays}
+    sample = getattr(model, "_offset_sample", None)
+    if kind == "BudgetSVC" and sample is not None:
+        Xs, xsq, codes = sample
+        stored.update(zip((f"offset_sample_{p}" for p in _SAMPLE_PARTS),
+                          (Xs.data, Xs.indices, Xs.indptr, xsq, codes)))
+    for name, a in stored.items():
+        a = np.asarray(a)
         if a.dtype.kind not in "biuf":
             raise TypeError(f"{kind}.{name} has dtype {a.dtype}; cannot store it")
         data = _npy_bytes(a)
@@ -296,8 +313,13 @@ def _load(path, shown):
         kind = header["estimator"]
         arrays, scalars, private = _LAYOUT[kind]
         values = {}
-        for name in arrays:
-            spec = header["arrays"].get(name)
+        listed = header["arrays"]
+        optional = [f"offset_sample_{p}" for p in _SAMPLE_PARTS
+                    if kind == "BudgetSVC" and f"offset_sample_{p}" in listed]
+        for name in list(arrays) + optional:
+            spec = listed.get(name)
+            if spec is None and name in _ADDED and header["version"] < _ADDED[name][0]:
+                continue
             if not isinstance(spec, dict):
                 raise _fail(shown, f"array {name} is not listed in the header")
             data = _read(z, spec.get("file", f"{name}.npy"), shown)
@@ -346,10 +368,38 @@ def _load(path, shown):
             raise _fail(shown, f"attribute checkpoint_={attrs['checkpoint_']!r} is not a "
                         "list of integers") from None
     model.classes_ = classes
-    for name, a in values.items():
-        setattr(model, name, a)
+    for name in arrays:
+        if name in values:
+            setattr(model, name, values[name])
+    for name, (_, fill) in _ADDED.items():
+        if name in arrays and name not in values:
+            setattr(model, name, fill(model))
+    if optional:
+        model._offset_sample = _sample_from(values, shown, model)
     _check_consistent(model, kind, shown)
     return model
+
+
+def _sample_from(values, shown, model):
+    """BudgetSVC's reservoir sample from its stored parts, checked like any input."""
+    import scipy.sparse as sp
+    from pybudget._validation import canonical_csr
+    parts = [values.get(f"offset_sample_{p}") for p in _SAMPLE_PARTS]
+    if any(a is None for a in parts):
+        raise _fail(shown, "the offset sample is incomplete")
+    data, indices, indptr, xsq, codes = parts
+    try:
+        Xs = canonical_csr(sp.csr_matrix((data, indices, indptr),
+                                         shape=(indptr.shape[0] - 1, model.n_features_in_)))
+    except (ValueError, TypeError, IndexError) as e:
+        raise _fail(shown, f"the offset sample is not a valid sparse matrix ({e})") from None
+    n_codes = max(2, model.dual_coef_.shape[0])
+    if (xsq.shape != (Xs.shape[0],) or codes.shape != (Xs.shape[0],)
+            or codes.dtype.kind not in "iu" or xsq.dtype.kind != "f"
+            or not np.all(np.isfinite(xsq)) or not np.all(np.isfinite(Xs.data))
+            or (codes.size and (codes.min() < 0 or codes.max() >= n_codes))):
+        raise _fail(shown, "the offset sample's norms or codes do not match its rows")
+    return Xs, np.ascontiguousarray(xsq, dtype=np.float64), codes.astype(np.int32)
 
 
 def _strict_int(v):
@@ -380,8 +430,9 @@ def _check_consistent(m, kind, path):
             n_dual = 1 if K == 2 else K
         else:
             n_dual = n_prob
-        shapes = {"support_vectors_": (n_sv, d), "dual_coef_": (n_dual, n_sv)}
-        finite = ("support_vectors_", "dual_coef_")
+        shapes = {"support_vectors_": (n_sv, d), "dual_coef_": (n_dual, n_sv),
+                  "intercept_": (n_dual,)}
+        finite = ("support_vectors_", "dual_coef_", "intercept_")
         if not (math.isfinite(m.gamma_) and m.gamma_ > 0):
             raise _fail(path, f"gamma_={m.gamma_!r} is not a positive number")
     for name, shape in shapes.items():

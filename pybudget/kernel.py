@@ -5,6 +5,7 @@ Gaussian kernel ``k(x, x') = exp(-gamma * ||x - x'||^2)`` (no 1/2 in front of ga
 over all entries of X including the zeros of a sparse matrix.
 """
 import sys
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,7 @@ from pybudget._bsgd import bsgd_run
 from pybudget._checkpoint import BestCheckpoint, checkpoint_fields
 from pybudget._budget import BudgetModel
 from pybudget._merge import MAINTENANCE, MULTI, SEARCHES, Maintainer
+from pybudget._offset import draw_sample, model_offset, reservoir_update
 
 SOLVERS = ("bsgd", "bsca")
 AVERAGING = ("none", "all", "last-half")
@@ -28,8 +30,8 @@ AVERAGING = ("none", "all", "last-half")
 class BudgetResult:
     """Outcome of ``solve_budget``.
 
-    The decision function is ``k(X, support_vectors) @ dual_coef.T`` (shape (n, 1) for
-    binary problems, positive side ``classes[1]``; (n, K) otherwise).  ``n_iter`` counts
+    The decision function is ``k(X, support_vectors) @ dual_coef.T + intercept`` (shape
+    (n, 1) for binary problems, positive side ``classes[1]``; (n, K) otherwise).  ``n_iter`` counts
     epochs, ``n_steps`` training-point visits, ``n_added`` SV insertions (BSGD margin
     violations; BSCA nonzero steps), ``n_merges`` merge events, ``n_removed`` SVs dropped
     without a merge; ``merge_time`` and ``time`` are seconds of maintenance and of
@@ -42,6 +44,7 @@ class BudgetResult:
     classes: np.ndarray
     support_vectors: np.ndarray
     dual_coef: np.ndarray
+    intercept: np.ndarray
     gamma: float
     budget: int
     n_iter: int
@@ -58,7 +61,8 @@ class BudgetResult:
 
 
 def check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_size,
-                        merge_search, multi_merge, merge_tol, averaging="none", checkpoints=0):
+                        merge_search, multi_merge, merge_tol, averaging="none", checkpoints=0,
+                        offset=True):
     """Validate every budget-solver parameter that does not depend on the data; returns
     a dict of normalised values (gamma stays "scale" until the data are known)."""
     C = V.positive("C", C)
@@ -79,6 +83,7 @@ def check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_siz
     merge_tol = V.positive("merge_tol", merge_tol)
     V.choice("averaging", averaging, AVERAGING)
     checkpoints = V.positive_int("checkpoints", checkpoints, minimum=0)
+    offset = V.boolean("offset", offset)
     if checkpoints and averaging != "none":
         raise ValueError(f"checkpoints={checkpoints} selects among iterates and cannot be "
                          f"combined with averaging={averaging!r}")
@@ -99,7 +104,7 @@ def check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_siz
     return dict(C=C, gamma=gamma, budget=budget, solver=solver, epochs=epochs,
                 maintenance=maintenance, merge_size=merge_size, merge_search=merge_search,
                 multi_merge=multi_merge, merge_tol=merge_tol, averaging=averaging,
-                checkpoints=checkpoints)
+                checkpoints=checkpoints, offset=offset)
 
 
 def scale_gamma(X):
@@ -170,19 +175,30 @@ def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, stat
     T = epochs * n
     avg_start = {"none": 0, "all": t0 + 1, "last-half": t0 + T // 2 + 1}[p["averaging"]]
     xsq = V.row_sqnorms(X)
-    ck = (BestCheckpoint(X, xsq, codes, lam, seed, p["checkpoints"])
+    ck = (BestCheckpoint(X, xsq, codes, lam, seed, p["checkpoints"], offset=p["offset"])
           if p["checkpoints"] else None)
     out = bsgd_run(X, xsq, codes.astype(np.int32), mdl, mt, budget, M, lam,
                    epochs, t0, seed, avg_start, progress, ck.every(T) if ck else 0, ck)
     out["checkpoints"] = [ck] if ck else []
     if ck:
-        Z, beta, _ = ck.finish(mdl)
+        Z, beta, _, b = ck.finish(mdl)
         out["time"] += ck.seconds
     else:
         Z, beta, _ = mdl.arrays()
-    if avg_start:
-        beta = mdl.averaged() / out["n_avg"]
-    return Z, beta.T.copy(), out, mt
+        if avg_start:
+            beta = mdl.averaged() / out["n_avg"]
+        b, seconds = _offset(p, X, xsq, codes, seed, Z, beta, gamma)
+        out["time"] += seconds
+    return Z, beta.T.copy(), b, out, mt
+
+
+def _offset(p, X, xsq, codes, seed, Z, beta, gamma):
+    """(offset, seconds): the fitted offset of the final model (zeros with offset=False)."""
+    if not p["offset"]:
+        return np.zeros(beta.shape[1]), 0.0
+    t0 = time.perf_counter()
+    b = model_offset(Z, beta, gamma, draw_sample(X, xsq, codes, seed))
+    return b, time.perf_counter() - t0
 
 
 def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0):
@@ -192,7 +208,7 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0):
     V.dense_size(len(problems) * cap * d, f"{len(problems)} one-vs-rest models of budget="
                  f"{budget} SV rows of {d} dense features", "reduce the budget or the features")
     xsq = V.row_sqnorms(X)
-    Zs, coefs, alphas = [], [], []
+    Zs, coefs, alphas, offsets = [], [], [], []
     stats = dict(n_updates=0, merge_time=0.0, time=0.0, n_merges=0, n_removed=0,
                  checkpoints=[])
     T = p["epochs"] * n
@@ -201,17 +217,22 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0):
         alpha = np.zeros(n)
         mdl, mt = _new_model(d, 1, cap, gamma, p, n_src=n)
         progress = epoch_progress(f"class {k}: " if len(problems) > 1 else "") if verbose else None
-        ck = (BestCheckpoint(X, xsq, (codes == k).astype(np.int32), 1.0 / (n * p["C"]),
-                             (seed + k) % 2**64, p["checkpoints"], extra=alpha)
+        codes_k = (codes == k).astype(np.int32)
+        seed_k = (seed + k) % 2**64
+        ck = (BestCheckpoint(X, xsq, codes_k, 1.0 / (n * p["C"]), seed_k, p["checkpoints"],
+                             extra=alpha, offset=p["offset"])
               if p["checkpoints"] else None)
         out = bsca_run(X, xsq, y, p["C"], alpha, mdl, mt, budget, M, p["epochs"],
-                       (seed + k) % 2**64, progress, ck.every(T) if ck else 0, ck)
+                       seed_k, progress, ck.every(T) if ck else 0, ck)
         if ck:
-            Z, beta, alpha = ck.finish(mdl)
+            Z, beta, alpha, b = ck.finish(mdl)
             out["time"] += ck.seconds
             stats["checkpoints"].append(ck)
         else:
             Z, beta, _ = mdl.arrays()
+            b, seconds = _offset(p, X, xsq, codes_k, seed_k, Z, beta, gamma)
+            out["time"] += seconds
+        offsets.append(b[0])
         Zs.append(Z)
         coefs.append(beta[:, 0])
         alphas.append(alpha)
@@ -226,7 +247,7 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0):
     for r, c in enumerate(coefs):
         dual[r, start:start + c.shape[0]] = c
         start += c.shape[0]
-    return Z, dual, np.vstack(alphas), stats
+    return Z, dual, np.array(offsets), np.vstack(alphas), stats
 
 
 def _fit(X, codes, classes, p, seed, verbose=0):
@@ -236,17 +257,19 @@ def _fit(X, codes, classes, p, seed, verbose=0):
     budget, M, cap = _effective_budget(p, n, d, verbose)
     K = classes.shape[0]
     if p["solver"] == "bsgd":
-        Z, dual, out, mt = _bsgd(X, codes, K, p, gamma, seed, budget, M, cap, n_lambda=n,
-                                 progress=epoch_progress("") if verbose else None)
-        res = BudgetResult(classes=classes, support_vectors=Z, dual_coef=dual, gamma=gamma,
+        Z, dual, b, out, mt = _bsgd(X, codes, K, p, gamma, seed, budget, M, cap, n_lambda=n,
+                                    progress=epoch_progress("") if verbose else None)
+        res = BudgetResult(classes=classes, support_vectors=Z, dual_coef=dual, intercept=b,
+                           gamma=gamma,
                            budget=budget, n_iter=p["epochs"], n_steps=p["epochs"] * n,
                            n_added=out["n_added"], n_merges=mt.n_merges,
                            n_removed=mt.n_removed, merge_time=out["merge_time"],
                            time=out["time"], t=out["t"])
     else:
-        Z, dual, alpha, st = _bsca(X, codes, K, p, gamma, seed, budget, M, cap, verbose)
+        Z, dual, b, alpha, st = _bsca(X, codes, K, p, gamma, seed, budget, M, cap, verbose)
         n_prob = dual.shape[0]
-        res = BudgetResult(classes=classes, support_vectors=Z, dual_coef=dual, gamma=gamma,
+        res = BudgetResult(classes=classes, support_vectors=Z, dual_coef=dual, intercept=b,
+                           gamma=gamma,
                            budget=budget, n_iter=p["epochs"],
                            n_steps=p["epochs"] * n * n_prob, n_added=st["n_updates"],
                            n_merges=st["n_merges"], n_removed=st["n_removed"],
@@ -263,11 +286,12 @@ def _fit(X, codes, classes, p, seed, verbose=0):
 def solve_budget(X, y, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epochs=1,
                  maintenance="merge", merge_size=2, merge_search="gss",
                  multi_merge="cascade", merge_tol=0.01, averaging="none", checkpoints=0,
-                 random_state=None, verbose=0):
+                 offset=True, random_state=None, verbose=0):
     """Train a budgeted Gaussian-kernel SVM with BSGD or BSCA; see :class:`BudgetSVC`
     for the parameters.  Returns a :class:`BudgetResult`."""
     p = check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_size,
-                            merge_search, multi_merge, merge_tol, averaging, checkpoints)
+                            merge_search, multi_merge, merge_tol, averaging, checkpoints,
+                            offset)
     X = V.as_csr(X)
     classes, codes = V.encode_labels(y, X.shape[0])
     return _fit(X, codes, classes, p, V.seed_from(random_state), V.verbosity(verbose))
@@ -346,7 +370,7 @@ class BudgetSVC(SVMClassifierBase):
     def __init__(self, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epochs=1,
                  maintenance="merge", merge_size=2, merge_search="gss",
                  multi_merge="cascade", merge_tol=0.01, averaging="none", checkpoints=0,
-                 random_state=None, verbose=0):
+                 offset=True, random_state=None, verbose=0):
         self.C = C
         self.gamma = gamma
         self.budget = budget
@@ -359,6 +383,7 @@ class BudgetSVC(SVMClassifierBase):
         self.merge_tol = merge_tol
         self.averaging = averaging
         self.checkpoints = checkpoints
+        self.offset = offset
         self.random_state = random_state
         self.verbose = verbose
 
@@ -366,7 +391,7 @@ class BudgetSVC(SVMClassifierBase):
         return check_budget_params(self.C, self.gamma, self.budget, self.solver, self.epochs,
                                    self.maintenance, self.merge_size, self.merge_search,
                                    self.multi_merge, self.merge_tol, self.averaging,
-                                   self.checkpoints)
+                                   self.checkpoints, self.offset)
 
     def fit(self, X, y):
         p = self._params()
@@ -385,6 +410,7 @@ class BudgetSVC(SVMClassifierBase):
         self.classes_ = res.classes
         self.support_vectors_ = res.support_vectors
         self.dual_coef_ = res.dual_coef
+        self.intercept_ = res.intercept
         self.gamma_ = res.gamma
         self.n_iter_ = res.n_iter
         self.n_merges_ = res.n_merges
@@ -404,7 +430,9 @@ class BudgetSVC(SVMClassifierBase):
         It always continues the last iterate: ``averaging`` and ``checkpoints`` apply to
         ``fit`` only and are ignored here (as scikit-learn's SGD ignores early stopping
         in ``partial_fit``)."""
-        p = dict(self._params(), averaging="none", checkpoints=0)
+        params = self._params()
+        offset = params["offset"]
+        p = dict(params, averaging="none", checkpoints=0, offset=False)
         first = not hasattr(self, "classes_")
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
                              reset=first)
@@ -445,8 +473,16 @@ class BudgetSVC(SVMClassifierBase):
                                             self.dual_coef_, self._t, self._n_seen)
         seed = V.seed_from(self.random_state)
         seed = (seed + 0x9E3779B97F4A7C15 * (t0 + 1)) % 2**64   # new order per call
-        Z, dual, out, mt = _bsgd(X, codes, K, p, gamma, seed, budget, M, cap,
-                                 n_lambda=n_seen + n, state=(Z0, dual0.T, t0), epochs=1)
+        Z, dual, _, out, mt = _bsgd(X, codes, K, p, gamma, seed, budget, M, cap,
+                                    n_lambda=n_seen + n, state=(Z0, dual0.T, t0), epochs=1)
+        # the offset is refitted at the end of every call on a reservoir sample of all
+        # rows seen so far (so it does not hinge on the last, possibly small, chunk)
+        t_off = time.perf_counter()
+        sample = reservoir_update(None if first else getattr(self, "_offset_sample", None),
+                                  n_seen, X, V.row_sqnorms(X), codes.astype(np.int32), seed)
+        b = (model_offset(Z, dual.T, gamma, sample) if offset
+             else np.zeros(dual.shape[0]))
+        out["time"] += time.perf_counter() - t_off
         if first:
             self.n_iter_ = self.n_merges_ = self.n_removed_ = 0
             self.merge_time_ = self.fit_time_ = 0.0
@@ -454,6 +490,8 @@ class BudgetSVC(SVMClassifierBase):
         self.classes_ = all_classes
         self.support_vectors_ = Z
         self.dual_coef_ = dual
+        self.intercept_ = b
+        self._offset_sample = sample
         self.n_iter_ += 1
         self.n_merges_ += mt.n_merges
         self.n_removed_ += mt.n_removed
@@ -469,4 +507,5 @@ class BudgetSVC(SVMClassifierBase):
         if sp.issparse(X):
             X = V.canonical_csr(X)
         scores = kernel_decision(X, self.support_vectors_, self.dual_coef_, self.gamma_)
+        scores += self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores

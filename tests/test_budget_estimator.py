@@ -157,9 +157,12 @@ def test_solve_budget_result_and_estimator_agree():
     assert res.n_iter == clf.n_iter_ == 2 and res.n_merges == clf.n_merges_ > 0
     assert res.time > 0 and 0 <= res.merge_time <= res.time
     assert list(res.classes) == ["a", "b"]
-    # decision function from the arrays: k(X, SV) @ dual_coef.T
+    # decision function from the arrays: k(X, SV) @ dual_coef.T + intercept
     K = np.exp(-0.5 * ((X[:, None] - res.support_vectors[None]) ** 2).sum(-1))
-    np.testing.assert_allclose(clf.decision_function(X), (K @ res.dual_coef.T).ravel(),
+    np.testing.assert_array_equal(res.intercept, clf.intercept_)
+    assert res.intercept.shape == (1,) and res.intercept[0] != 0
+    np.testing.assert_allclose(clf.decision_function(X),
+                               (K @ res.dual_coef.T).ravel() + res.intercept,
                                rtol=1e-10, atol=1e-12)
 
 

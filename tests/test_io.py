@@ -63,7 +63,7 @@ def test_round_trip_bit_identical(tmp_path, name, make, kind):
         names = z.namelist()
         assert names[0] == "header.json" and all(n.endswith(".npy") for n in names[1:])
         header = json.loads(z.read("header.json"))
-    assert header["format"] == "pybudget-model" and header["version"] == 1
+    assert header["format"] == "pybudget-model" and header["version"] == 2
     assert header["estimator"] == type(est).__name__
 
 
@@ -196,7 +196,7 @@ def _rewrite(path, edit_header=None, edit_array=None):
 
 
 def test_newer_version_is_refused(saved):
-    _rewrite(saved, lambda h: h.update(version=2, pybudget_version="9.0"))
+    _rewrite(saved, lambda h: h.update(version=pio.VERSION + 1, pybudget_version="9.0"))
     with pytest.raises(ValueError, match="newer pybudget"):
         load(saved)
     with pytest.raises(ValueError, match="newer pybudget"):
