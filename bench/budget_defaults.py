@@ -30,7 +30,7 @@ from sklearn.datasets import load_svmlight_file
 sys.path.insert(0, str(Path(__file__).parent))
 from common import RESULTS, machine, write_outputs  # noqa: E402
 
-from pybudget import BudgetSVC  # noqa: E402
+from pybudget import BudgetSVC, _offset  # noqa: E402
 from pybudget.datasets import external_data_dir  # noqa: E402
 
 # (name, data, solver, epochs, C, gamma, budget, target median %, target worst %)
@@ -55,6 +55,11 @@ CANDIDATES = {
     "offset+checkpoints(2/epoch, >=10)": {"offset": True, "checkpoints": "2/epoch"},
     "offset+averaging(last-half)": {"offset": True, "checkpoints": 0,
                                     "averaging": "last-half"},
+    "offset(ungated)": {"offset": True, "checkpoints": 0, "averaging": "none", "_z": 0.0},
+    "offset+averaging(last-half-epoch)": {"offset": True, "checkpoints": 0,
+                                          "averaging": "last-half-epoch"},
+    "averaging(last-half-epoch)": {"offset": False, "checkpoints": 0,
+                                   "averaging": "last-half-epoch"},
     "checkpoints(2/epoch, >=10)": {"offset": False, "checkpoints": "2/epoch"},
     "averaging(last-half)": {"offset": False, "checkpoints": 0, "averaging": "last-half"},
 }
@@ -96,9 +101,16 @@ def one_seed(args):
             opts = options(cand, solver, epochs)
             if opts is None:
                 continue
+            # "_z": the significance level of the offset (pybudget._offset.Z_MIN), set
+            # here to measure the offset without its test
+            z = opts.pop("_z", _offset.Z_MIN)
+            saved, _offset.Z_MIN = _offset.Z_MIN, z
             t0 = time.perf_counter()
-            clf = BudgetSVC(C=C, gamma=gamma, budget=budget, solver=solver, epochs=epochs,
-                            random_state=seed, **opts).fit(X, y)
+            try:
+                clf = BudgetSVC(C=C, gamma=gamma, budget=budget, solver=solver,
+                                epochs=epochs, random_state=seed, **opts).fit(X, y)
+            finally:
+                _offset.Z_MIN = saved
             wall = time.perf_counter() - t0
             rows.append({"cell": label, "candidate": cand, "seed": seed, "options": opts,
                          "accuracy": 100 * float(np.mean(clf.predict(Xt) == yt)),
@@ -132,8 +144,7 @@ def summarise(rows, cells, candidates):
 def markdown(summary, record):
     lines = ["# Budgeted SVMs: defaults that need no luck (issue 12)", "",
              f"{record['machine']['platform']}, {record['machine']['cpus']} cores, "
-             f"pybudget {record['machine']['pybudget']}; seeds {record['seeds'][0]}-"
-             f"{record['seeds'][-1]} ({len(record['seeds'])}) per cell; B = 500 (multi-class "
+             f"pybudget {record['machine']['pybudget']}; seeds {record['seeds']} per cell; B = 500 (multi-class "
              f"100), golden-section merging; {record['jobs']} worker process(es).", "",
              "Candidates: " + "; ".join(f"`{k}` = {v or 'nothing set'}"
                                         for k, v in CANDIDATES.items()
@@ -174,23 +185,37 @@ def main():
     if args.quick:
         cells = [c for c in cells if c[1] in ("a9a", "dna.scale")][:2]
     tasks = [(cells, candidates, s, args.data_dir, args.quick) for s in seeds]
-    rows = []
-    if args.jobs > 1:
-        with ProcessPoolExecutor(args.jobs) as ex:
-            for r in ex.map(one_seed, tasks):
-                rows += r
-                print(f"seed {r[0]['seed']} done", file=sys.stderr, flush=True)
-    else:
-        for t in tasks:
-            rows += one_seed(t)
-    summary = summarise(rows, cells, candidates)
-    record = {"machine": machine(), "seeds": seeds, "jobs": args.jobs, "quick": args.quick,
-              "candidates": candidates, "cells": [c[0] for c in cells],
-              "summary": summary, "runs": rows}
     stem = args.stem or ("budget_defaults_quick" if args.quick else "budget_defaults")
-    md = markdown(summary, record)
-    write_outputs(stem, record, md, args.out)
+    rows, done = [], []
+
+    def write():        # after every seed, so a long run can be read while it goes on
+        summary = summarise(rows, cells, candidates)
+        record = {"machine": machine(), "seeds": sorted(done), "jobs": args.jobs,
+                  "quick": args.quick, "candidates": candidates,
+                  "cells": [c[0] for c in cells], "summary": summary, "runs": rows}
+        md = markdown(summary, record)
+        write_outputs(stem, record, md, args.out)
+        return md
+
+    with ProcessPoolExecutor(args.jobs) if args.jobs > 1 else _Serial() as ex:
+        for r in ex.map(one_seed, tasks):
+            rows += r
+            done.append(r[0]["seed"])
+            print(f"seed {r[0]['seed']} done", file=sys.stderr, flush=True)
+            md = write()
     print(md)
+
+
+class _Serial:
+    """ProcessPoolExecutor's map in this process (--jobs 1)."""
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def map(self, f, tasks):
+        return map(f, tasks)
 
 
 if __name__ == "__main__":

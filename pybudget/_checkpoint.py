@@ -16,7 +16,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from pybudget._offset import draw_sample, fit_offset, hinge
+from pybudget._offset import draw_sample, hinge, sample_offset
 
 
 class BestCheckpoint:
@@ -48,7 +48,7 @@ class BestCheckpoint:
         """(estimated objective, Z, beta, offset b (zeros without the offset))."""
         Z, beta, _ = mdl.arrays()
         F = mdl.decision_stream(self.X, self.xsq)
-        b = fit_offset(F, self.codes) if self.offset else np.zeros(mdl.n_coef)
+        b = sample_offset(F, self.codes) if self.offset else np.zeros(mdl.n_coef)
         w2 = 0.0
         if Z.shape[0]:
             Zs = sp.csr_matrix(Z)

@@ -17,6 +17,7 @@ import numpy as np
 
 SAMPLE = 2048       # training rows in the sample (all rows if fewer)
 PASSES = 5          # coordinate passes over the classes of a multi-class model
+Z_MIN = 3.0         # keep the offset only when it lowers the sample hinge this clearly
 
 
 def draw_sample(X, xsq, codes, seed):
@@ -34,6 +35,11 @@ def draw_sample(X, xsq, codes, seed):
 def hinge(F, codes, b=None):
     """Mean hinge loss of F + b: F (n,) with 0/1 codes (positive class 1), or F (n, K)
     with class indices (multi-class hinge)."""
+    return float(row_hinge(F, codes, b).mean())
+
+
+def row_hinge(F, codes, b=None):
+    """Per-row hinge losses of F + b (see hinge)."""
     G = F if b is None else F + (b[0] if F.ndim == 1 else b)
     if G.ndim == 1:
         margins = np.where(codes == 1, G, -G)
@@ -42,37 +48,42 @@ def hinge(F, codes, b=None):
         other = G.copy()
         other[idx, codes] = -np.inf
         margins = G[idx, codes] - other.max(axis=1)
-    return float(np.maximum(0.0, 1.0 - margins).mean())
+    return np.maximum(0.0, 1.0 - margins)
 
 
-def _argmin_on_kinks(loss, kinks, current):
-    """Minimiser of a convex piecewise-linear loss(b) whose kinks are all in `kinks`:
-    a ternary search over the sorted kinks (convex along them), keeping `current` when
-    it is as good (so a flat minimum or a missing class leaves the offset where it is)."""
-    t = np.unique(kinks[np.isfinite(kinks)])
-    lo, hi = 0, t.shape[0] - 1
-    if hi < 0:
-        return current
-    while hi - lo > 2:
-        m1 = lo + (hi - lo) // 3
-        m2 = hi - (hi - lo) // 3
-        if loss(t[m1]) <= loss(t[m2]):
-            hi = m2
-        else:
-            lo = m1
-    values = [loss(t[i]) for i in range(lo, hi + 1)]
-    best = int(np.argmin(values))
-    return current if loss(current) <= values[best] else float(t[lo + best])
+def significant(F, codes, b, z_min=Z_MIN):
+    """True when the offset b lowers the per-row hinge losses of the sample by at least
+    z_min standard errors of their mean (paired over rows)."""
+    d = row_hinge(F, codes) - row_hinge(F, codes, b)
+    gain = d.mean()
+    if not gain > 0:
+        return False
+    se = d.std(ddof=1) / np.sqrt(d.shape[0]) if d.shape[0] > 1 else 0.0
+    return bool(gain >= z_min * se)
+
+
+def _nearest_minimiser(n_falling, kinks, current):
+    """Minimiser nearest to `current` of a convex piecewise-linear loss whose slope
+    starts at -n_falling and rises by one at each kink.  Its minimisers are the interval
+    between the n_falling-th and the (n_falling + 1)-th smallest kink (an order
+    statistic, no sort needed); `current` is kept when it lies inside."""
+    m = kinks.shape[0]
+    lo = np.partition(kinks, n_falling - 1)[n_falling - 1] if n_falling > 0 else -np.inf
+    hi = np.partition(kinks, n_falling)[n_falling] if n_falling < m else np.inf
+    return float(min(max(current, lo), hi))
 
 
 def fit_offset(F, codes):
     """Offsets b (shape (1,) for a binary F of shape (n,), (K,) for F of shape (n, K))
-    minimising hinge(F, codes, b) exactly (binary) or by exact coordinate minimisation
-    (multi-class)."""
+    minimising hinge(F, codes, b): exactly for a binary model, by exact coordinate
+    minimisation for a multi-class one.  Of several minimisers, the one nearest to
+    zero (the previous value) is taken."""
     if F.ndim == 1:
-        y = np.where(codes == 1, 1.0, -1.0)
-        loss = lambda b: np.maximum(0.0, 1.0 - y * (F + b)).mean()
-        return np.array([_argmin_on_kinks(loss, y - F, 0.0)])
+        # positive rows: max(0, 1 - f - b) stops falling at b = 1 - f; negative rows:
+        # max(0, 1 + f + b) starts rising at b = -1 - f
+        pos = codes == 1
+        kinks = np.where(pos, 1.0 - F, -1.0 - F)
+        return np.array([_nearest_minimiser(int(pos.sum()), kinks, 0.0)])
     n, K = F.shape
     b = np.zeros(K)
     idx = np.arange(n)
@@ -87,16 +98,11 @@ def fit_offset(F, codes):
             m = rest.max(axis=1)
             own = codes == k
             fk = F[:, k]
-            # rows of class k: max(0, 1 + m - fk - b); others: max(0, 1 + max(m, fk + b) - gy)
-            kinks = np.concatenate([1.0 + m[own] - fk[own], (m - fk)[~own],
-                                    (gy - 1.0 - fk)[~own]])
-
-            def loss(bk):
-                own_loss = np.maximum(0.0, 1.0 + m[own] - fk[own] - bk)
-                other = np.maximum(0.0, 1.0 + np.maximum(m[~own], fk[~own] + bk) - gy[~own])
-                return (own_loss.sum() + other.sum()) / n
-
-            new = _argmin_on_kinks(loss, kinks, b[k])
+            # rows of class k: max(0, 1 + m - fk - b_k) stops falling at 1 + m - fk;
+            # others: max(0, 1 + m - gy, 1 + fk + b_k - gy) starts rising where the
+            # last term takes over
+            kinks = np.where(own, 1.0 + m - fk, np.maximum(0.0, 1.0 + m - gy) - 1.0 - fk + gy)
+            new = _nearest_minimiser(int(own.sum()), kinks, b[k])
             moved |= new != b[k]
             b[k] = new
         if not moved:
@@ -104,15 +110,22 @@ def fit_offset(F, codes):
     return b
 
 
+def sample_offset(F, codes):
+    """The offset returned for decision values F on the sample: fit_offset's, if it is
+    significant, else zeros."""
+    b = fit_offset(F, codes)
+    return b if significant(F, codes, b, Z_MIN) else np.zeros_like(b)
+
+
 def model_offset(Z, beta, gamma, sample):
-    """fit_offset for the model (SV rows Z, true coefficients beta (n_sv, n_coef)) on a
-    sample from draw_sample, its decision values computed by the solvers' own kernel
+    """sample_offset for the model (SV rows Z, true coefficients beta (n_sv, n_coef)) on
+    a sample from draw_sample, its decision values computed by the solvers' own kernel
     loop."""
     from pybudget._budget import BudgetModel
     Xs, xsq, codes = sample
     mdl = BudgetModel(Z.shape[1], beta.shape[1], max(Z.shape[0], 1), gamma)
     mdl.load(Z, beta)
-    return fit_offset(mdl.decision_stream(Xs, xsq), codes)
+    return sample_offset(mdl.decision_stream(Xs, xsq), codes)
 
 
 def reservoir_update(sample, seen, X, xsq, codes, seed):

@@ -23,7 +23,7 @@ LINEAR_OPTS = {"loss": "-s/--loss", "tol": "-e", "bias": "-B", "selection": "--s
                "max_iter": "--max-iter"}
 KERNEL_OPTS = {"gamma": "-g", "budget": "--budget", "maintenance": "--maintenance",
                "merge_size": "--merge-size", "merge_search": "--merge-search",
-               "epochs": "--epochs", "checkpoints": "--checkpoints"}
+               "epochs": "--epochs", "checkpoints": "--checkpoints", "offset": "--no-offset"}
 LIBLINEAR_S = {"1": "squared_hinge", "3": "hinge"}
 
 
@@ -126,7 +126,7 @@ def _make_estimator(args, kernel):
             kw.update(fit_intercept=False)  # liblinear's default -B -1: no bias
         return LinearSVC(C=args.c, random_state=args.seed, verbose=verbose, **kw)
     kw = given(("budget", "solver", "epochs", "maintenance", "merge_size", "merge_search",
-                "checkpoints"))
+                "checkpoints", "offset"))
     if args.gamma is not None:
         kw["gamma"] = _gamma(args.gamma)
     return BudgetSVC(C=args.c, random_state=args.seed, verbose=verbose, **kw)
@@ -314,6 +314,9 @@ def _info(args):
                   f"(budget {model.budget}), dual coefficients {model.dual_coef_.shape[0]} "
                   f"x {model.dual_coef_.shape[1]}",
                   f"gamma: {model.gamma_:.17g}",
+                  f"offset (intercept): {' '.join(f'{b:.6g}' for b in model.intercept_[:10])}"
+                  f"{' ...' if model.intercept_.shape[0] > 10 else ''}"
+                  f"{'' if model.offset else ' (offset=False)'}",
                   f"training: {model.n_iter_} epoch(s), {model.n_merges_} merges, "
                   f"{model.n_removed_} removed"]
     params = model.get_params()
@@ -443,6 +446,10 @@ def build_parser():
                      help="return the lowest-objective of K evenly spaced iterates instead "
                           "of the last (default %s: the last)"
                      % _default("BudgetSVC", "checkpoints"))
+    ker.add_argument("--no-offset", dest="offset", action="store_const", const=False,
+                     default=None,
+                     help="return f without the offset fitted on training rows (with "
+                          "--checkpoints 0: the papers' last iterate)")
     ker.add_argument("--stream", action="store_true",
                      help="read TRAIN_FILE in chunks (BSGD partial_fit, bounded memory)")
     ker.add_argument("--chunk-size", type=int, default=10000,

@@ -24,7 +24,7 @@ from pybudget._merge import MAINTENANCE, MULTI, SEARCHES, Maintainer
 from pybudget._offset import draw_sample, model_offset, reservoir_update
 
 SOLVERS = ("bsgd", "bsca")
-AVERAGING = ("none", "all", "last-half")
+AVERAGING = ("none", "all", "last-half", "last-half-epoch")
 
 @dataclass
 class BudgetResult:
@@ -173,7 +173,8 @@ def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, stat
     lam = 1.0 / (n_lambda * p["C"])
     epochs = epochs or p["epochs"]
     T = epochs * n
-    avg_start = {"none": 0, "all": t0 + 1, "last-half": t0 + T // 2 + 1}[p["averaging"]]
+    avg_start = {"none": 0, "all": t0 + 1, "last-half": t0 + T // 2 + 1,
+                 "last-half-epoch": t0 + T - n // 2 + 1}[p["averaging"]]
     xsq = V.row_sqnorms(X)
     ck = (BestCheckpoint(X, xsq, codes, lam, seed, p["checkpoints"], offset=p["offset"])
           if p["checkpoints"] else None)
