@@ -72,6 +72,8 @@ def fit_eval(data, name, **kw):
     C, gamma = PARAMS.get(name, (32.0, 2.0 ** -7))
     kw.setdefault("C", C)
     kw.setdefault("gamma", gamma)
+    kw.setdefault("offset", False)     # the papers' algorithms: the last iterate, no offset
+    kw.setdefault("averaging", "none")
     clf = BudgetSVC(**kw)
     t0 = time.perf_counter()
     clf.fit(X, y)
@@ -269,7 +271,8 @@ def study_dual(data, args):
             return (P, w2) if with_norm else P
 
         for B in args.dual_budgets:
-            clf = BudgetSVC(C=C, gamma=gamma, budget=B, random_state=args.seeds[0])
+            clf = BudgetSVC(C=C, gamma=gamma, budget=B, random_state=args.seeds[0],
+                            offset=False)
             for e in range(1, args.dual_epochs + 1):
                 clf.partial_fit(X, y, classes=classes)
                 tt = clf.fit_time_          # cumulative over partial_fit calls

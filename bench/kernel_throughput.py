@@ -75,7 +75,8 @@ def epoch_times(name, X, y, B, seeds):
     C, gamma = PARAMS.get(name, (32.0, 2.0 ** -7))
     out = []
     for s in seeds:
-        r = solve_budget(X, y, C=C, gamma=gamma, budget=B, epochs=1, random_state=s)
+        r = solve_budget(X, y, C=C, gamma=gamma, budget=B, epochs=1, random_state=s,
+                         offset=False, averaging="none")
         out.append({"seed": s, "time": r.time, "merge_time": r.merge_time,
                     "n_merges": r.n_merges})
     return out

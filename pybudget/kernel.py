@@ -24,7 +24,8 @@ from pybudget._merge import MAINTENANCE, MULTI, SEARCHES, Maintainer
 from pybudget._offset import draw_sample, model_offset, reservoir_update
 
 SOLVERS = ("bsgd", "bsca")
-AVERAGING = ("none", "all", "last-half", "last-half-epoch")
+AVERAGING = ("auto", "none", "tail", "all", "last-half")
+TAIL_PER_SV = 4     # averaging="tail" covers the last min(n / 2, 4 * budget) steps
 
 @dataclass
 class BudgetResult:
@@ -61,7 +62,7 @@ class BudgetResult:
 
 
 def check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_size,
-                        merge_search, multi_merge, merge_tol, averaging="none", checkpoints=0,
+                        merge_search, multi_merge, merge_tol, averaging="auto", checkpoints=0,
                         offset=True):
     """Validate every budget-solver parameter that does not depend on the data; returns
     a dict of normalised values (gamma stays "scale" until the data are known)."""
@@ -84,6 +85,8 @@ def check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_siz
     V.choice("averaging", averaging, AVERAGING)
     checkpoints = V.positive_int("checkpoints", checkpoints, minimum=0)
     offset = V.boolean("offset", offset)
+    if averaging == "auto":   # the tail average where it applies: BSGD, one model out
+        averaging = "tail" if solver == "bsgd" and not checkpoints else "none"
     if checkpoints and averaging != "none":
         raise ValueError(f"checkpoints={checkpoints} selects among iterates and cannot be "
                          f"combined with averaging={averaging!r}")
@@ -173,8 +176,9 @@ def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, stat
     lam = 1.0 / (n_lambda * p["C"])
     epochs = epochs or p["epochs"]
     T = epochs * n
+    tail = max(1, min(n // 2, TAIL_PER_SV * budget))
     avg_start = {"none": 0, "all": t0 + 1, "last-half": t0 + T // 2 + 1,
-                 "last-half-epoch": t0 + T - n // 2 + 1}[p["averaging"]]
+                 "tail": t0 + T - tail + 1}[p["averaging"]]
     xsq = V.row_sqnorms(X)
     ck = (BestCheckpoint(X, xsq, codes, lam, seed, p["checkpoints"], offset=p["offset"])
           if p["checkpoints"] else None)
@@ -286,7 +290,7 @@ def _fit(X, codes, classes, p, seed, verbose=0):
 
 def solve_budget(X, y, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epochs=1,
                  maintenance="merge", merge_size=2, merge_search="gss",
-                 multi_merge="cascade", merge_tol=0.01, averaging="none", checkpoints=0,
+                 multi_merge="cascade", merge_tol=0.01, averaging="auto", checkpoints=0,
                  offset=True, random_state=None, verbose=0):
     """Train a budgeted Gaussian-kernel SVM with BSGD or BSCA; see :class:`BudgetSVC`
     for the parameters.  Returns a :class:`BudgetResult`."""
@@ -370,7 +374,7 @@ class BudgetSVC(SVMClassifierBase):
 
     def __init__(self, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epochs=1,
                  maintenance="merge", merge_size=2, merge_search="gss",
-                 multi_merge="cascade", merge_tol=0.01, averaging="none", checkpoints=0,
+                 multi_merge="cascade", merge_tol=0.01, averaging="auto", checkpoints=0,
                  offset=True, random_state=None, verbose=0):
         self.C = C
         self.gamma = gamma

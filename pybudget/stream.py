@@ -17,6 +17,11 @@ What must be known before the first ``partial_fit`` call, and where it comes fro
 Feature indices are 1-based as in LIBSVM files (``zero_based=True`` for 0-based files;
 no per-chunk guessing).  Rows are visited in file order between chunks and in a fresh
 random order within each chunk: shuffle a file sorted by label before streaming it.
+
+A BudgetSVC's offset (``offset=True``, the default) is refitted at the end of every
+``partial_fit`` call on a reservoir sample of up to 2048 of all rows streamed so far
+(uniform over the file read up to there), so it never rests on the last chunk alone and
+memory stays bounded.
 """
 import bz2
 import gzip

@@ -207,17 +207,22 @@ def test_ijcnn1_one_epoch_smoke():
     assert clf.score(Xt[:20000], yt[:20000]) > 0.94
 
 
-@pytest.mark.parametrize("averaging,avg_start", [("all", 1), ("last-half", 76)])
-def test_estimator_returns_the_mean_of_the_averaged_iterates(averaging, avg_start):
+@pytest.mark.parametrize("averaging,avg_start,budget", [
+    ("all", 1, 8), ("last-half", 76, 8),
+    ("tail", 126, 8), ("auto", 126, 8),   # the last min(n / 2, 4 B) = 25 steps
+    ("tail", 139, 3),                     # the last 4 B = 12 steps
+])
+def test_estimator_returns_the_mean_of_the_averaged_iterates(averaging, avg_start, budget):
     # solve_budget's choice of the first averaged step and its division by the number of
     # averaged iterates, against the eager replay (T = 3 epochs x 50 rows = 150 steps)
     from pybudget import solve_budget
     from pybudget._validation import seed_from
     X, y = small_problem(n=50)
-    res = solve_budget(X, y, C=5.0, gamma=0.8, budget=8, epochs=3, merge_tol=1e-3,
+    res = solve_budget(X, y, C=5.0, gamma=0.8, budget=budget, epochs=3, merge_tol=1e-3,
                        averaging=averaging, random_state=11)
     acc = []
-    Zr, _, _ = reference_bsgd(X, y, 5.0, 0.8, 8, 3, seed_from(11), 1e-3, avg_start, acc)
+    Zr, _, _ = reference_bsgd(X, y, 5.0, 0.8, budget, 3, seed_from(11), 1e-3, avg_start,
+                              acc)
     np.testing.assert_allclose(res.support_vectors, Zr, rtol=1e-9, atol=1e-9)
     want = np.asarray(acc[0]) / (150 - avg_start + 1)
     np.testing.assert_allclose(res.dual_coef[0], want, rtol=1e-9, atol=1e-9 * np.abs(want).max())

@@ -160,7 +160,7 @@ def test_solve_budget_result_and_estimator_agree():
     # decision function from the arrays: k(X, SV) @ dual_coef.T + intercept
     K = np.exp(-0.5 * ((X[:, None] - res.support_vectors[None]) ** 2).sum(-1))
     np.testing.assert_array_equal(res.intercept, clf.intercept_)
-    assert res.intercept.shape == (1,) and res.intercept[0] != 0
+    assert res.intercept.shape == (1,)
     np.testing.assert_allclose(clf.decision_function(X),
                                (K @ res.dual_coef.T).ravel() + res.intercept,
                                rtol=1e-10, atol=1e-12)

@@ -95,7 +95,8 @@ def test_bsgd_returns_the_lowest_objective_checkpoint():
     X, codes = problem(n=300)
     y = np.where(codes == 1, "p", "n")
     # the papers' objective (no offset); picks checkpoint 5
-    kw = dict(C=50.0, gamma=0.1, budget=20, epochs=4, random_state=0, offset=False)
+    kw = dict(C=50.0, gamma=0.1, budget=20, epochs=4, random_state=0, offset=False,
+              averaging="none")
     last = solve_budget(X, y, **kw)
     res = solve_budget(X, y, checkpoints=8, **kw)
     obj = res.checkpoint_objectives[0]

@@ -108,7 +108,7 @@ def _data(k, n=400, d=5, seed=0):
 
 
 def test_paper_setting_reproduces_the_previous_release_bit_for_bit():
-    """offset=False, checkpoints=0 is the papers' last iterate, the default before
+    """offset=False, averaging="none" is the papers' last iterate, the default before
     issue 12: the arrays of tests/data/paper_models.npz were written by that release
     (tests/data/make_paper_models.py)."""
     import importlib.util
@@ -116,7 +116,7 @@ def test_paper_setting_reproduces_the_previous_release_bit_for_bit():
     make = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(make)
     want = np.load(DATA / "paper_models.npz")
-    got = make.fit_all(offset=False, checkpoints=0)
+    got = make.fit_all(offset=False, averaging="none")
     for name, a in got.items():
         assert a.tobytes() == want[name].tobytes(), name
 
@@ -147,7 +147,7 @@ def test_offset_only_adds_a_constant_per_problem(solver, k):
 
 def test_shifted_last_iterate_is_repaired():
     """A nearly flat kernel at large C: the last BSGD iterate's threshold lands anywhere
-    (the a9a lottery in miniature); the offset puts it back on every seed."""
+    (the a9a lottery in miniature); the defaults put it back on every seed."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(600, 4))
     y = (X[:, 0] + 0.5 * X[:, 1] > 0.3).astype(int)
@@ -156,7 +156,7 @@ def test_shifted_last_iterate_is_repaired():
     paper, ours = [], []
     for s in range(6):
         kw = dict(C=500.0, gamma=0.01, budget=30, random_state=s)
-        paper.append(BudgetSVC(offset=False, **kw).fit(X, y).score(Xt, yt))
+        paper.append(BudgetSVC(offset=False, averaging="none", **kw).fit(X, y).score(Xt, yt))
         ours.append(BudgetSVC(**kw).fit(X, y).score(Xt, yt))
     assert min(ours) > 0.9 and min(ours) > min(paper) + 0.05
 
