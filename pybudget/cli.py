@@ -17,13 +17,15 @@ import scipy.sparse as sp
 
 from pybudget.cgrid import (DEFAULT_CS, DEFAULT_SELECTIONS, cgrid, cgrid_cv,
                              format_cv_table, format_table)
+from pybudget.kernel import AVERAGING
 from pybudget.linear import SELECTION_CHOICES
 
 LINEAR_OPTS = {"loss": "-s/--loss", "tol": "-e", "bias": "-B", "selection": "--selection",
                "max_iter": "--max-iter"}
 KERNEL_OPTS = {"gamma": "-g", "budget": "--budget", "maintenance": "--maintenance",
                "merge_size": "--merge-size", "merge_search": "--merge-search",
-               "epochs": "--epochs", "checkpoints": "--checkpoints", "offset": "--no-offset"}
+               "epochs": "--epochs", "checkpoints": "--checkpoints", "offset": "--no-offset",
+               "averaging": "--averaging"}
 LIBLINEAR_S = {"1": "squared_hinge", "3": "hinge"}
 
 
@@ -104,9 +106,9 @@ def _resolve_kernel(args):
                        "(--solver bsgd)")
     if args.stream and args.cv:
         raise CLIError("-v (cross-validation) needs the data in memory; drop --stream")
-    if args.stream and args.checkpoints:
-        raise CLIError("--checkpoints selects among the iterates of one fit; partial_fit "
-                       "(--stream) continues the last iterate: drop one of them")
+    if args.stream and (args.checkpoints or args.averaging not in (None, "auto", "none")):
+        raise CLIError("--checkpoints and --averaging act on the iterates of one fit; "
+                       "partial_fit (--stream) continues the last iterate: drop one of them")
     return kernel
 
 
@@ -126,7 +128,7 @@ def _make_estimator(args, kernel):
             kw.update(fit_intercept=False)  # liblinear's default -B -1: no bias
         return LinearSVC(C=args.c, random_state=args.seed, verbose=verbose, **kw)
     kw = given(("budget", "solver", "epochs", "maintenance", "merge_size", "merge_search",
-                "checkpoints", "offset"))
+                "checkpoints", "offset", "averaging"))
     if args.gamma is not None:
         kw["gamma"] = _gamma(args.gamma)
     return BudgetSVC(C=args.c, random_state=args.seed, verbose=verbose, **kw)
@@ -448,8 +450,11 @@ def build_parser():
                      % _default("BudgetSVC", "checkpoints"))
     ker.add_argument("--no-offset", dest="offset", action="store_const", const=False,
                      default=None,
-                     help="return f without the offset fitted on training rows (with "
-                          "--checkpoints 0: the papers' last iterate)")
+                     help="no offset fitted on training rows (with --averaging none: "
+                          "the papers' last iterate)")
+    ker.add_argument("--averaging", choices=AVERAGING, default=None,
+                     help="BSGD iterate averaging (default %s: the mean of the last "
+                          "min(n/2, 4*budget) iterates)" % _default("BudgetSVC", "averaging"))
     ker.add_argument("--stream", action="store_true",
                      help="read TRAIN_FILE in chunks (BSGD partial_fit, bounded memory)")
     ker.add_argument("--chunk-size", type=int, default=10000,

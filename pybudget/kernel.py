@@ -338,36 +338,51 @@ class BudgetSVC(SVMClassifierBase):
     ``"project"`` (project the smallest SV onto the others).  Lookup tables are defined
     for binary merges; multi-class BSGD always searches the exact multi-class objective.
 
-    ``averaging`` (bsgd only): ``"none"`` (default, the BSGD paper's output: the last
-    iterate), ``"all"`` (the mean of all iterates of the fit, the quantity the Pegasos
-    and BSGD (Theorem 1) analyses bound, via convexity) or ``"last-half"`` (suffix
-    averaging, the mean of the iterates of the last half of the steps).  The averaged
-    model lives on the same B support vectors and every maintenance event maps it as
-    it maps the coefficients: a merge replaces the averaged parts by
-    sum_i acc_i k(z_i, z) (a cascade by its sequence of pairwise rules), projection
-    moves them like the coefficients, removal drops them.  That steadies one-epoch runs
-    (a9a: 83.0 % against 79.9 %) but degrades over many epochs, where every merge drags
-    the averaged parts of old SVs to the merged point (a9a, 20 epochs: 76.3 %);
-    ``checkpoints`` is the better remedy there.  ``partial_fit`` always continues the
-    last iterate and ignores ``averaging`` and ``checkpoints``.
+    **What the defaults return.**  The late steps of both solvers shift f everywhere by
+    up to about C/epochs, so the papers' last iterate is a lottery on a flat kernel
+    (a9a at C=32, gamma=2^-7: 53-84 % after one BSGD epoch across seeds).  By default
+    BSGD returns the mean of the iterates of its last min(n/2, 4 * budget) steps
+    (``averaging="auto"``), and both solvers add an offset ``intercept_`` fitted on
+    training rows (``offset=True``).  ``offset=False, averaging="none"`` returns the
+    papers' last iterate, bit for bit what pybudget returned before.
 
-    ``checkpoints`` (both solvers): 0 (default) returns the last iterate, as the papers
-    do.  ``k > 0`` estimates the primal objective lambda/2 ||w||^2 + mean hinge loss of
+    ``offset``: after training, b minimises the mean hinge loss of f + b over a fixed
+    random sample of min(n, 2048) training rows (exactly, per class for multi-class
+    BSGD by exact coordinate steps, per problem for one-vs-rest BSCA); it is kept only
+    when it lowers that loss by at least 3 standard errors, so a model whose threshold
+    is already right is not moved by sampling noise.  ``partial_fit`` refits it at the
+    end of every call on a reservoir sample of all rows seen.
+
+    ``averaging`` (bsgd only): ``"auto"`` (default: ``"tail"`` unless ``checkpoints``
+    are asked for, then ``"none"``), ``"tail"`` (the mean of the iterates of the last
+    min(n/2, 4 * budget) steps), ``"none"`` (the BSGD paper's output: the last iterate),
+    ``"all"`` (the mean of all iterates of the fit, the quantity the Pegasos and BSGD
+    (Theorem 1) analyses bound, via convexity) or ``"last-half"`` (suffix averaging over
+    the last half of the steps).  The averaged model lives on the same B support vectors
+    and every maintenance event maps it as it maps the coefficients: a merge replaces
+    the averaged parts by sum_i acc_i k(z_i, z) (a cascade by its sequence of pairwise
+    rules), projection moves them like the coefficients, removal drops them.  Those
+    maps are approximations whose errors add up over the averaging window, which is why
+    long windows degrade (a9a, 20 epochs, ``"last-half"``: 76.3 %) and ``"tail"`` is
+    short.  ``partial_fit`` always continues the last iterate and ignores ``averaging``
+    and ``checkpoints``.
+
+    ``checkpoints`` (both solvers): 0 (default) returns the final model.  ``k > 0``
+    estimates the primal objective lambda/2 ||w||^2 + mean hinge loss of
     the budgeted model (lambda = 1/(nC)) on a fixed random sample of min(n, 2048)
     training rows at about k evenly spaced points of the run (every ceil(T/k) of the T
     steps, the final model included) and returns the checkpoint where it was lowest
-    (per binary problem for BSCA's one-vs-rest).  The late steps of both solvers can
-    shift f everywhere by up to about C/epochs, which on a nearly flat kernel moves the
-    decision threshold far (a9a at C=32, gamma=2^-7: 53-84 % after one BSGD epoch across
-    seeds); the objective exposes those iterates.  Each checkpoint costs about 2048 + B
-    kernel rows; a multi-merge buffer is merged down to B before each one.
+    (per binary problem for BSCA's one-vs-rest); with the offset on, each checkpoint's
+    objective uses its own offset.  Each checkpoint costs about 2048 + B kernel rows; a
+    multi-merge buffer is merged down to B before each one.
 
     ``partial_fit`` (bsgd only) runs one epoch over each chunk, continuing the global
     step count; lambda uses the number of rows seen so far, so one pass over all chunks
     ends with the lambda of ``fit``.
 
     Attributes: ``classes_``, ``support_vectors_`` (n_sv, n_features), ``dual_coef_``
-    (n_problems, n_sv), ``gamma_`` (the gamma used), ``n_iter_`` (epochs), ``n_merges_``,
+    (n_problems, n_sv), ``intercept_`` (n_problems,) (the offset; zeros with
+    ``offset=False``), ``gamma_`` (the gamma used), ``n_iter_`` (epochs), ``n_merges_``,
     ``n_removed_``, ``merge_time_`` and ``fit_time_`` (seconds), ``n_features_in_``,
     ``checkpoint_`` (index of the returned checkpoint per problem; None without).
     """

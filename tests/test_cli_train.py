@@ -83,7 +83,7 @@ def test_squared_hinge_by_liblinear_type(files, capsys):
     (["--solver", "bsgd", "--budget", "20", "--merge-size", "3", "--merge-search",
       "lookup-wd"], "bsgd"),
     (["--solver", "bsca", "--budget", "20", "--checkpoints", "4"], "bsca"),
-    (["--kernel", "rbf", "--budget", "20", "--no-offset"], "bsgd"),
+    (["--kernel", "rbf", "--budget", "20", "--no-offset", "--averaging", "none"], "bsgd"),
 ])
 def test_kernel_models(files, capsys, opts, solver):
     d, train, test = files
@@ -107,7 +107,7 @@ def test_kernel_models(files, capsys, opts, solver):
     assert float(shown[0]) == pytest.approx(est.intercept_[0], rel=1e-5, abs=1e-300)
     assert ("(offset=False)" in out) == ("--no-offset" in opts)
     if "--no-offset" in opts:
-        assert est.intercept_[0] == 0.0
+        assert est.intercept_[0] == 0.0 and est.averaging == "none"
 
 
 def test_stream_training_matches_stream_fit(files, capsys):
@@ -169,6 +169,7 @@ def test_multiclass_and_wider_test_file(tmp_path, capsys):
     (["train", "--solver", "bsca", "--stream", "{train}"], "--stream"),
     (["train", "--stream", "-v", "3", "{train}"], "in memory"),
     (["train", "--stream", "--checkpoints", "3", "{train}"], "drop one of them"),
+    (["train", "--stream", "--averaging", "tail", "{train}"], "drop one of them"),
     (["train", "--kernel", "rbf", "--checkpoints", "-2", "{train}"], "checkpoints must be"),
     (["train", "--no-offset", "{train}"], "--no-offset apply only to --kernel rbf"),
     (["train", "-c", "-1", "{train}"], "C must be"),
@@ -206,7 +207,7 @@ def test_help_documents_every_option():
     text = build_parser()._subparsers._group_actions[0].choices["train"].format_help()
     for opt in ("-c", "-e", "-B", "-g", "-v", "-q", "-s", "--kernel", "--solver", "--selection",
                 "--budget", "--merge-size", "--merge-search", "--maintenance", "--epochs",
-                "--checkpoints", "--no-offset",
+                "--checkpoints", "--no-offset", "--averaging",
                 "--stream", "--chunk-size", "--seed", "TRAIN_FILE", "MODEL_FILE"):
         assert opt in text
 
