@@ -63,7 +63,9 @@ def test_readme_commands_are_what_ci_runs():
     first = readme.index("```bash")
     install_run, test_cmd = readme[first + 1], readme[first + 2]
     assert install_run == "pip install . && python -m pybudget cgrid"
-    assert test_cmd in (ROOT / ".ci" / "run").read_text().splitlines()
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    # CI types both where a newcomer does: at the root of a fresh clone
+    assert ci.index('cd "$clone"') < ci.index(install_run) < ci.index(test_cmd)
 
 
 def test_cli_cgrid_cross_validation(capsys):
@@ -72,3 +74,37 @@ def test_cli_cgrid_cross_validation(capsys):
     out = capsys.readouterr().out
     assert "3-fold cross-validation" in out and "best C = " in out
     assert "| 0.01 | 84." in out  # a9a accuracy at C=0.01 is about 84.4 %
+
+
+def _unbuilt_checkout(tmp_path):
+    """A folder laid out like a fresh clone: pybudget/ with its sources, nothing built."""
+    import pybudget
+    src = tmp_path / "pybudget"
+    src.mkdir()
+    (src / "__init__.py").write_text(Path(pybudget.__file__).read_text())
+    (src / "__main__.py").write_text("raise SystemExit('the unbuilt checkout ran')\n")
+    return tmp_path
+
+
+def test_module_command_at_the_root_of_an_unbuilt_checkout(tmp_path):
+    """'python -m pybudget' where a newcomer types it, at the root of a clone: the
+    unbuilt pybudget/ there hands over to the installed (built) package."""
+    root = _unbuilt_checkout(tmp_path)
+    out = subprocess.run([sys.executable, "-m", "pybudget", "train", "--help"],
+                         capture_output=True, text=True, cwd=root, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "MODEL_FILE" in out.stdout
+    where = subprocess.run([sys.executable, "-c", "import pybudget, pybudget.kernel; "
+                            "print(pybudget.__file__); print(pybudget.BudgetSVC.__module__)"],
+                           capture_output=True, text=True, cwd=root, check=True).stdout.split()
+    assert Path(where[0]).parent != root / "pybudget" and where[1] == "pybudget.kernel"
+
+
+def test_unbuilt_checkout_alone_says_how_to_build(tmp_path):
+    root = _unbuilt_checkout(tmp_path)
+    # nothing installed: only the checkout and the standard library on the path
+    code = (f"import sys; sys.path[:] = [{str(root)!r}] + "
+            "[p for p in sys.path if p and 'site-packages' not in p]; import pybudget")
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
+                         cwd=root, timeout=60)
+    assert out.returncode != 0 and "pip install ." in out.stderr
