@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from common import RESULTS, machine, write_outputs  # noqa: E402
 
 from pybudget import BudgetSVC, _offset  # noqa: E402
-from pybudget.datasets import external_data_dir  # noqa: E402
+from pybudget.datasets import EMBEDDED, external_data_dir  # noqa: E402
+from pybudget.datasets import load as load_embedded  # noqa: E402
 
 # (name, data, solver, epochs, C, gamma, budget, target median %, target worst %)
 CELLS = [
@@ -93,9 +94,12 @@ _DATA = {}
 
 def load(data_dir, name, quick):
     if name not in _DATA:
-        X, y = load_svmlight_file(str(Path(data_dir) / f"{name}.bz2"))
-        Xt, yt = load_svmlight_file(str(Path(data_dir) / f"{name}.t.bz2"),
-                                    n_features=X.shape[1])
+        if (Path(data_dir) / f"{name}.bz2").exists():
+            X, y = load_svmlight_file(str(Path(data_dir) / f"{name}.bz2"))
+            Xt, yt = load_svmlight_file(str(Path(data_dir) / f"{name}.t.bz2"),
+                                        n_features=X.shape[1])
+        else:                        # the copy that ships with pybudget (a9a)
+            X, y, Xt, yt = load_embedded(name)
         if quick:
             X, y, Xt, yt = X[:3000], y[:3000], Xt[:2000], yt[:2000]
         _DATA[name] = X, y, Xt, yt
@@ -199,7 +203,7 @@ def main():
     seeds = args.seeds[:1] if args.quick else args.seeds
     candidates = args.candidates if "paper" in args.candidates else ["paper"] + args.candidates
     cells = [c for c in (CHECK_CELLS if args.check else CELLS) if (args.cells is None or re.search(args.cells, c[0]))
-             and (Path(args.data_dir) / f"{c[1]}.bz2").exists()]
+             and ((Path(args.data_dir) / f"{c[1]}.bz2").exists() or c[1] in EMBEDDED)]
     if args.quick:
         cells = [c for c in cells if c[1] in ("a9a", "dna.scale")][:2]
     tasks = [(cells, candidates, s, args.data_dir, args.quick) for s in seeds]

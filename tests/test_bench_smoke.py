@@ -8,7 +8,7 @@ import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 SCRIPTS = ["cgrid.py", "linear_check.py", "linear_speed.py", "warmstart.py", "cvgrid.py",
-           "budget_accuracy.py", "budget.py", "kernel_throughput.py"]
+           "budget_accuracy.py", "budget.py", "kernel_throughput.py", "budget_defaults.py"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
