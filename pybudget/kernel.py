@@ -32,7 +32,8 @@ class BudgetResult:
     """Outcome of ``solve_budget``.
 
     The decision function is ``k(X, support_vectors) @ dual_coef.T + intercept`` (shape
-    (n, 1) for binary problems, positive side ``classes[1]``; (n, K) otherwise).  ``n_iter`` counts
+    (n, 1) for binary problems, positive side ``classes[1]``; (n, K) otherwise), with
+    ``intercept`` the fitted offset (zeros with ``offset=False``).  ``n_iter`` counts
     epochs, ``n_steps`` training-point visits, ``n_added`` SV insertions (BSGD margin
     violations; BSCA nonzero steps), ``n_merges`` merge events, ``n_removed`` SVs dropped
     without a merge; ``merge_time`` and ``time`` are seconds of maintenance and of
@@ -424,6 +425,7 @@ class BudgetSVC(SVMClassifierBase):
         self._store(res)
         self._t = res.t
         self._n_seen = X.shape[0]
+        self._offset_sample = None    # partial_fit's reservoir starts anew after a fit
         return self
 
     def _store(self, res):
