@@ -341,7 +341,7 @@ class BudgetSVC(SVMClassifierBase):
 
     **What the defaults return.**  The late steps of both solvers shift f everywhere by
     up to about C/epochs, so the papers' last iterate is a lottery on a flat kernel
-    (a9a at C=32, gamma=2^-7: 53-84 % after one BSGD epoch across seeds).  By default
+    (a9a at C=32, gamma=2^-7: 50-84 % after one BSGD epoch over 20 seeds).  By default
     BSGD returns the mean of the iterates of its last min(n/2, 4 * budget) steps
     (``averaging="auto"``), and both solvers add an offset ``intercept_`` fitted on
     training rows (``offset=True``).  ``offset=False, averaging="none"`` returns the
