@@ -6,10 +6,11 @@ Candidates are named option sets: "paper" (offset=False, averaging="none": the l
 iterate, as the BSGD/BSCA papers return it, and pybudget's default before issue 12),
 "default" (nothing set: what a new user gets now: the offset, and for BSGD the tail
 average), and the alternatives that were measured to choose it.  "offset(ungated)"
-keeps the fitted offset even when it is not significant (Z_MIN = 0).  Only training rows enter any candidate; test labels are used
-for the scores in the table, nothing else.  Multi-class BSGD (B = 100, 5 epochs,
-pendigits and dna.scale with budget_accuracy.py's gamma) is checked the same way.
-Writes bench/results/budget_defaults.json and .md.
+keeps the fitted offset even when it is not significant (Z_MIN = 0).  Only training
+rows enter any candidate; test labels are used for the scores in the table, nothing
+else.  Multi-class BSGD (B = 100, 5 epochs, pendigits and dna.scale with
+budget_accuracy.py's gamma) is checked the same way.  Writes
+bench/results/budget_defaults.json and .md (--check: budget_defaults_check.*).
 
     python bench/budget_defaults.py [--quick] [--seeds 0 1 ...] [--cells REGEX]
                                     [--candidates NAME ...] [--jobs 2] [--stem NAME]
@@ -163,8 +164,9 @@ def summarise(rows, cells, candidates):
 def markdown(summary, record):
     lines = ["# Budgeted SVMs: defaults that need no luck (issue 12)", "",
              f"{record['machine']['platform']}, {record['machine']['cpus']} cores, "
-             f"pybudget {record['machine']['pybudget']}; seeds {record['seeds']} per cell; B = 500 (multi-class "
-             f"100), golden-section merging; {record['jobs']} worker process(es).", "",
+             f"pybudget {record['machine']['pybudget']}; seeds {record['seeds']} per cell; "
+             f"B = 500 (multi-class 100) unless the cell says otherwise, golden-section "
+             f"merging; {record['jobs']} worker process(es).", "",
              "Candidates: " + "; ".join(f"`{k}` = {v or 'nothing set'}"
                                         for k, v in CANDIDATES.items()
                                         if k in record["candidates"]) + ".",
@@ -202,8 +204,9 @@ def main():
     args = ap.parse_args()
     seeds = args.seeds[:1] if args.quick else args.seeds
     candidates = args.candidates if "paper" in args.candidates else ["paper"] + args.candidates
-    cells = [c for c in (CHECK_CELLS if args.check else CELLS) if (args.cells is None or re.search(args.cells, c[0]))
-             and ((Path(args.data_dir) / f"{c[1]}.bz2").exists() or c[1] in EMBEDDED)]
+    have = lambda name: (Path(args.data_dir) / f"{name}.bz2").exists() or name in EMBEDDED
+    cells = [c for c in (CHECK_CELLS if args.check else CELLS)
+             if (args.cells is None or re.search(args.cells, c[0])) and have(c[1])]
     if args.quick:
         cells = [c for c in cells if c[1] in ("a9a", "dna.scale")][:2]
     tasks = [(cells, candidates, s, args.data_dir, args.quick) for s in seeds]
