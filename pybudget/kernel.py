@@ -266,8 +266,8 @@ def _fit(X, codes, classes, p, seed, verbose=0):
         Z, dual, b, out, mt = _bsgd(X, codes, K, p, gamma, seed, budget, M, cap, n_lambda=n,
                                     progress=epoch_progress("") if verbose else None)
         res = BudgetResult(classes=classes, support_vectors=Z, dual_coef=dual, intercept=b,
-                           gamma=gamma,
-                           budget=budget, n_iter=p["epochs"], n_steps=p["epochs"] * n,
+                           gamma=gamma, budget=budget, n_iter=p["epochs"],
+                           n_steps=p["epochs"] * n,
                            n_added=out["n_added"], n_merges=mt.n_merges,
                            n_removed=mt.n_removed, merge_time=out["merge_time"],
                            time=out["time"], t=out["t"])
@@ -275,8 +275,7 @@ def _fit(X, codes, classes, p, seed, verbose=0):
         Z, dual, b, alpha, st = _bsca(X, codes, K, p, gamma, seed, budget, M, cap, verbose)
         n_prob = dual.shape[0]
         res = BudgetResult(classes=classes, support_vectors=Z, dual_coef=dual, intercept=b,
-                           gamma=gamma,
-                           budget=budget, n_iter=p["epochs"],
+                           gamma=gamma, budget=budget, n_iter=p["epochs"],
                            n_steps=p["epochs"] * n * n_prob, n_added=st["n_updates"],
                            n_merges=st["n_merges"], n_removed=st["n_removed"],
                            merge_time=st["merge_time"], time=st["time"], alpha=alpha)
