@@ -175,7 +175,8 @@ def study_lookup(data, args):
     if extra:
         g = extra[0]
         md += ["", f"Claim check (issue 5): a9a, B = 500, {args.claim_epochs} epochs.", "",
-               "| method | time s | maintenance s | accuracy % | time / GSS |", "|---|---|---|---|---|"]
+               "| method | time s | maintenance s | accuracy % | time / GSS |",
+               "|---|---|---|---|---|"]
         for r in extra:
             md.append(f"| {r['method']} | {r['time']:.3f} | {r['merge_time']:.3f} | "
                       f"{r['accuracy']:.2f} [{r['accuracy_min']:.2f}, {r['accuracy_max']:.2f}] | "
@@ -205,7 +206,8 @@ def study_multimerge(data, args):
     claim = []
     if args.mm_claim_epochs and "a9a" in args.data:
         for label, kw in (("GSS, M = 2", dict(merge_search="gss", merge_size=2)),
-                          ("lookup-wd, M = 5 cascade", dict(merge_search="lookup-wd", merge_size=5)),
+                          ("lookup-wd, M = 5 cascade", dict(merge_search="lookup-wd",
+                                                            merge_size=5)),
                           ("lookup-wd, M = 5 gradient", dict(merge_search="lookup-wd", merge_size=5,
                                                              multi_merge="gradient"))):
             runs = [fit_eval(data, "a9a", budget=500, epochs=args.mm_claim_epochs,
@@ -382,7 +384,8 @@ def study_peers(data, args):
                 dict(solver="bsgd", epochs=5, merge_search="lookup-wd"),
                 dict(solver="bsca", epochs=1, merge_search="lookup-wd"),
                 dict(solver="bsca", epochs=2, merge_search="lookup-wd"),
-                dict(solver="bsgd", epochs=1, C=2.0, averaging="last-half", merge_search="lookup-wd"),
+                dict(solver="bsgd", epochs=1, C=2.0, averaging="last-half",
+                     merge_search="lookup-wd"),
                 dict(solver="bsca", epochs=1, checkpoints=10, merge_search="lookup-wd"),
                 dict(solver="bsgd", epochs=20, checkpoints=40, merge_search="lookup-wd"),
                 dict(solver="bsgd", epochs=20, checkpoints=40)]
@@ -409,7 +412,8 @@ def study_peers(data, args):
                          "accuracy_min": min(r[1] for r in res),
                          "accuracy_max": max(r[1] for r in res)})
             print(name, "nystroem", B, rows[-1]["time"], rows[-1]["accuracy"], file=sys.stderr)
-            todo = [dict(s, budget=B) for s in settings] + (own_budget if B == args.budgets[-1] else [])
+            todo = ([dict(s, budget=B) for s in settings]
+                    + (own_budget if B == args.budgets[-1] else []))
             for s in todo:
                 runs = [fit_eval(data, name, random_state=sd, **s) for sd in args.seeds]
                 label = ", ".join(f"{k}={v}" for k, v in s.items() if k != "budget")

@@ -13,7 +13,6 @@ import json
 import os
 import platform
 import re
-import time
 from pathlib import Path
 
 import numpy as np
@@ -88,7 +87,8 @@ def maths_checks(n=100_000):
             continue
         href = hs[np.argmax(merging.s(mi, ki, hs))]
         gss_err = max(gss_err, abs(float(merging.h(mi, ki, tol=0.01)) - href))
-    return {"lookup_wd_rel_err_max": float(rel.max()), "lookup_wd_rel_err_median": float(np.median(rel)),
+    return {"lookup_wd_rel_err_max": float(rel.max()),
+            "lookup_wd_rel_err_median": float(np.median(rel)),
             "wd_formula_vs_kernel_matrix_max_abs": err, "gss_tol_0.01_max_h_err_vs_grid": gss_err}
 
 
@@ -244,7 +244,8 @@ def main():
                         if many else ""))
     for e in record["multiclass"]:
         lines.append(f"| BSGD {e['epochs']} epochs, gamma {e['gamma']} (2-fold CV) | {e['data']} | "
-                     f"{e['budget']} | {e['acc_median']:.2f} [{e['acc_min']:.2f}, {e['acc_max']:.2f}] | "
+                     f"{e['budget']} | {e['acc_median']:.2f} "
+                     f"[{e['acc_min']:.2f}, {e['acc_max']:.2f}] | "
                      f"{e['target']} | {e['epoch_time_median']:.3f} | | |"
                      + (f" {e['acc_mean']:.2f} | {e.get('triples_meeting_target', 0):.0%} |"
                         if many else ""))

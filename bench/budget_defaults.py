@@ -19,7 +19,6 @@ With --jobs 2 the seeds run in two worker processes; every candidate of a seed r
 the same worker back to back, so the fit-time ratios compare like with like.
 """
 import argparse
-import json
 import re
 import sys
 import time
@@ -204,7 +203,10 @@ def main():
     args = ap.parse_args()
     seeds = args.seeds[:1] if args.quick else args.seeds
     candidates = args.candidates if "paper" in args.candidates else ["paper"] + args.candidates
-    have = lambda name: (Path(args.data_dir) / f"{name}.bz2").exists() or name in EMBEDDED
+
+    def have(name):
+        return (Path(args.data_dir) / f"{name}.bz2").exists() or name in EMBEDDED
+
     cells = [c for c in (CHECK_CELLS if args.check else CELLS)
              if (args.cells is None or re.search(args.cells, c[0])) and have(c[1])]
     if args.quick:

@@ -46,7 +46,8 @@ def summarise(runs):
     for k in keys:
         rs = [r for r in runs if (r["data"], r["tol"], r["C"], r["selection"]) == k]
         med, lo, hi = median_min_max([r["time"] for r in rs])
-        duals = [r["dual_objective"] for r in rs if r["converged"] and r["dual_objective"] is not None]
+        duals = [r["dual_objective"] for r in rs
+                 if r["converged"] and r["dual_objective"] is not None]
         spread = (max(duals) - min(duals)) / abs(max(duals)) if len(duals) > 1 else 0.0
         opt = lambda f: (None if rs[0][f] is None else float(np.median([r[f] for r in rs])))  # noqa: E731
         rows.append({"data": k[0], "tol": k[1], "C": k[2], "selection": k[3],

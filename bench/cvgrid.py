@@ -17,7 +17,8 @@ from pybudget.datasets import load
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="debian-lib")
     ap.add_argument("--C", type=float, nargs="+", default=list(DEFAULT_CS))
     ap.add_argument("--cv", type=int, default=5)
@@ -51,20 +52,26 @@ def main():
     if a.dask:
         import joblib
         from dask.distributed import Client, LocalCluster
-        with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cl, Client(cl):
+        with LocalCluster(n_workers=2, threads_per_worker=1,
+                          dashboard_address=None) as cl, Client(cl):
             with joblib.parallel_config(backend="dask"):
                 t0 = time.perf_counter()
                 res = cv_grid(X, y, a.C, **kw)
                 rec["dask_time"] = time.perf_counter() - t0
-                rec["dask_same_result"] = bool(np.allclose(res.fold_accuracy, results[1].fold_accuracy))
-    md = [f"# {a.cv}-fold cross-validated C grid on {a.data} (selection {a.selection}, tol {a.tol:g})", "",
+                rec["dask_same_result"] = bool(np.allclose(res.fold_accuracy,
+                                                           results[1].fold_accuracy))
+    md = [f"# {a.cv}-fold cross-validated C grid on {a.data} "
+          f"(selection {a.selection}, tol {a.tol:g})", "",
           "| n_jobs | median s | runs |", "|---|---|---|",
           f"| 1 | {np.median(times[1]):.2f} | {', '.join(f'{t:.2f}' for t in times[1])} |",
           f"| 2 | {np.median(times[2]):.2f} | {', '.join(f'{t:.2f}' for t in times[2])} |", "",
-          f"Ratio n_jobs=2 / n_jobs=1: **{rec['ratio']:.2f}**; identical fold accuracies: {rec['same_result']}.",
-          f"Best C {rec['best_C']:g}; mean accuracy per C: " + ", ".join(f"{c:g}: {100 * m:.2f} %" for c, m in zip(a.C, rec["mean_accuracy"]))]
+          f"Ratio n_jobs=2 / n_jobs=1: **{rec['ratio']:.2f}**; "
+          f"identical fold accuracies: {rec['same_result']}.",
+          f"Best C {rec['best_C']:g}; mean accuracy per C: "
+          + ", ".join(f"{c:g}: {100 * m:.2f} %" for c, m in zip(a.C, rec["mean_accuracy"]))]
     if a.dask:
-        md.append(f"\nLocal dask cluster (2 worker processes): {rec['dask_time']:.2f}s, same result: {rec['dask_same_result']}.")
+        md.append(f"\nLocal dask cluster (2 worker processes): {rec['dask_time']:.2f}s, "
+                  f"same result: {rec['dask_same_result']}.")
     write_outputs("cvgrid_" + ("quick" if a.quick else a.data), rec, "\n".join(md) + "\n",
                   **({"out_dir": a.out} if a.out else {}))
 

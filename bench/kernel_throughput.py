@@ -67,7 +67,8 @@ def throughput(X, B, gamma, repeats, seed=0):
         t_bulk.append(time.perf_counter() - t0)
     err = float(np.max(np.abs(f_step - f_bulk)) / max(np.max(np.abs(f_bulk)), 1e-300))
     vals = n * B
-    return vals / np.median(t_step), vals / np.median(t_bulk), err, np.median(t_step), np.median(t_bulk)
+    return (vals / np.median(t_step), vals / np.median(t_bulk), err, np.median(t_step),
+            np.median(t_bulk))
 
 
 def epoch_times(name, X, y, B, seeds):
@@ -142,7 +143,8 @@ def main():
                "its margin, as in a training step (`BudgetModel.decision_stream`); bulk = "
                "scipy CSR @ dense Z.T in 8192-row chunks + numpy exp + margins. "
                f"Median of {args.repeats}.", "",
-               "| data | n | d | nnz/row | step-at-a-time values/s | bulk values/s | ratio | max rel. diff of margins |",
+               "| data | n | d | nnz/row | step-at-a-time values/s | bulk values/s | ratio "
+               "| max rel. diff of margins |",
                "|---|---|---|---|---|---|---|---|"]
         for r in record["throughput"]:
             md.append(f"| {r['data']} | {r['n']} | {r['d']} | {r['nnz_per_row']:.1f} | "
@@ -151,7 +153,8 @@ def main():
         md.append("")
     md += ["## One BSGD epoch (golden-section merging, tol 0.01)", "",
            f"Median [min, max] over seeds {args.seeds}; merge = time in budget maintenance.", "",
-           "| data | before: epoch s | before: merge s | after: epoch s | after: merge s | merges |",
+           "| data | before: epoch s | before: merge s | after: epoch s | after: merge s "
+           "| merges |",
            "|---|---|---|---|---|---|"]
 
     def mm(rows, key):
@@ -159,7 +162,8 @@ def main():
         return f"{np.median(v):.3f} [{min(v):.3f}, {max(v):.3f}]"
     for name, rows in record["epochs"].items():
         b = before.get(name)
-        md.append(f"| {name} | {mm(b, 'time') if b else '-'} | {mm(b, 'merge_time') if b else '-'} | "
+        md.append(f"| {name} | {mm(b, 'time') if b else '-'} | "
+                  f"{mm(b, 'merge_time') if b else '-'} | "
                   f"{mm(rows, 'time')} | {mm(rows, 'merge_time')} | "
                   f"{int(np.median([r['n_merges'] for r in rows]))} |")
     md.append("")

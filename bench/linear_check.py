@@ -19,7 +19,8 @@ from pybudget.datasets import load
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", nargs="+", default=["a9a", "w8a", "debian-lib"])
     ap.add_argument("--C", type=float, nargs="+", default=[0.01, 1.0, 100.0])
     ap.add_argument("--tol", type=float, default=0.01)
@@ -30,7 +31,8 @@ def main():
     if a.quick:
         a.data, a.C, a.max_iter = ["a9a"], [0.01], 1000
     runs, lines = [], []
-    lines += ["| data | C | strategy | sweeps | converged | final KKT | dual objective | rel. spread | liblinear -e 0.001 | rel. diff |",
+    lines += ["| data | C | strategy | sweeps | converged | final KKT | dual objective "
+              "| rel. spread | liblinear -e 0.001 | rel. diff |",
               "|---|---|---|---|---|---|---|---|---|---|"]
     for name in a.data:
         X, y, _, _ = load(name)
@@ -53,8 +55,8 @@ def main():
                 rel = None if ll_obj is None else abs(c["dual_objective"] - ll_obj) / abs(ll_obj)
                 runs.append({"data": name, **c, "kkt_ok": ok, "strategy_spread": spread,
                              "liblinear": ll_info, "rel_diff_liblinear": rel})
-                llcol = ("capped at " + str(ll_info["n_iter"])) if ll_info and ll_info["capped"] else (
-                    f"{ll_obj:.8g}" if ll_obj is not None else "—")
+                llcol = (("capped at " + str(ll_info["n_iter"])) if ll_info and ll_info["capped"]
+                         else (f"{ll_obj:.8g}" if ll_obj is not None else "—"))
                 lines.append(f"| {name} | {C:g} | {c['selection']} | {c['n_iter']} | "
                              f"{'yes' if c['converged'] else 'no'} | {c['kkt_violation']:.2e} | "
                              f"{c['dual_objective']:.10g} | {spread:.1e} | {llcol} | "

@@ -22,7 +22,8 @@ CASES = [("debian-lib", 0.1), ("debian-lib", 1.0), ("a9a", 0.01), ("a9a", 0.1)]
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-r", "--repeats", type=int, default=5)
     ap.add_argument("--tol", type=float, default=0.1)
     ap.add_argument("--quick", action="store_true", help="smoke run: a9a only, 1 repeat")
@@ -57,16 +58,21 @@ def main():
                "ratio_opt": float(np.median(opt) / np.median(theirs)),
                "ns_per_step": float(1e9 * np.median(opt) / np.median(steps))}
         rows.append(row)
-        print(f"{name} C={C:g}: ours {row['ours_fit_median']:.4f}s (opt {row['ours_opt_median']:.4f}s, "
+        print(f"{name} C={C:g}: ours {row['ours_fit_median']:.4f}s "
+              f"(opt {row['ours_opt_median']:.4f}s, "
               f"{int(np.median(sweeps))} sweeps), liblinear {row['liblinear_median']:.4f}s "
               f"({int(np.median(ll_iters))} sweeps), ratio {row['ratio_fit']:.3f}", file=sys.stderr)
-    md = ["# Hard shrinking vs liblinear-official (-s 3, tol %g), median of %d runs" % (a.tol, reps), "",
-          "| data | C | pybudget fit s | pybudget optimisation s | liblinear train s | sweeps (ours / liblinear) | ratio fit/liblinear | ratio opt/liblinear |",
+    md = [("# Hard shrinking vs liblinear-official (-s 3, tol %g), "
+           "median of %d runs") % (a.tol, reps), "",
+          "| data | C | pybudget fit s | pybudget optimisation s | liblinear train s "
+          "| sweeps (ours / liblinear) | ratio fit/liblinear | ratio opt/liblinear |",
           "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        md.append(f"| {r['data']} | {r['C']:g} | {r['ours_fit_median']:.4f} | {r['ours_opt_median']:.4f} | "
+        md.append(f"| {r['data']} | {r['C']:g} | {r['ours_fit_median']:.4f} | "
+                  f"{r['ours_opt_median']:.4f} | "
                   f"{r['liblinear_median']:.4f} | {int(np.median(r['sweeps']))} / "
-                  f"{int(np.median(r['liblinear_sweeps']))} | {r['ratio_fit']:.3f} | {r['ratio_opt']:.3f} |")
+                  f"{int(np.median(r['liblinear_sweeps']))} | {r['ratio_fit']:.3f} | "
+                  f"{r['ratio_opt']:.3f} |")
     write_outputs("linear_speed" + ("_quick" if a.quick else ""),
                   {"machine": machine(), "params": vars(a), "rows": rows}, "\n".join(md) + "\n",
                   **({"out_dir": a.out} if a.out else {}))

@@ -4,9 +4,9 @@ same-seed reproducibility across processes.
 - threads: two fits of the same kind run one after the other, then at once in two
   threads; ratio = threaded wall time / sequential wall time (target <= 0.65 on 2 cores).
 - interrupt: a subprocess starts a long fit (linear: tol 1e-9; bsgd: budget 500, 10
-  epochs; bsca: budget 500, 40 epochs, each about 10-20 s here); SIGINT is sent 1 s in; latency = time from
-  the signal to the KeyboardInterrupt reaching Python, and whether the estimator was
-  left unfitted (or with its previous fit intact).
+  epochs; bsca: budget 500, 40 epochs, each about 10-20 s here); SIGINT is sent 1 s in;
+  latency = time from the signal to the KeyboardInterrupt reaching Python, and whether
+  the estimator was left unfitted (or with its previous fit intact).
 - memory: in a fresh subprocess, 20 warm-up fit+predict cycles, then 200 more; growth
   of the resident set (target: within 5 MB).
 - reproducibility: 3 subprocesses with different PYTHONHASHSEED train with the same
@@ -15,7 +15,6 @@ same-seed reproducibility across processes.
     python bench/robustness.py [--quick] [--out DIR] [-r 3]
 """
 import argparse
-import hashlib
 import json
 import os
 import signal
@@ -92,7 +91,8 @@ def bench_threads(quick, repeats):
 def interrupt_once(kind, refit, delay):
     p = subprocess.Popen([sys.executable, "-m", "pybudget._interrupt_child", kind,
                           "refit" if refit else "fresh"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         cwd=tempfile.gettempdir())
     line = p.stdout.readline()
     assert line.strip() == "READY", (line, p.stderr.read())
     time.sleep(delay)
@@ -194,7 +194,8 @@ for name, est in [("avsf", LinearSVC(random_state=7)),
     est.fit(X, y)
     arrays = ([est.coef_, est.intercept_] if name in ("avsf", "shrinking", "uniform")
               else [est.support_vectors_, est.dual_coef_])
-    h[name] = hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in arrays)).hexdigest()
+    blob = b"".join(np.ascontiguousarray(a).tobytes() for a in arrays)
+    h[name] = hashlib.sha256(blob).hexdigest()
 est = BudgetSVC(budget=40, random_state=7)
 for s in range(0, 3000, 1000):
     est.partial_fit(X[s:s + 1000], y[s:s + 1000], classes=[-1, 1])

@@ -8,8 +8,9 @@ fresh subprocess two ways:
   n_features/classes/gamma, then BSGD partial_fit chunk by chunk);
 - in memory: ``load_svmlight_file`` + ``BudgetSVC(budget=B).fit`` (for contrast).
 
-Each subprocess reports its peak resident set (``VmHWM`` of /proc/self/status) and its resident set after
-imports, before touching the file; the difference is the memory the training needed.
+Each subprocess reports its peak resident set (``VmHWM`` of /proc/self/status) and its
+resident set after imports, before touching the file; the difference is the memory the
+training needed.
 
     python bench/streaming.py [--rows 50000 200000 800000] [--quick] [--out DIR]
 """

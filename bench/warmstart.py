@@ -32,7 +32,8 @@ CARRY = ["none", "alpha", "all", "extrapolate"]
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="debian-lib")
     ap.add_argument("--C", type=float, nargs="+", default=list(DEFAULT_CS))
     ap.add_argument("--tol", type=float, default=0.01)
@@ -78,17 +79,22 @@ def main():
                          "max_rel_dual_diff": rel,
                          "all_converged": all(all(r["converged"]) for r in rs)})
     md = [f"# Warm-started C paths on {a.data} (tol {a.tol:g}, median of {a.repeats})", "",
-          "| strategy | carry | total s | ratio to cold | " + " | ".join(f"C={c:g} s (sweeps)" for c in sorted(a.C))
+          "| strategy | carry | total s | ratio to cold | "
+          + " | ".join(f"C={c:g} s (sweeps)" for c in sorted(a.C))
           + " | max rel. dual diff to cold | converged |",
           "|---|---|---|---|" + "---|" * len(a.C) + "---|---|"]
     for r in rows:
-        cells = " | ".join(f"{t:.3f} ({s:.0f})" for t, s in zip(r["per_C_median"], r["sweeps_median"]))
-        md.append(f"| {r['selection']} | {r['carry']} | {r['total_median']:.3f} | {r['ratio_to_cold']:.2f} | "
-                  f"{cells} | {r['max_rel_dual_diff']:.1e} | {'yes' if r['all_converged'] else 'no'} |")
+        cells = " | ".join(f"{t:.3f} ({s:.0f})"
+                           for t, s in zip(r["per_C_median"], r["sweeps_median"]))
+        md.append(f"| {r['selection']} | {r['carry']} | {r['total_median']:.3f} | "
+                  f"{r['ratio_to_cold']:.2f} | "
+                  f"{cells} | {r['max_rel_dual_diff']:.1e} | "
+                  f"{'yes' if r['all_converged'] else 'no'} |")
     starts = start_study(X, y, sorted(a.C)[-3:], a.tol, a.selection, a.repeats)
     md += ["", f"Starts for the last step C = {sorted(a.C)[-2]:g} -> {sorted(a.C)[-1]:g} "
            f"(median of {a.repeats}; fresh strategy state in every case):", "",
-           "| strategy | start | time s | sweeps | rel. dual diff to cold |", "|---|---|---|---|---|"]
+           "| strategy | start | time s | sweeps | rel. dual diff to cold |",
+           "|---|---|---|---|---|"]
     for r in starts:
         md.append(f"| {r['selection']} | {r['start']} | {r['time']:.3f} | {r['sweeps']:.0f} | "
                   f"{r['rel_dual_diff']:.1e} |")

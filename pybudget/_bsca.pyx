@@ -13,8 +13,6 @@ from pybudget._epochs cimport EpochSteps
 
 from pybudget._epochs import run_epochs
 
-import numpy as np
-
 
 cdef class BscaSteps(EpochSteps):
     cdef double[::1] y, alpha

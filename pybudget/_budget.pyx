@@ -1,7 +1,6 @@
 # The typed budget model buffer (see _budget.pxd).  All cdef methods are nogil and
 # unchecked; the Python-level methods at the bottom exist for tests and for moving a
 # model in and out of the solvers, and they do check their arguments.
-from libc.math cimport exp
 from libc.string cimport memcpy, memset
 
 # The hot loop of both solvers: one Gaussian kernel row k(z_j, x), j < n, for a sparse x.

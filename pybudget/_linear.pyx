@@ -112,7 +112,7 @@ cdef double exact_pass(const Problem* P, const double* w, const double* alpha,
     Also rewrites order as a permutation with the rows that hard shrinking would drop
     (at a bound, gradient pushing outwards by more than tol) at the end; their count
     is n - n_active.  That is the shrinking state a warm start carries over."""
-    cdef double v = 0.0, G, pg, m, l, s = 0.0
+    cdef double v = 0.0, G, pg, m, loss, s = 0.0
     cdef int i, front = 0, back = P.n - 1
     for i in range(P.n):
         m = P.y[i] * margin(P, w, i)
@@ -126,9 +126,9 @@ cdef double exact_pass(const Problem* P, const double* w, const double* alpha,
         else:
             order[front] = i
             front += 1
-        l = 1.0 - m
-        if l > 0.0:
-            s += P.cvec[i] * (l * l if squared else l)
+        loss = 1.0 - m
+        if loss > 0.0:
+            s += P.cvec[i] * (loss * loss if squared else loss)
     n_active[0] = front
     loss_sum[0] = s
     return v
@@ -139,7 +139,7 @@ cdef void make_schedule(uint64_t* rng, const double* p, double psum, int n,
     """AVSF Alg. 4: exactly n slots, variable i gets about n p_i / psum of them
     (stochastic rounding), then shuffled."""
     cdef double N = psum, m
-    cdef int i, j = 0, k, cnt
+    cdef int i, j = 0, _k, cnt
     for i in range(n):
         if i == n - 1:
             cnt = n - j
@@ -150,7 +150,7 @@ cdef void make_schedule(uint64_t* rng, const double* p, double psum, int n,
                 cnt += 1
             if cnt > n - j:
                 cnt = n - j
-        for k in range(cnt):
+        for _k in range(cnt):
             sched[j] = i
             j += 1
         N -= p[i]
@@ -335,8 +335,10 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
             it += 1
             if verbose >= 2:
                 with gil:
-                    sys.stderr.write(f"sweep {it}: violation {v if selection != SEL_SHRINKING else pgmax_new - pgmin_new:.3g}, "
-                                     f"steps {steps}, active {active}, pref sum {psum:.4g}, canstop {canstop}\n")
+                    shown = v if selection != SEL_SHRINKING else pgmax_new - pgmin_new
+                    sys.stderr.write(f"sweep {it}: violation {shown:.3g}, steps {steps}, "
+                                     f"active {active}, pref sum {psum:.4g}, "
+                                     f"canstop {canstop}\n")
             if stop_rule:
                 kkt = exact_pass(&P, wp, ap, &loss_sum, squared, tol, order, &final_active)
                 if kkt <= tol:

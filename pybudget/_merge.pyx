@@ -69,8 +69,8 @@ cdef inline double golden(const Objective* o, double lo, double hi, double tol,
     tol; returns its midpoint."""
     cdef double x1 = hi - INVPHI * (hi - lo), x2 = lo + INVPHI * (hi - lo)
     cdef double f1 = objective(o, x1), f2 = objective(o, x2)
-    cdef int it
-    for it in range(max_it):
+    cdef int _it
+    for _it in range(max_it):
         if hi - lo <= tol:
             break
         if f1 < f2:
@@ -134,7 +134,7 @@ cdef double precise_h(double m, double c) noexcept nogil:
     global maximum's bracket, golden section shrinks it, Newton on s'(h) = 0 polishes."""
     cdef Objective o = Objective(m, 1.0 - m, 0.0, c, False)
     cdef double lo, hi, best, h, a, b, d1, d2, hn
-    cdef int it
+    cdef int _it
     if c <= 0.0:
         return m
     scan(&o, 101, &lo, &hi, &best)
@@ -142,11 +142,12 @@ cdef double precise_h(double m, double c) noexcept nogil:
     # s is flat at its maximum, so comparing s values pins h only to ~sqrt(eps / s'');
     # Newton on s'(h) = 0 (s'/(2c) is computed to full absolute precision) finishes the
     # job inside the bracket.
-    for it in range(8):
+    for _it in range(8):
         a = exp(-c * (1.0 - h) * (1.0 - h))
         b = exp(-c * h * h)
         d1 = m * (1.0 - h) * a - (1.0 - m) * h * b
-        d2 = m * a * (2.0 * c * (1.0 - h) * (1.0 - h) - 1.0) - (1.0 - m) * b * (1.0 - 2.0 * c * h * h)
+        d2 = (m * a * (2.0 * c * (1.0 - h) * (1.0 - h) - 1.0)
+              - (1.0 - m) * b * (1.0 - 2.0 * c * h * h))
         if d2 >= 0.0:
             break
         hn = h - d1 / d2
@@ -167,7 +168,8 @@ cdef inline double r_limit_m0(double kappa) noexcept nogil:
         return 1.0
     if kappa >= 1.0:
         return 2.0
-    return (1.0 - kappa * kappa + 2.0 * kappa * kappa * log(kappa)) / ((1.0 - kappa) * (1.0 - kappa))
+    return ((1.0 - kappa * kappa + 2.0 * kappa * kappa * log(kappa))
+            / ((1.0 - kappa) * (1.0 - kappa)))
 
 
 def build_tables():
@@ -202,7 +204,8 @@ def build_tables():
                     h = precise_h(m, c)
                     Hv[i, j] = h
                     e = m * (1.0 - m) * (1.0 - kappa)
-                    Rv[i, j] = wd_general(m * m, (1.0 - m) * (1.0 - m), m * (1.0 - m), c, h) / (e * e)
+                    Rv[i, j] = (wd_general(m * m, (1.0 - m) * (1.0 - m), m * (1.0 - m), c, h)
+                                / (e * e))
     return H, R
 
 
@@ -402,8 +405,9 @@ cdef void gradient_merge(BudgetModel mdl, MergeWork W, int npts) noexcept nogil:
     form) by gradient ascent on |g|^2 from the |beta|-weighted mean.  The first trial step
     is the mean-shift step, which is monotone for same-sign binary merges; backtracking
     keeps every accepted step an ascent step otherwise."""
-    cdef int i, t, it, ls, d = mdl.d, nc = mdl.n_coef
+    cdef int i, t, _it, _ls, d = mdl.d, nc = mdl.n_coef
     cdef double wsum = 0.0, wi, F, Ft, step, sw
+    cdef const double* bi
     cdef double* dirv = W.z2
     cdef double* trial = W.z2 + d
     cdef const double* zi
@@ -411,7 +415,8 @@ cdef void gradient_merge(BudgetModel mdl, MergeWork W, int npts) noexcept nogil:
         W.z[t] = 0.0
     for i in range(npts):
         zi = mdl.Z + <Py_ssize_t>W.pts[i] * d
-        wi = sqrt(dot_n(mdl.beta + <Py_ssize_t>W.pts[i] * nc, mdl.beta + <Py_ssize_t>W.pts[i] * nc, nc))
+        bi = mdl.beta + <Py_ssize_t>W.pts[i] * nc
+        wi = sqrt(dot_n(bi, bi, nc))
         wsum += wi
         for t in range(d):
             W.z[t] += wi * zi[t]
@@ -419,7 +424,7 @@ cdef void gradient_merge(BudgetModel mdl, MergeWork W, int npts) noexcept nogil:
         for t in range(d):
             W.z[t] /= wsum
     F = gd_objective(mdl, W, W.z, npts)
-    for it in range(200):
+    for _it in range(200):
         sw = 0.0
         for t in range(d):
             dirv[t] = 0.0
@@ -433,7 +438,7 @@ cdef void gradient_merge(BudgetModel mdl, MergeWork W, int npts) noexcept nogil:
             break
         step = 1.0 / sw
         Ft = F
-        for ls in range(40):
+        for _ls in range(40):
             for t in range(d):
                 trial[t] = W.z[t] + step * dirv[t]
             Ft = gd_objective(mdl, W, trial, npts)
@@ -460,7 +465,6 @@ cdef bint project_out(BudgetModel mdl, MergeWork W, int p, double jitter) noexce
     cdef double g = mdl.gamma, d2, v
     cdef char uplo = b'L'
     cdef const double* zi
-    cdef const double* zj
     r = 0
     for j in range(mdl.n_sv):
         if j != p:
@@ -484,10 +488,12 @@ cdef bint project_out(BudgetModel mdl, MergeWork W, int p, double jitter) noexce
     for r in range(n1):
         j = W.pts[r]
         for t in range(mdl.n_coef):
-            mdl.beta[<Py_ssize_t>j * mdl.n_coef + t] += mdl.beta[<Py_ssize_t>p * mdl.n_coef + t] * W.rhs[r]
+            mdl.beta[<Py_ssize_t>j * mdl.n_coef + t] += (mdl.beta[<Py_ssize_t>p * mdl.n_coef + t]
+                                                         * W.rhs[r])
             if mdl.track_avg:
                 # the averaged model's part at z_p is projected the same way
-                mdl.acc[<Py_ssize_t>j * mdl.n_coef + t] += mdl.acc[<Py_ssize_t>p * mdl.n_coef + t] * W.rhs[r]
+                mdl.acc[<Py_ssize_t>j * mdl.n_coef + t] += (mdl.acc[<Py_ssize_t>p * mdl.n_coef + t]
+                                                            * W.rhs[r])
     return True
 
 
@@ -581,7 +587,8 @@ cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
         if nc == 1 and (P.search != SEARCH_GSS or h < 0.0):
             h = gss_h(bp / (bp + mdl.beta[q]), c, P.tol)   # exact h for the chosen pair
         for t in range(mdl.d):
-            W.z[t] = h * mdl.Z[<Py_ssize_t>p * mdl.d + t] + (1.0 - h) * mdl.Z[<Py_ssize_t>q * mdl.d + t]
+            W.z[t] = (h * mdl.Z[<Py_ssize_t>p * mdl.d + t]
+                      + (1.0 - h) * mdl.Z[<Py_ssize_t>q * mdl.d + t])
         A = exp(-c * (1.0 - h) * (1.0 - h))
         D = exp(-c * h * h)
         for t in range(nc):

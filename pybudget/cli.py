@@ -118,7 +118,10 @@ def _make_estimator(args, kernel):
     from pybudget.kernel import BudgetSVC
     from pybudget.linear import LinearSVC
     verbose = 0 if args.quiet else (2 if args.verbose and kernel == "linear" else 1)
-    given = lambda names: {k: getattr(args, k) for k in names if getattr(args, k) is not None}
+
+    def given(names):
+        return {k: getattr(args, k) for k in names if getattr(args, k) is not None}
+
     if kernel == "linear":
         kw = given(("loss", "tol", "selection", "max_iter"))
         if args.bias is not None:

@@ -219,7 +219,8 @@ def test_corrupted_model_in_subprocess_no_traceback(files, tmp_path):
     data = (tmp_path / "m").read_bytes()
     (tmp_path / "m").write_bytes(data[: len(data) // 2])
     r = subprocess.run([sys.executable, "-m", "pybudget", "predict", str(test),
-                        str(tmp_path / "m"), str(tmp_path / "p")], capture_output=True, text=True, cwd=tempfile.gettempdir())
+                        str(tmp_path / "m"), str(tmp_path / "p")], capture_output=True, text=True,
+                       cwd=tempfile.gettempdir())
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "not a valid pybudget model file" in r.stderr
 

@@ -51,9 +51,11 @@ def test_structure_checks():
     with pytest.raises(ValueError, match="outside"):
         csr_structure(indptr, np.array([-1, 2, 1], dtype=np.int32), 2, 4)
     with pytest.raises(ValueError, match="indptr decreases"):
-        csr_structure(np.array([0, 2, 1], dtype=np.int32), np.array([0, 1, 2], dtype=np.int32), 2, 4)
+        csr_structure(np.array([0, 2, 1], dtype=np.int32), np.array([0, 1, 2], dtype=np.int32),
+                      2, 4)
     with pytest.raises(ValueError, match="indptr does not match"):
-        csr_structure(np.array([0, 2, 5], dtype=np.int32), np.array([0, 1, 2], dtype=np.int32), 2, 4)
+        csr_structure(np.array([0, 2, 5], dtype=np.int32), np.array([0, 1, 2], dtype=np.int32),
+                      2, 4)
     for rows in (1, 3):   # indptr shorter or longer than the row count says
         with pytest.raises(ValueError, match="indptr has 3 entries"):
             csr_structure(indptr, np.array([0, 3, 1], dtype=np.int32), rows, 4)

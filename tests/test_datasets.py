@@ -64,7 +64,8 @@ def test_indices_are_one_based_for_train_and_test_alike(tmp_path):
         load(f"{one},{zero}")
 
 
-@pytest.mark.parametrize("suffix,damage", [(".gz", lambda b: b[:-12]), (".xz", lambda b: b[:20] + b"x" * 40),
+@pytest.mark.parametrize("suffix,damage", [(".gz", lambda b: b[:-12]),
+                                           (".xz", lambda b: b[:20] + b"x" * 40),
                                            (".bz2", lambda b: b[:30])])
 def test_damaged_compressed_files_are_clear_errors(tmp_path, suffix, damage):
     opener = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}[suffix]

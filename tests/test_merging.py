@@ -295,7 +295,6 @@ def test_gradient_multi_merge_reaches_brute_force_optimum():
         mt = Maintainer(mdl, merge_size=4, multi="gradient")
         mt.step(mdl)
         Z1, B1, _ = mdl.arrays()
-        zg = Z1[-1]
         merged = [i for i in range(8) if tuple(Z[i]) not in {tuple(z) for z in Z1[:-1]}]
         assert len(merged) == 4
         P, bP = Z[merged], beta[merged]

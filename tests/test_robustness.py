@@ -10,7 +10,6 @@ import sys
 import threading
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from pybudget import BudgetSVC, LinearSVC
@@ -66,7 +65,8 @@ def test_ctrl_c_leaves_estimator_unfitted_or_previous(kind, refit):
     the latency.)"""
     p = subprocess.Popen([sys.executable, "-m", "pybudget._interrupt_child", kind,
                           "refit" if refit else "fresh"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         cwd=tempfile.gettempdir())
     try:
         assert p.stdout.readline().strip() == "READY"
         import time

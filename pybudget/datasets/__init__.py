@@ -9,7 +9,6 @@ import lzma
 import os
 from pathlib import Path
 
-import numpy as np
 from sklearn.datasets import load_svmlight_file
 
 from pybudget import _validation as V
