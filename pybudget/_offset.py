@@ -18,6 +18,9 @@ it is refitted on the final model (with checkpoints, at every checkpoint, whose
 objective then uses it; with partial_fit, on a reservoir sample of all rows seen).
 """
 import numpy as np
+import scipy.sparse as sp
+
+from pybudget._budget import BudgetModel
 
 SAMPLE = 2048       # training rows in the sample (all rows if fewer)
 PASSES = 5          # coordinate passes over the classes of a multi-class model
@@ -126,7 +129,6 @@ def model_offset(Z, beta, gamma, sample):
     """sample_offset for the model (SV rows Z, true coefficients beta (n_sv, n_coef)) on
     a sample from draw_sample, its decision values computed by the solvers' own kernel
     loop."""
-    from pybudget._budget import BudgetModel
     Xs, xsq, codes = sample
     mdl = BudgetModel(Z.shape[1], beta.shape[1], max(Z.shape[0], 1), gamma)
     mdl.load(Z, beta)
@@ -138,7 +140,6 @@ def reservoir_update(sample, seen, X, xsq, codes, seed):
     `sample` = (X rows, squared norms, codes) kept so far (None at first) out of `seen`
     rows; the chunk (X, xsq, codes) comes next.  Returns the new sample, a uniform
     random subset of min(seen + n, SAMPLE) of all rows seen, drawn from `seed`."""
-    import scipy.sparse as sp
     n = X.shape[0]
     rng = np.random.default_rng(seed)
     kept = 0 if sample is None else sample[0].shape[0]

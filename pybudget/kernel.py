@@ -168,7 +168,7 @@ def epoch_progress(label):
 
 
 def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, state=None,
-          epochs=None, progress=None):
+          epochs=None, progress=None, xsq=None):
     """BSGD on validated data; `state` = (Z, beta, t) continues a model (partial_fit)."""
     n, d = X.shape
     n_coef = 1 if n_classes == 2 else n_classes
@@ -177,10 +177,10 @@ def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, stat
     lam = 1.0 / (n_lambda * p["C"])
     epochs = epochs or p["epochs"]
     T = epochs * n
+    xsq = V.row_sqnorms(X) if xsq is None else xsq
     tail = max(1, min(n // 2, TAIL_PER_SV * budget))
     avg_start = {"none": 0, "all": t0 + 1, "last-half": t0 + T // 2 + 1,
                  "tail": t0 + T - tail + 1}[p["averaging"]]
-    xsq = V.row_sqnorms(X)
     ck = (BestCheckpoint(X, xsq, codes, lam, seed, p["checkpoints"], offset=p["offset"])
           if p["checkpoints"] else None)
     out = bsgd_run(X, xsq, codes.astype(np.int32), mdl, mt, budget, M, lam,
@@ -494,13 +494,15 @@ class BudgetSVC(SVMClassifierBase):
                                             self.dual_coef_, self._t, self._n_seen)
         seed = V.seed_from(self.random_state)
         seed = (seed + 0x9E3779B97F4A7C15 * (t0 + 1)) % 2**64   # new order per call
+        xsq = V.row_sqnorms(X)       # for the run and the reservoir
         Z, dual, _, out, mt = _bsgd(X, codes, K, p, gamma, seed, budget, M, cap,
-                                    n_lambda=n_seen + n, state=(Z0, dual0.T, t0), epochs=1)
+                                    n_lambda=n_seen + n, state=(Z0, dual0.T, t0), epochs=1,
+                                    xsq=xsq)
         # the offset is refitted at the end of every call on a reservoir sample of all
         # rows seen so far (so it does not hinge on the last, possibly small, chunk)
         t_off = time.perf_counter()
         sample = reservoir_update(None if first else getattr(self, "_offset_sample", None),
-                                  n_seen, X, V.row_sqnorms(X), codes.astype(np.int32), seed)
+                                  n_seen, X, xsq, codes.astype(np.int32), seed)
         b = (model_offset(Z, dual.T, gamma, sample) if offset
              else np.zeros(dual.shape[0]))
         out["time"] += time.perf_counter() - t_off
