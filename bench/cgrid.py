@@ -22,7 +22,7 @@ import numpy as np
 from common import (have_liblinear, liblinear_coef, liblinear_train, machine,
                     median_min_max, write_outputs)
 from pybudget import _validation as V
-from pybudget._linear import SELECTIONS
+from pybudget._dcd import SELECTIONS
 from pybudget.cgrid import DEFAULT_CS, run_cell, strategy_table
 from pybudget.datasets import load
 

@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from pybudget import _validation as V
 from pybudget._estimator import SVMClassifierBase
-from pybudget._linear import SELECTIONS, dcd_solve
+from pybudget._dcd import SELECTIONS, dcd_solve
 
 SELECTION_CHOICES = (*SELECTIONS, "auto")
 

@@ -1,0 +1,494 @@
+# Dual coordinate descent, liblinear style, for every problem of the dual family, with
+# each way of choosing the next coordinate written once:
+#   SEL_UNIFORM   a fresh random permutation of all variables every sweep
+#   SEL_SHRINKING liblinear's hard shrinking and stopping rule (version >= 2.42)
+#   SEL_AVSF      adaptive variable selection frequencies (Glasmachers & Dogan, Alg. 3-5)
+#
+# A problem is a struct plus inline hooks (_dcd_svm.pxd, _dcd_svr.pxd): its curvature
+# qd, gradient, violation, exact one-variable step and that step's dual gain, its
+# shrinking rule and its final check.  The strategies are fused over the problem types,
+# so Cython compiles one specialised copy per problem and every hook is inlined: no
+# indirect call per step.  A new problem adds a struct, its hooks, one line to the
+# fused type and one branch to each dispatcher below.
+#
+# Everything here runs without the GIL on inputs validated in Python (pybudget/linear.py).
+# With bias > 0 the model has one extra weight w[n_cols] for a constant feature.
+from libc.math cimport exp, INFINITY
+from libc.stdint cimport uint64_t
+from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy
+
+from pybudget._csr cimport csr_view
+from pybudget._dcd_rows cimport Shrink, VISIT_DROP, VISIT_STEP, prefetch_ahead
+from pybudget._dcd_svm cimport (
+    SvmProblem, svm_qd, svm_gradient, svm_violation, svm_step, svm_gain, svm_final,
+    svm_shrink_begin, svm_shrink_visit, svm_shrink_met, svm_shrink_roll, svm_shrink_reset,
+    svm_shrink_shown)
+from pybudget._dcd_svr cimport (
+    SvrProblem, svr_qd, svr_gradient, svr_violation, svr_step, svr_gain, svr_final,
+    svr_shrink_begin, svr_shrink_visit, svr_shrink_met, svr_shrink_roll, svr_shrink_reset,
+    svr_shrink_shown)
+from pybudget._rng cimport rng_shuffle, rng_uniform
+from pybudget._runtime cimport interrupted
+
+import sys
+
+cdef enum:
+    SEL_UNIFORM = 0
+    SEL_SHRINKING = 1
+    SEL_AVSF = 2
+
+SELECTIONS = {"uniform": SEL_UNIFORM, "shrinking": SEL_SHRINKING, "avsf": SEL_AVSF}
+PROBLEMS = ("svm", "svr")
+
+# AVSF constants from the paper: preference range and change rate.
+cdef double P_MIN = 1.0 / 20.0
+cdef double P_MAX = 20.0
+cdef double CHANGE_RATE = 0.2
+cdef double LOG_RANGE = 5.991464547107982  # log(P_MAX / P_MIN): caps exp()
+
+ctypedef fused Problem:
+    SvmProblem
+    SvrProblem
+
+
+# ---- dispatch: resolved at compile time in each specialisation ---------------------
+
+cdef inline double qd_of(const Problem* P, int i) noexcept nogil:
+    if Problem is SvmProblem:
+        return svm_qd(P, i)
+    else:
+        return svr_qd(P, i)
+
+
+cdef inline double gradient(const Problem* P, const double* w, const double* a,
+                            int i) noexcept nogil:
+    if Problem is SvmProblem:
+        return svm_gradient(P, w, a, i)
+    else:
+        return svr_gradient(P, w, a, i)
+
+
+cdef inline double violation(const Problem* P, const double* a, int i,
+                             double G) noexcept nogil:
+    if Problem is SvmProblem:
+        return svm_violation(P, a, i, G)
+    else:
+        return svr_violation(P, a, i, G)
+
+
+cdef inline double step(const Problem* P, double* w, double* a, int i, double G,
+                        double q) noexcept nogil:
+    if Problem is SvmProblem:
+        return svm_step(P, w, a, i, G, q)
+    else:
+        return svr_step(P, w, a, i, G, q)
+
+
+cdef inline double gain(const Problem* P, const double* a, int i, double G, double mu,
+                        double q) noexcept nogil:
+    if Problem is SvmProblem:
+        return svm_gain(P, a, i, G, mu, q)
+    else:
+        return svr_gain(P, a, i, G, mu, q)
+
+
+cdef inline double final_check(const Problem* P, const double* w, const double* a, int i,
+                               double tol, bint* drop, double* loss_sum) noexcept nogil:
+    if Problem is SvmProblem:
+        return svm_final(P, w, a, i, tol, drop, loss_sum)
+    else:
+        return svr_final(P, w, a, i, tol, drop, loss_sum)
+
+
+cdef inline void shrink_begin(const Problem* P, Shrink* sh) noexcept nogil:
+    if Problem is SvmProblem:
+        svm_shrink_begin(sh)
+    else:
+        svr_shrink_begin(sh)
+
+
+cdef inline int shrink_visit(const Problem* P, const double* a, int i, double G,
+                             Shrink* sh) noexcept nogil:
+    if Problem is SvmProblem:
+        return svm_shrink_visit(P, a, i, G, sh)
+    else:
+        return svr_shrink_visit(P, a, i, G, sh)
+
+
+cdef inline bint shrink_met(const Problem* P, Shrink* sh, double tol) noexcept nogil:
+    if Problem is SvmProblem:
+        return svm_shrink_met(sh, tol)
+    else:
+        return svr_shrink_met(sh, tol)
+
+
+cdef inline void shrink_roll(const Problem* P, Shrink* sh) noexcept nogil:
+    if Problem is SvmProblem:
+        svm_shrink_roll(sh)
+    else:
+        svr_shrink_roll(sh)
+
+
+cdef inline void shrink_reset(const Problem* P, Shrink* sh) noexcept nogil:
+    if Problem is SvmProblem:
+        svm_shrink_reset(sh)
+    else:
+        svr_shrink_reset(sh)
+
+
+cdef inline double shrink_shown(const Problem* P, const Shrink* sh) noexcept nogil:
+    if Problem is SvmProblem:
+        return svm_shrink_shown(sh)
+    else:
+        return svr_shrink_shown(sh)
+
+
+# ---- the solver state and the strategies ---------------------------------------------
+
+cdef struct State:
+    double* w
+    double* a
+    double* qd          # curvature of each one-variable subproblem
+    int* order          # permutation of the rows; the first `active` are shrinking's set
+    int* sched          # AVSF's schedule for the current sweep
+    double* pp          # AVSF's working preferences
+    double* learned     # the caller's preferences (what a warm start carries over)
+    double psum
+    double dref         # AVSF's reference gain
+    double shown        # the sweep's violation measure (for verbose output)
+    uint64_t rng
+    long long steps
+    int n
+    int active
+    bint first_sweep
+    bint canstop
+    bint saved
+    Shrink sh
+
+
+cdef enum:
+    SWEEP_GO = 0        # keep going
+    SWEEP_STOP = 1      # the strategy's own stopping rule fired
+    SWEEP_UNSHRUNK = 2  # shrinking met its tolerance on a reduced set and restored it
+
+
+cdef double uniform_sweep(const Problem* P, State* S) noexcept nogil:
+    """One sweep in a fresh random order; returns the largest violation seen."""
+    # Hot state in locals: writes through S could alias it and force reloads.
+    cdef double* w = S.w
+    cdef double* a = S.a
+    cdef const double* qd = S.qd
+    cdef int* order = S.order
+    cdef int s, i, n = S.n
+    cdef double G, pg, v = 0.0
+    rng_shuffle(&S.rng, order, n)
+    for s in range(n):
+        i = order[s]
+        prefetch_ahead(&P.X, order, s, n, w)
+        G = gradient(P, w, a, i)
+        pg = violation(P, a, i, G)
+        if pg > v:
+            v = pg
+        if pg > 1e-12:
+            step(P, w, a, i, G, qd[i])
+    S.steps += n
+    return v
+
+
+cdef int shrinking_sweep(const Problem* P, State* S, double tol) noexcept nogil:
+    """One sweep over the active set in random order, shrinking as the problem's rule
+    says; returns a SWEEP_* code."""
+    cdef double* w = S.w
+    cdef double* a = S.a
+    cdef const double* qd = S.qd
+    cdef int* order = S.order
+    cdef int s = 0, i, code, active = S.active
+    cdef long long steps = S.steps
+    cdef Shrink sh = S.sh
+    cdef double G
+    rng_shuffle(&S.rng, order, active)
+    shrink_begin(P, &sh)
+    while s < active:
+        i = order[s]
+        prefetch_ahead(&P.X, order, s, active, w)
+        steps += 1
+        G = gradient(P, w, a, i)
+        code = shrink_visit(P, a, i, G, &sh)
+        if code == VISIT_DROP:
+            active -= 1
+            order[s] = order[active]
+            order[active] = i
+            continue
+        if code == VISIT_STEP:
+            step(P, w, a, i, G, qd[i])
+        s += 1
+    S.steps = steps
+    code = SWEEP_GO
+    if shrink_met(P, &sh, tol):
+        if active == S.n:
+            code = SWEEP_STOP
+        else:
+            # Possibly wrong shrinking decisions: check everything again.
+            active = S.n
+            shrink_reset(P, &sh)
+            code = SWEEP_UNSHRUNK
+    S.shown = shrink_shown(P, &sh)
+    if code == SWEEP_GO:
+        shrink_roll(P, &sh)
+    S.active = active
+    S.sh = sh
+    return code
+
+
+cdef void make_schedule(uint64_t* rng, const double* p, double psum, int n,
+                        int* sched) noexcept nogil:
+    """AVSF Alg. 4: exactly n slots, variable i gets about n p_i / psum of them
+    (stochastic rounding), then shuffled."""
+    cdef double N = psum, m
+    cdef int i, j = 0, _k, cnt
+    for i in range(n):
+        if i == n - 1:
+            cnt = n - j
+        else:
+            m = p[i] * (n - j) / N if N > 0.0 else 0.0
+            cnt = <int>m
+            if rng_uniform(rng) < m - cnt:
+                cnt += 1
+            if cnt > n - j:
+                cnt = n - j
+        for _k in range(cnt):
+            sched[j] = i
+            j += 1
+        N -= p[i]
+    rng_shuffle(rng, sched, n)
+
+
+cdef bint avsf_sweep(const Problem* P, State* S, double tol) noexcept nogil:
+    """One AVSF sweep (Alg. 3): visit the schedule, adapt each visited variable's
+    preference to its step's dual gain relative to the running reference; returns
+    True when the stopping rule fired (a sweep below tol after one that confirms it
+    with uniform preferences)."""
+    cdef double* w = S.w
+    cdef double* a = S.a
+    cdef double* pp = S.pp
+    cdef const double* qd = S.qd
+    cdef const int* sched = S.sched
+    cdef int s, i, n = S.n
+    cdef double G, pg, mu, g, href, pnew, v = 0.0, dref = S.dref, psum = S.psum
+    cdef bint first_sweep = S.first_sweep
+    make_schedule(&S.rng, pp, psum, n, S.sched)
+    for s in range(n):
+        i = sched[s]
+        prefetch_ahead(&P.X, sched, s, n, w)
+        G = gradient(P, w, a, i)
+        pg = violation(P, a, i, G)
+        if pg > v:
+            v = pg
+        mu = step(P, w, a, i, G, qd[i]) if pg > 1e-12 else 0.0
+        g = gain(P, a, i, G, mu, qd[i])
+        if first_sweep:
+            dref += g / n
+        else:
+            if dref > 0.0:
+                href = CHANGE_RATE * (g / dref - 1.0)
+                if href > LOG_RANGE:
+                    href = LOG_RANGE
+                pnew = pp[i] * exp(href)
+                if pnew < P_MIN:
+                    pnew = P_MIN
+                elif pnew > P_MAX:
+                    pnew = P_MAX
+                psum += pnew - pp[i]
+                pp[i] = pnew
+            dref = (1.0 - 1.0 / n) * dref + g / n
+    S.steps += n
+    S.first_sweep = False
+    S.dref = dref
+    S.psum = psum
+    S.shown = v
+    if v < tol:
+        if S.canstop:
+            return True
+        # Reset preferences: the next sweep is uniform and must confirm.
+        memcpy(S.learned, pp, n * sizeof(double))
+        S.saved = True
+        for i in range(n):
+            pp[i] = 1.0
+        S.psum = n
+        S.canstop = True
+    else:
+        S.canstop = False
+        S.saved = False
+    return False
+
+
+cdef double exact_pass(const Problem* P, State* S, double tol, double* loss_sum,
+                       int* n_active) noexcept nogil:
+    """Max violation over all variables and the weighted primal loss.
+
+    Also rewrites order as a permutation with the rows that hard shrinking would drop
+    at tolerance tol at the end; their count is n - n_active.  That is the shrinking
+    state a warm start carries over."""
+    cdef double v = 0.0, pg
+    cdef int i, front = 0, back = S.n - 1
+    cdef bint drop
+    loss_sum[0] = 0.0
+    for i in range(S.n):
+        pg = final_check(P, S.w, S.a, i, tol, &drop, loss_sum)
+        if pg > v:
+            v = pg
+        if drop:
+            S.order[back] = i
+            back -= 1
+        else:
+            S.order[front] = i
+            front += 1
+    n_active[0] = front
+    return v
+
+
+cdef struct Outcome:
+    int n_iter
+    int final_active
+    double kkt
+    double loss_sum
+    bint converged
+    bint interrupted
+
+
+cdef Outcome run(const Problem* P, State* S, int selection, double tol, int max_iter,
+                 int verbose) noexcept nogil:
+    """Sweeps of the chosen strategy until its rule fires and the exact pass confirms
+    it, max_iter sweeps, or Ctrl-C."""
+    cdef Outcome out
+    cdef bint stop_rule
+    cdef int code, i
+    out.n_iter = 0
+    out.final_active = S.n
+    out.kkt = INFINITY
+    out.loss_sum = 0.0
+    out.converged = False
+    out.interrupted = False
+    for i in range(S.n):
+        S.qd[i] = qd_of(P, i)
+    shrink_reset(P, &S.sh)
+    while out.n_iter < max_iter:
+        if selection == SEL_UNIFORM:
+            S.shown = uniform_sweep(P, S)
+            stop_rule = S.shown <= tol
+        elif selection == SEL_SHRINKING:
+            code = shrinking_sweep(P, S, tol)
+            if code == SWEEP_UNSHRUNK:
+                out.n_iter += 1
+                continue
+            stop_rule = code == SWEEP_STOP
+        else:
+            stop_rule = avsf_sweep(P, S, tol)
+        out.n_iter += 1
+        if verbose >= 2:
+            with gil:
+                sys.stderr.write(f"sweep {out.n_iter}: violation {S.shown:.3g}, "
+                                 f"steps {S.steps}, active {S.active}, "
+                                 f"pref sum {S.psum:.4g}, canstop {S.canstop}\n")
+        if stop_rule:
+            out.kkt = exact_pass(P, S, tol, &out.loss_sum, &out.final_active)
+            if out.kkt <= tol:
+                out.converged = True
+                break
+            # The in-sweep check was optimistic (w moved after a variable was seen).
+            S.canstop = False
+            S.active = S.n
+            shrink_reset(P, &S.sh)
+        if interrupted():
+            out.interrupted = True
+            break
+    if not out.converged:
+        out.kkt = exact_pass(P, S, tol, &out.loss_sum, &out.final_active)
+        # max_iter reached before the strategy's own rule fired: the exact pass may
+        # still show the tolerance met, and then the run did converge.
+        out.converged = out.kkt <= tol and not out.interrupted
+    return out
+
+
+def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1] diag,
+              const double[::1] cvec, double bias, double[::1] alpha, double[::1] w,
+              double[::1] prefs, int[::1] perm, int n_active, double dref0,
+              int selection, double tol, int max_iter, uint64_t seed, bint squared,
+              int verbose=0, str problem="svm", double epsilon=0.0):
+    """Run dual CD in place on alpha and w, starting from the given state.
+
+    problem: "svm" (y = +-1 labels, alpha in [0, upper]) or "svr" (y = targets, alpha
+    holds beta in [-upper, upper], epsilon the insensitive zone).  w must equal the
+    model of alpha (sum_i alpha_i y_i x_i, or sum_i beta_i x_i, plus the bias column)
+    on entry.  Warm-start state, updated in place: prefs (AVSF preferences), perm (a
+    permutation of the rows whose first n_active entries are the shrinking active set)
+    and dref0 (AVSF reference gain; <= 0 means "learn it in the first sweep").  Returns
+    a dict with n_iter (sweeps), n_steps (coordinate visits), converged, kkt_violation
+    (exact, one extra pass), loss_sum (weighted primal loss), n_active and dref.
+    """
+    if problem not in PROBLEMS:
+        raise ValueError(f"problem must be one of {PROBLEMS}, got {problem!r}")
+    cdef int n = y.shape[0]
+    cdef SvmProblem svm
+    cdef SvrProblem svr
+    svm.X = csr_view(X.data, X.indices, X.indptr, X.shape[1])
+    svm.y = &y[0]
+    svm.upper = &upper[0]
+    svm.diag = &diag[0]
+    svm.cvec = &cvec[0]
+    svm.bias = bias
+    svm.n = n
+    svm.d = X.shape[1]
+    svm.squared = squared
+    if problem == "svr":
+        svr.X, svr.y, svr.upper, svr.diag, svr.cvec = svm.X, svm.y, svm.upper, svm.diag, svm.cvec
+        svr.bias, svr.n, svr.d, svr.squared = bias, n, svm.d, squared
+        svr.eps = epsilon
+
+    cdef State S
+    S.qd = <double*>malloc(n * sizeof(double))
+    S.sched = <int*>malloc(n * sizeof(int))
+    # AVSF works on pp; learned (the caller's array) receives the preferences as they
+    # were before the final reset-to-uniform, which is what a warm start wants.
+    S.pp = <double*>malloc(n * sizeof(double))
+    if S.qd == NULL or S.sched == NULL or S.pp == NULL:
+        free(S.qd)
+        free(S.sched)
+        free(S.pp)
+        raise MemoryError()
+    S.w = &w[0]
+    S.a = &alpha[0]
+    S.order = &perm[0]
+    S.learned = &prefs[0]
+    memcpy(S.pp, S.learned, n * sizeof(double))
+    S.psum = 0.0
+    for i in range(n):
+        S.psum += S.pp[i]
+    S.dref = dref0
+    S.first_sweep = dref0 <= 0.0
+    S.shown = 0.0
+    S.rng = seed
+    S.steps = 0
+    S.n = n
+    S.active = n_active
+    S.canstop = True
+    S.saved = False
+
+    cdef Outcome out
+    with nogil:
+        if problem == "svm":
+            out = run(&svm, &S, selection, tol, max_iter, verbose)
+        else:
+            out = run(&svr, &S, selection, tol, max_iter, verbose)
+
+    if not S.saved:
+        memcpy(S.learned, S.pp, n * sizeof(double))
+    free(S.qd)
+    free(S.sched)
+    free(S.pp)
+    if out.interrupted:
+        raise KeyboardInterrupt
+    return {"n_iter": out.n_iter, "n_steps": S.steps, "converged": bool(out.converged),
+            "n_active": out.final_active, "dref": S.dref,
+            "kkt_violation": out.kkt, "loss_sum": out.loss_sum}
