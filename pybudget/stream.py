@@ -23,8 +23,6 @@ A BudgetSVC's offset (``offset=True``, the default) is refitted at the end of ev
 (uniform over the file read up to there), so it never rests on the last chunk alone and
 memory stays bounded.
 """
-import bz2
-import gzip
 import io
 import lzma
 import os
@@ -32,24 +30,10 @@ import sys
 import time
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.datasets import load_svmlight_file
 
 from pybudget import _validation as V
+from pybudget._svmlight import open_binary, parse
 from pybudget.kernel import gamma_from_moments
-
-
-def _open_binary(path):
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no data file at {path!r}")
-    if path.endswith(".gz"):
-        return gzip.open(path, "rb")
-    if path.endswith(".bz2"):
-        return bz2.open(path, "rb")
-    if path.endswith(".xz"):
-        return lzma.open(path, "rb")
-    return open(path, "rb")
 
 
 class _Progress:
@@ -81,8 +65,8 @@ def iter_svmlight_chunks(path, chunk_size=10000, n_features=None, *, zero_based=
     ``n_features`` columns (when None, each chunk is as wide as its largest index),
     ``y`` float64 labels.  Comment and empty lines are skipped."""
     chunk_size = V.positive_int("chunk_size", chunk_size)
-    zero_based = V.boolean("zero_based", zero_based)   # never sklearn's per-chunk "auto"
-    with _open_binary(path) as f:
+    zero_based = V.boolean("zero_based", zero_based)
+    with open_binary(path) as f:
         if progress is not None:
             progress.attach(f)
         lines = []
@@ -110,22 +94,9 @@ def _lines(f, path):
 
 
 def _parse(lines, n_features, zero_based, dtype, path, lineno):
-    buf = io.BytesIO(b"".join(lines))
-    try:
-        X, y = load_svmlight_file(buf, n_features=n_features, zero_based=zero_based,
-                                  dtype=dtype)
-    except (ValueError, OverflowError) as e:
-        first = lineno - len(lines) + 1
-        raise ValueError(f"{os.fspath(path)}: bad LIBSVM data in lines {first}-{lineno} "
-                         f"(after skipping comments): {e}") from None
-    if not np.all(np.isfinite(X.data)) or not np.all(np.isfinite(y)):
-        raise ValueError(f"{os.fspath(path)}: NaN or infinity in lines up to {lineno}")
-    X = X.tocsr()
-    # 32-bit indices where they fit: scikit-learn's partial_fit estimators refuse int64
-    if X.indices.dtype != np.int32 and X.nnz < 2**31 - 1 and X.shape[1] < 2**31 - 1:
-        X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)),
-                          shape=X.shape)
-    return X, y
+    first = lineno - len(lines) + 1
+    return parse(io.BytesIO(b"".join(lines)), n_features, zero_based, dtype,
+                 f"{os.fspath(path)} lines {first}-{lineno} (after skipping comments)")
 
 
 def scan_svmlight(path, chunk_size=10000, *, zero_based=False):

@@ -82,3 +82,14 @@ def test_index_beyond_int64_is_a_clear_error(tmp_path):
     path.write_text("1 99999999999999999999:1\n-1 1:1\n")
     with pytest.raises(ValueError, match="big.txt"):
         load_svmlight(path)
+
+
+def test_load_svmlight_refuses_nan_like_the_streaming_reader(tmp_path):
+    from pybudget.datasets import load_svmlight
+    from pybudget.stream import iter_svmlight_chunks
+    path = tmp_path / "nan.txt"
+    path.write_text("1 1:0.5\n-1 2:nan\n")
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        load_svmlight(path)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        list(iter_svmlight_chunks(path))

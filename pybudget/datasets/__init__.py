@@ -5,13 +5,12 @@
 default ``../shared/data`` next to the checkout) or a LIBSVM file path
 (optionally ``"train_path,test_path"``).
 """
-import lzma
 import os
 from pathlib import Path
 
-from sklearn.datasets import load_svmlight_file
+import numpy as np
 
-from pybudget import _validation as V
+from pybudget._svmlight import open_binary, parse
 
 DATA_DIR = Path(__file__).parent / "data"
 
@@ -34,26 +33,8 @@ def load_svmlight(path, n_features=None, zero_based=False):
     the same convention as the streaming reader, so a training file and its test file
     can never be read with different offsets.  A file that cannot be read raises
     ValueError naming it."""
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no data file at {path!r}")
-    kw = {"zero_based": V.boolean("zero_based", zero_based)}
-    if n_features is not None:
-        kw["n_features"] = n_features
-    try:
-        if path.endswith(".xz"):
-            with lzma.open(path, "rb") as f:
-                X, y = load_svmlight_file(f, **kw)
-        else:
-            X, y = load_svmlight_file(path, **kw)
-    except (PermissionError, IsADirectoryError):
-        raise
-    except (ValueError, OverflowError, EOFError, lzma.LZMAError, OSError) as e:
-        hint = (" (feature indices are 1-based as in LIBSVM; for a 0-based file pass "
-                "zero_based=True, or --zero-based on the command line)"
-                if "Invalid index 0" in str(e) else "")
-        raise ValueError(f"cannot read {path!r} as a LIBSVM file: {e}{hint}") from e
-    return X.tocsr(), y
+    with open_binary(path) as f:
+        return parse(f, n_features, zero_based, np.float64, repr(os.fspath(path)))
 
 
 def external_data_dir():
