@@ -126,11 +126,13 @@ def solver(X, y, tol):
     started from alpha (clipped to the box) with a fresh strategy state."""
     _, ypm = V.binary_labels(y, X.shape[0])
     n = X.shape[0]
+    sqnorms = V.row_sqnorms(X)
 
     def solve(C, sel, seed, alpha=None, tol=tol):
         start = None if alpha is None else SolverState.fresh(alpha, C)
-        return _solve_binary(X, ypm, np.full(n, C), C, loss="hinge", selection=sel,
-                             tol=tol, max_iter=1000000, bias=0.0, seed=seed, start=start)
+        return _solve_binary(X, ypm, np.full(n, C), C, sqnorms=sqnorms, loss="hinge",
+                             selection=sel, tol=tol, max_iter=1000000, bias=0.0, seed=seed,
+                             start=start)
     return solve
 
 

@@ -1,6 +1,28 @@
-"""What pybudget's classifiers share on top of scikit-learn's mixins."""
+"""What pybudget's classifiers share on top of scikit-learn's mixins: input checks of
+fit and predict, prediction from decision values, and the one-vs-rest loop."""
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from pybudget import _validation as V
+
+
+def binary_problems(n_classes):
+    """The positive class of each binary problem a fit on n_classes solves: [1] for two
+    classes (class 1 against class 0), else every class against the rest."""
+    return [1] if n_classes == 2 else list(range(n_classes))
+
+
+def problem_seed(seed, k):
+    """The seed of the k-th problem of a run seeded with seed (same for every n_jobs)."""
+    return (seed + k) % 2**64
+
+
+def one_vs_rest(n_classes, seed, solve):
+    """[solve(k, seed_k) for every binary problem k], seed_k = problem_seed(seed, k)."""
+    return [solve(k, problem_seed(seed, k)) for k in binary_problems(n_classes)]
 
 
 class SVMClassifierBase(ClassifierMixin, BaseEstimator):
@@ -16,6 +38,21 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+    def _training_data(self, X, y, reset=True):
+        """(canonical CSR X, y) for fit and partial_fit, with scikit-learn's checks."""
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
+                             reset=reset)
+        check_classification_targets(y)
+        return V.canonical_csr(X), y
+
+    def _prediction_data(self, X):
+        """X checked against the fitted estimator; sparse input made canonical (scipy's
+        products trust the structure)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", reset=False,
+                          dtype=[np.float64, np.float32])
+        return V.canonical_csr(X) if sp.issparse(X) else X
 
     def predict(self, X):
         scores = self.decision_function(X)

@@ -11,11 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._available_if import available_if
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from pybudget import _validation as V
-from pybudget._estimator import SVMClassifierBase
+from pybudget._estimator import SVMClassifierBase, binary_problems, one_vs_rest
 from pybudget._bsca import bsca_run
 from pybudget._bsgd import bsgd_run
 from pybudget._checkpoint import BestCheckpoint, checkpoint_fields
@@ -210,21 +208,18 @@ def _offset(p, X, xsq, codes, seed, Z, beta, gamma):
 def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0):
     """BSCA, one-vs-rest for more than two classes; SVs of all problems stacked."""
     n, d = X.shape
-    problems = [1] if n_classes == 2 else list(range(n_classes))
-    V.dense_size(len(problems) * cap * d, f"{len(problems)} one-vs-rest models of budget="
+    n_prob = len(binary_problems(n_classes))
+    V.dense_size(n_prob * cap * d, f"{n_prob} one-vs-rest models of budget="
                  f"{budget} SV rows of {d} dense features", "reduce the budget or the features")
     xsq = V.row_sqnorms(X)
-    Zs, coefs, alphas, offsets = [], [], [], []
-    stats = dict(n_updates=0, merge_time=0.0, time=0.0, n_merges=0, n_removed=0,
-                 checkpoints=[])
     T = p["epochs"] * n
-    for k in problems:
+
+    def solve(k, seed_k):
         y = np.where(codes == k, 1.0, -1.0)
         alpha = np.zeros(n)
         mdl, mt = _new_model(d, 1, cap, gamma, p, n_src=n)
-        progress = epoch_progress(f"class {k}: " if len(problems) > 1 else "") if verbose else None
+        progress = epoch_progress(f"class {k}: " if n_prob > 1 else "") if verbose else None
         codes_k = (codes == k).astype(np.int32)
-        seed_k = (seed + k) % 2**64
         ck = (BestCheckpoint(X, xsq, codes_k, 1.0 / (n * p["C"]), seed_k, p["checkpoints"],
                              extra=alpha, offset=p["offset"])
               if p["checkpoints"] else None)
@@ -233,27 +228,26 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0):
         if ck:
             Z, beta, alpha, b = ck.finish(mdl)
             out["time"] += ck.seconds
-            stats["checkpoints"].append(ck)
         else:
             Z, beta, _ = mdl.arrays()
             b, seconds = _offset(p, X, xsq, codes_k, seed_k, Z, beta, gamma)
             out["time"] += seconds
-        offsets.append(b[0])
-        Zs.append(Z)
-        coefs.append(beta[:, 0])
-        alphas.append(alpha)
-        stats["n_updates"] += out["n_updates"]
-        stats["merge_time"] += out["merge_time"]
-        stats["time"] += out["time"]
-        stats["n_merges"] += mt.n_merges
-        stats["n_removed"] += mt.n_removed
-    Z = np.vstack(Zs)
-    dual = np.zeros((len(problems), Z.shape[0]))
+        return Z, beta[:, 0], b[0], alpha, out, mt, ck
+
+    runs = one_vs_rest(n_classes, seed, solve)
+    Z = np.vstack([r[0] for r in runs])
+    dual = np.zeros((n_prob, Z.shape[0]))
     start = 0
-    for r, c in enumerate(coefs):
-        dual[r, start:start + c.shape[0]] = c
-        start += c.shape[0]
-    return Z, dual, np.array(offsets), np.vstack(alphas), stats
+    for row, (_, coef, *_rest) in enumerate(runs):
+        dual[row, start:start + coef.shape[0]] = coef
+        start += coef.shape[0]
+    stats = dict(n_updates=sum(r[4]["n_updates"] for r in runs),
+                 merge_time=sum(r[4]["merge_time"] for r in runs),
+                 time=sum(r[4]["time"] for r in runs),
+                 n_merges=sum(r[5].n_merges for r in runs),
+                 n_removed=sum(r[5].n_removed for r in runs),
+                 checkpoints=[r[6] for r in runs if r[6] is not None])
+    return Z, dual, np.array([r[2] for r in runs]), np.vstack([r[3] for r in runs]), stats
 
 
 def _fit(X, codes, classes, p, seed, verbose=0):
@@ -415,9 +409,7 @@ class BudgetSVC(SVMClassifierBase):
 
     def fit(self, X, y):
         p = self._params()
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32])
-        check_classification_targets(y)
-        X = V.canonical_csr(X)
+        X, y = self._training_data(X, y)
         classes, codes = V.encode_labels(y, X.shape[0])
         res = _fit(X, codes, classes, p, V.seed_from(self.random_state),
                    V.verbosity(self.verbose))
@@ -455,10 +447,7 @@ class BudgetSVC(SVMClassifierBase):
         offset = params["offset"]
         p = dict(params, averaging="none", checkpoints=0, offset=False)
         first = not hasattr(self, "classes_")
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
-                             reset=first)
-        check_classification_targets(y)
-        X = V.canonical_csr(X)
+        X, y = self._training_data(X, y, reset=first)
         if first:
             if classes is None:
                 raise ValueError("classes must be passed on the first call to partial_fit")
@@ -524,11 +513,7 @@ class BudgetSVC(SVMClassifierBase):
         return self
 
     def decision_function(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", reset=False,
-                          dtype=[np.float64, np.float32])
-        if sp.issparse(X):
-            X = V.canonical_csr(X)
+        X = self._prediction_data(X)
         scores = kernel_decision(X, self.support_vectors_, self.dual_coef_, self.gamma_)
         scores += self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores

@@ -5,14 +5,11 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.extmath import safe_sparse_dot
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from pybudget import _validation as V
-from pybudget._estimator import SVMClassifierBase
+from pybudget._estimator import SVMClassifierBase, binary_problems, one_vs_rest
 from pybudget._dcd import SELECTIONS, dcd_solve
 
 SELECTION_CHOICES = (*SELECTIONS, "auto")
@@ -107,14 +104,16 @@ def next_start(state, earlier, C, carry):
 
 
 def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=None,
-            verbose=0, C=1.0):
+            verbose=0, C=1.0, checked=False):
     """One binary problem on validated data: X canonical CSR, y ±1 floats, cvec the
     per-sample C (> 0) derived from the scalar ``C`` (kept in the returned state).
     ``start`` is a SolverState to warm-start from (its alpha is clipped to the box).
+    ``checked``: the caller has refused overflowing squares already (V.row_sqnorms).
     Returns a LinearResult whose ``state`` continues the run."""
     n, d = X.shape
     V.linear_weights_fit(1, d)
-    V.check_squares(X, bias)
+    if not checked:
+        V.check_squares(X, bias)
     squared = loss == "squared_hinge"
     if squared:
         upper = np.full(n, np.inf)
@@ -156,8 +155,9 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
                         converged=out["converged"], time=elapsed, state=state)
 
 
-def resolve_selection(selection, X, cvec, bias):
-    """The strategy "auto" stands for, from cheap statistics of the data and C.
+def resolve_selection(selection, X, cvec, bias, sqnorms=None):
+    """The strategy "auto" stands for, from cheap statistics of the data and C
+    (``sqnorms``: the rows' V.row_sqnorms(X, bias) when the caller has them).
 
     Hard shrinking wins unless the problem has many free dual variables that need far
     more updates than the rest, which is when AVSF's soft shrinking pays off: data of
@@ -176,7 +176,9 @@ def resolve_selection(selection, X, cvec, bias):
               else int(np.count_nonzero(np.bincount(X.indices, minlength=d))))
     if d_used < AUTO_MIN_DIM_RATIO * n:
         return "shrinking"
-    scale = float(np.median(cvec * V.row_sqnorms(X, bias)))
+    if sqnorms is None:
+        sqnorms = V.row_sqnorms(X, bias)
+    scale = float(np.median(cvec * sqnorms))
     return "avsf" if scale >= AUTO_MIN_SCALE else "shrinking"
 
 
@@ -184,15 +186,16 @@ AUTO_MIN_DIM_RATIO = 0.5
 AUTO_MIN_SCALE = 1.0
 
 
-def _solve_binary(X, y, cvec, C, *, selection, start=None, **kw):
+def _solve_binary(X, y, cvec, C, *, sqnorms, selection, start=None, **kw):
     """dual_cd on the rows with positive weight (zero-weight rows are not part of the
-    problem; ``start`` refers to those rows only) after resolving "auto".  alpha is
-    reported for every row (0 where the weight is 0)."""
+    problem; ``start`` refers to those rows only) after resolving "auto".  ``sqnorms``
+    are V.row_sqnorms(X, bias), computed (and checked) once per data set by the caller.
+    alpha is reported for every row (0 where the weight is 0)."""
     keep = cvec > 0
     if not keep.all():
-        X, y, cvec = X[keep], y[keep], cvec[keep]
-    used = resolve_selection(selection, X, cvec, kw.get("bias", 0.0))
-    res = dual_cd(X, y, cvec, selection=used, start=start, C=C, **kw)
+        X, y, cvec, sqnorms = X[keep], y[keep], cvec[keep], sqnorms[keep]
+    used = resolve_selection(selection, X, cvec, kw.get("bias", 0.0), sqnorms)
+    res = dual_cd(X, y, cvec, selection=used, start=start, C=C, checked=True, **kw)
     res.selection, res.C = used, C
     if not keep.all():
         alpha = np.zeros(keep.shape[0])
@@ -220,8 +223,9 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
     X = V.as_csr(X)
     classes, ypm = V.binary_labels(y, X.shape[0])
     cvec = C * V.sample_weights(sample_weight, X.shape[0])
-    res = _solve_binary(X, ypm, cvec, C, loss=loss, selection=selection, tol=tol,
-                        max_iter=max_iter, bias=bias, seed=V.seed_from(random_state))
+    res = _solve_binary(X, ypm, cvec, C, sqnorms=V.row_sqnorms(X, bias), loss=loss,
+                        selection=selection, tol=tol, max_iter=max_iter, bias=bias,
+                        seed=V.seed_from(random_state))
     res.classes = classes
     if not res.converged:
         warnings.warn(f"dual CD reached max_iter={max_iter} sweeps before tol={tol} "
@@ -272,27 +276,28 @@ class LinearSVC(SVMClassifierBase):
             self.fit_intercept, self.intercept_scaling)
         verbose = V.verbosity(self.verbose)
         V.boolean("warm_start", self.warm_start)
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32])
-        check_classification_targets(y)
-        X = V.canonical_csr(X)
+        X, y = self._training_data(X, y)
         classes, codes = V.encode_labels(y, X.shape[0])
         cvec = (C * V.sample_weights(sample_weight, X.shape[0])
                 * self._class_weights(classes, codes)[codes])
-        seed = V.seed_from(self.random_state)
-        problems = [1] if classes.shape[0] == 2 else list(range(classes.shape[0]))
-        V.linear_weights_fit(len(problems), X.shape[1])
-        starts = self._warm_starts(X, classes, cvec, C, len(problems))
-        results = []
-        for k, start in zip(problems, starts):
-            ypm = np.where(codes == k, 1.0, -1.0)
-            res = _solve_binary(X, ypm, cvec, C, loss=self.loss, selection=self.selection,
-                                tol=tol, max_iter=max_iter, bias=bias,
-                                seed=(seed + k) % 2**64, start=start, verbose=verbose)
+        K = classes.shape[0]
+        V.linear_weights_fit(len(binary_problems(K)), X.shape[1])
+        sqnorms = V.row_sqnorms(X, bias)
+        starts = dict(zip(binary_problems(K),
+                          self._warm_starts(X, classes, cvec, C, len(binary_problems(K)))))
+
+        def solve(k, seed):
+            res = _solve_binary(X, np.where(codes == k, 1.0, -1.0), cvec, C, sqnorms=sqnorms,
+                                loss=self.loss, selection=self.selection, tol=tol,
+                                max_iter=max_iter, bias=bias, seed=seed, start=starts[k],
+                                verbose=verbose)
             if verbose:
                 print(f"[pybudget] class {classes[k]}: {res.n_iter} sweeps, "
                       f"{res.n_steps} steps, dual {res.dual_objective:.6g}, "
                       f"KKT {res.kkt_violation:.3g}, {res.time:.3f}s", file=sys.stderr)
-            results.append(res)
+            return res
+
+        results = one_vs_rest(K, V.seed_from(self.random_state), solve)
         self.classes_ = classes
         self.coef_ = np.vstack([r.coef for r in results])
         self.intercept_ = np.array([r.intercept for r in results])
@@ -304,7 +309,7 @@ class LinearSVC(SVMClassifierBase):
         self.fit_time_ = sum(r.time for r in results)
         self.selection_ = results[0].selection
         # private: what the next warm-started fit needs (and how to recognise the data)
-        same = starts[0] is not None        # the previous fit was on these data
+        same = starts[binary_problems(K)[0]] is not None   # the previous fit was on these data
         self._warm = {"states": [r.state for r in results], "shape": X.shape,
                       "classes": classes, "zero_weight": cvec == 0,
                       "earlier": self._warm["states"] if same else None}
@@ -346,10 +351,6 @@ class LinearSVC(SVMClassifierBase):
         return out
 
     def decision_function(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", reset=False,
-                          dtype=[np.float64, np.float32])
-        if sp.issparse(X):
-            X = V.canonical_csr(X)   # scipy's product trusts the structure too
+        X = self._prediction_data(X)
         scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores

@@ -17,6 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold
 
 from pybudget import _validation as V
+from pybudget._estimator import problem_seed
 from pybudget.linear import (LinearSVC, _solve_binary, check_linear_params, next_start,
                              resolve_selection)
 
@@ -57,12 +58,13 @@ def linear_path(X, y, Cs, *, loss="hinge", selection="auto", tol=0.1, max_iter=1
     classes, ypm = V.binary_labels(y, X.shape[0])
     weights = V.sample_weights(sample_weight, X.shape[0])
     seed = V.seed_from(random_state)
+    sqnorms = V.row_sqnorms(X, bias)
     results, state, earlier = [], None, None
     for k, C in enumerate(Cs):
         start = next_start(state, earlier, C, carry)
-        res = _solve_binary(X, ypm, C * weights, C, loss=loss, selection=selection,
-                            tol=tol, max_iter=max_iter, bias=bias,
-                            seed=(seed + k) % 2**64, start=start)
+        res = _solve_binary(X, ypm, C * weights, C, sqnorms=sqnorms, loss=loss,
+                            selection=selection, tol=tol, max_iter=max_iter, bias=bias,
+                            seed=problem_seed(seed, k), start=start)
         res.classes = classes
         earlier, state = state, res.state
         results.append(res)

@@ -203,7 +203,8 @@ def test_version_1_file_loads_and_predicts_as_before():
     model = load(DATA / "budget_v1.pbm")
     X, _ = _data(3)
     want = np.load(DATA / "paper_models.npz")["v1_decision"]
-    assert model.decision_function(X).tobytes() == want.tobytes()
+    # the stored values came from another numpy/BLAS build: equal up to rounding
+    np.testing.assert_allclose(model.decision_function(X), want, rtol=1e-12, atol=1e-14)
     np.testing.assert_array_equal(model.intercept_, np.zeros(3))
 
 
