@@ -19,7 +19,7 @@ Sub-studies (``--study``, several allowed):
 - ``peers``: LIBSVM (libsvm-official, else scikit-learn's SVC) and scikit-learn's
   Nystroem(n_components=B) + LinearSVC, against BSGD/BSCA settings, same data, same run.
 
-Writes bench/results/budget_<study>.json, .md (and .png where useful).
+Writes bench/results/budget/budget_<study>.json, .md (and .png where useful).
 
     python bench/budget.py --study lookup peers [--seeds 0 1 2] [--out DIR]
     python bench/budget.py --quick          # smoke run of every study, a few seconds
@@ -35,7 +35,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np
 
-from common import machine, median_min_max, write_outputs
+from common import machine, median_min_max, results_dir, write_outputs
 from pybudget import BudgetSVC
 from pybudget.datasets import load
 
@@ -43,7 +43,8 @@ from pybudget.datasets import load
 PARAMS = {"a9a": (32.0, 2.0 ** -7), "ijcnn1": (32.0, 2.0), "w8a": (8.0, 0.03)}
 LIBSVM_REF = {"a9a": (85.07, 42.0), "ijcnn1": (98.70, 8.6), "w8a": (99.05, 12.0)}
 # LIBSVM's support-vector counts at PARAMS, measured by the peers study
-# (bench/results/budget_peers.json, libsvm-official 3.x): --budget-fractions scales these
+# (bench/results/budget/budget_peers.json, libsvm-official 3.x): --budget-fractions
+# scales these
 LIBSVM_NSV = {"a9a": 11386, "ijcnn1": 2478, "w8a": 2757}
 # BSCA paper, Table 2 (B = 500, one pass, their machine): (seconds, test accuracy %)
 BSCA_TABLE2 = {"a9a": {"bsgd": (8.48, 80.74), "bsca": (9.84, 83.18)},
@@ -501,8 +502,7 @@ def _save(plt, fig, args, name):
 
 def _out(args):
     from pathlib import Path
-    from common import RESULTS
-    p = Path(args.out) if args.out else RESULTS
+    p = Path(args.out)
     p.mkdir(parents=True, exist_ok=True)
     return p
 
@@ -532,7 +532,7 @@ def main():
     ap.add_argument("--no-libsvm", action="store_true")
     ap.add_argument("--nystroem-seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--out", default=str(results_dir("budget")))
     ap.add_argument("--prefix", default="budget")
     args = ap.parse_args()
     limit = None

@@ -1,6 +1,6 @@
 """Issue 4 "Done means": maths checks, accuracy (median and spread over seeds) and epoch
 times of BSGD/BSCA at B = 500 (B = 100 multi-class).  Writes bench/results/
-budget_accuracy.json and .md.  Runs the papers' setting (``offset=False``, the last
+budget/budget_accuracy.json and .md.  Runs the papers' setting (``offset=False``, the last
 iterate) unless a row says otherwise; bench/budget_defaults.py measures the defaults.
 
     python bench/budget_accuracy.py [--quick] [--data-dir DIR] [--seeds 0 1 2]
@@ -23,7 +23,7 @@ import pybudget
 from pybudget import BudgetSVC, merging
 from pybudget.datasets import external_data_dir
 
-OUT = Path(__file__).parent / "results"
+OUT = Path(__file__).parent / "results" / "budget"
 LIBSVM = {"a9a": (85.07, 42.0), "ijcnn1": (98.70, 8.6), "w8a": (99.05, 12.0)}
 
 # (label, data set, solver, epochs, C, gamma, budget, target accuracy %, extra options)
@@ -151,7 +151,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="smoke run: small subsets, one seed")
     ap.add_argument("--data-dir", default=str(external_data_dir()))
-    ap.add_argument("--out", default=str(OUT), help="results directory (default bench/results)")
+    ap.add_argument("--out", default=str(OUT),
+                    help="results directory (default bench/results/budget)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--select", default=None, metavar="REGEX",
                     help="only the runs whose 'label data' matches (skips maths and "

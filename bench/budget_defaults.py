@@ -10,7 +10,8 @@ keeps the fitted offset even when it is not significant (Z_MIN = 0).  Only train
 rows enter any candidate; test labels are used for the scores in the table, nothing
 else.  Multi-class BSGD (B = 100, 5 epochs, pendigits and dna.scale with
 budget_accuracy.py's gamma) is checked the same way.  Writes
-bench/results/budget_defaults.json and .md (--check: budget_defaults_check.*).
+bench/results/budget_defaults/budget_defaults.json and .md (--check:
+budget_defaults_check.*).
 
     python bench/budget_defaults.py [--quick] [--seeds 0 1 ...] [--cells REGEX]
                                     [--candidates NAME ...] [--jobs 2] [--stem NAME]
@@ -29,7 +30,7 @@ import numpy as np
 from sklearn.datasets import load_svmlight_file
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import RESULTS, machine, write_outputs  # noqa: E402
+from common import machine, results_dir, write_outputs  # noqa: E402
 
 from pybudget import BudgetSVC, _offset  # noqa: E402
 from pybudget.datasets import EMBEDDED, external_data_dir  # noqa: E402
@@ -191,7 +192,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smoke run: subsets, one seed")
     ap.add_argument("--data-dir", default=str(external_data_dir()))
-    ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--out", default=str(results_dir("budget_defaults")))
     ap.add_argument("--seeds", type=int, nargs="+", default=list(range(20)))
     ap.add_argument("--cells", default=None, metavar="REGEX", help="only matching cells")
     ap.add_argument("--candidates", nargs="+", default=list(CANDIDATES),

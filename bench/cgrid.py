@@ -8,7 +8,8 @@ auto when available) from pybudget, and liblinear = liblinear-official's
 included, reported as "capped"; its dual objective parsed from its output; its KKT
 violation is not observable and left empty).
 
-Writes bench/results/<stem>.json (machine, versions, parameters, raw runs), .md and .png.
+Writes bench/results/cgrid/<stem>.json (machine, versions, parameters, raw runs), .md and
+.png.
 
     python bench/cgrid.py --data debian-lib --tol 0.01 0.001 -r 3
     python bench/cgrid.py --quick          # smoke run, a few seconds
@@ -20,7 +21,7 @@ import time
 import numpy as np
 
 from common import (have_liblinear, liblinear_coef, liblinear_train, machine,
-                    median_min_max, write_outputs)
+                    median_min_max, results_dir, write_outputs)
 from pybudget import _validation as V
 from pybudget._dcd import SELECTIONS
 from pybudget.cgrid import DEFAULT_CS, run_cell, strategy_table
@@ -126,7 +127,8 @@ def main(argv=None):
     ap.add_argument("-r", "--repeats", type=int, default=3)
     ap.add_argument("--max-iter", type=int, default=1000000)
     ap.add_argument("--stem", default=None, help="output file stem (default cgrid_<data>)")
-    ap.add_argument("--out", default=None, help="results directory (default bench/results)")
+    ap.add_argument("--out", default=str(results_dir("cgrid")),
+                    help="results directory (default bench/results/cgrid)")
     ap.add_argument("--quick", action="store_true", help="smoke run on embedded a9a")
     a = ap.parse_args(argv)
     if a.quick:
@@ -165,10 +167,9 @@ def main(argv=None):
     stem = a.stem or ("cgrid_quick" if a.quick else "cgrid_" + "_".join(a.data))
     record = {"machine": machine(), "params": vars(a), "summary": rows, "runs": runs,
               "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
-    write_outputs(stem, record, markdown(rows), **({"out_dir": a.out} if a.out else {}))
+    write_outputs(stem, record, markdown(rows), a.out)
     from pathlib import Path
-    from common import RESULTS
-    plot(rows, Path(a.out or RESULTS) / f"{stem}.png")
+    plot(rows, Path(a.out) / f"{stem}.png")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,11 @@ import numpy as np
 RESULTS = Path(__file__).parent / "results"
 
 
+def results_dir(group):
+    """Default output folder of one study: bench/results/<group>/ (see bench/README.md)."""
+    return RESULTS / group
+
+
 def machine():
     import scipy
     import sklearn

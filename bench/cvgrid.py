@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from common import machine, write_outputs
+from common import machine, results_dir, write_outputs
 from pybudget import cv_grid
 from pybudget import _validation as V
 from pybudget.cgrid import DEFAULT_CS
@@ -27,7 +27,7 @@ def main():
     ap.add_argument("-r", "--repeats", type=int, default=3)
     ap.add_argument("--dask", action="store_true", help="also run on a local dask cluster")
     ap.add_argument("--quick", action="store_true", help="smoke run on embedded a9a")
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--out", default=str(results_dir("cgrid")))
     a = ap.parse_args()
     if a.quick:
         a.data, a.C, a.repeats, a.cv = "a9a", [0.01, 0.1], 1, 3

@@ -8,7 +8,7 @@
    median of 3 seeds.  ``--before FILE`` merges the epoch times of an earlier build
    (a JSON written by ``--epochs-only`` under that build) into the table.
 
-Writes bench/results/kernel_throughput.json and .md.
+Writes bench/results/kernel_throughput/kernel_throughput.json and .md.
 
     python bench/kernel_throughput.py [--data ijcnn1 w8a] [--epoch-data ijcnn1 a9a]
     python bench/kernel_throughput.py --quick      # smoke run, a few seconds
@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from common import machine, write_outputs
+from common import machine, results_dir, write_outputs
 from pybudget.datasets import load
 
 PARAMS = {"ijcnn1": (32.0, 2.0), "a9a": (32.0, 2.0 ** -7), "w8a": (8.0, 0.03)}
@@ -94,7 +94,7 @@ def main():
     ap.add_argument("--epochs-only", action="store_true",
                     help="only the epoch times (to record an earlier build for --before)")
     ap.add_argument("--before", help="JSON of epoch times from an earlier build")
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--out", default=str(results_dir("kernel_throughput")))
     ap.add_argument("--stem", default=None)
     args = ap.parse_args()
     limit = None

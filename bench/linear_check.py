@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from common import have_liblinear, liblinear_train, machine, write_outputs
+from common import have_liblinear, liblinear_train, machine, results_dir, write_outputs
 from pybudget import _validation as V
 from pybudget.cgrid import run_cell
 from pybudget.datasets import load
@@ -26,7 +26,8 @@ def main():
     ap.add_argument("--tol", type=float, default=0.01)
     ap.add_argument("--max-iter", type=int, default=10000)
     ap.add_argument("--quick", action="store_true", help="smoke run: a9a, C=0.01 only")
-    ap.add_argument("--out", default=None, help="results directory (default bench/results)")
+    ap.add_argument("--out", default=str(results_dir("linear")),
+                    help="results directory (default bench/results/linear)")
     a = ap.parse_args()
     if a.quick:
         a.data, a.C, a.max_iter = ["a9a"], [0.01], 1000

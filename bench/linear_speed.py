@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from common import liblinear_train, machine, write_outputs
+from common import liblinear_train, machine, results_dir, write_outputs
 from pybudget import _validation as V
 from pybudget import solve_linear
 from pybudget.datasets import load
@@ -27,7 +27,7 @@ def main():
     ap.add_argument("-r", "--repeats", type=int, default=5)
     ap.add_argument("--tol", type=float, default=0.1)
     ap.add_argument("--quick", action="store_true", help="smoke run: a9a only, 1 repeat")
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--out", default=str(results_dir("linear")))
     a = ap.parse_args()
     from liblinear import liblinearutil as ll
     cases = [("a9a", 0.01)] if a.quick else CASES

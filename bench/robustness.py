@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import RESULTS, machine, write_outputs  # noqa: E402
+from common import machine, results_dir, write_outputs  # noqa: E402
 
 HERE = Path(__file__).resolve()
 
@@ -221,7 +221,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smoke run (small, one case each)")
     ap.add_argument("-r", "--repeats", type=int, default=3)
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--out", default=str(results_dir("robustness")))
     ap.add_argument("--only", nargs="+", choices=["threads", "interrupt", "memory", "repro"],
                     default=["threads", "interrupt", "memory", "repro"])
     args = ap.parse_args()
@@ -266,7 +266,7 @@ def main():
               f"{rec['loadavg_end'][0]:.2f} on {os.cpu_count()} CPUs (other jobs share the "
               "machine: the thread ratio needs both cores free).")
     stem = "robustness_quick" if args.quick else "robustness"
-    write_outputs(stem, rec, "\n".join(md) + "\n", args.out or RESULTS)
+    write_outputs(stem, rec, "\n".join(md) + "\n", args.out)
     print("\n".join(md))
 
 

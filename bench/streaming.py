@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import RESULTS, machine, write_outputs  # noqa: E402
+from common import machine, results_dir, write_outputs  # noqa: E402
 
 CHILD = r"""
 import json, resource, sys, time
@@ -101,7 +101,7 @@ def main():
     ap.add_argument("--chunk-size", type=int, default=10000)
     ap.add_argument("--no-in-memory", action="store_true", help="skip the in-memory contrast")
     ap.add_argument("--quick", action="store_true", help="smoke run (two tiny files)")
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--out", default=str(results_dir("streaming")))
     args = ap.parse_args()
     if args.quick:
         args.rows, args.budget, args.chunk_size = [2000, 6000], 20, 1000
@@ -132,7 +132,7 @@ def main():
                   f"{r['extra_mb']:.0f} | {r['time']:.1f} | {r['n_sv']} |")
     record = {"machine": machine(), "params": vars(args), "runs": runs}
     stem = "streaming_quick" if args.quick else "streaming"
-    write_outputs(stem, record, "\n".join(md) + "\n", args.out or RESULTS)
+    write_outputs(stem, record, "\n".join(md) + "\n", args.out)
     print("\n".join(md))
 
 

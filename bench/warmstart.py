@@ -21,7 +21,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from common import machine, write_outputs
+from common import machine, results_dir, write_outputs
 from pybudget import _validation as V
 from pybudget import linear_path
 from pybudget.cgrid import DEFAULT_CS
@@ -40,7 +40,7 @@ def main():
     ap.add_argument("--selection", nargs="+", default=["shrinking", "avsf"])
     ap.add_argument("-r", "--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="smoke run on embedded a9a")
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--out", default=str(results_dir("warmstart")))
     ap.add_argument("--stem", default=None, help="output name (default warmstart_DATA)")
     a = ap.parse_args()
     if a.quick:
