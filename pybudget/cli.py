@@ -17,8 +17,8 @@ import scipy.sparse as sp
 
 from pybudget.cgrid import (DEFAULT_CS, DEFAULT_SELECTIONS, cgrid, cgrid_cv,
                              format_cv_table, format_table)
-from pybudget.kernel import AVERAGING
-from pybudget.linear import SELECTION_CHOICES
+from pybudget.kernel import AVERAGING, MAINTENANCE, SEARCHES, SOLVERS
+from pybudget.linear import LOSSES, SELECTION_CHOICES
 
 LINEAR_OPTS = {"loss": "-s/--loss", "tol": "-e", "bias": "-B", "selection": "--selection",
                "max_iter": "--max-iter"}
@@ -374,7 +374,7 @@ def build_parser():
     g.add_argument("--tol", type=float, default=0.01, help="KKT tolerance (default %(default)s)")
     g.add_argument("--selection", nargs="+", default=list(DEFAULT_SELECTIONS),
                    choices=SELECTION_CHOICES, help="strategies to compare")
-    g.add_argument("--loss", default="hinge", choices=["hinge", "squared_hinge"])
+    g.add_argument("--loss", default="hinge", choices=LOSSES)
     g.add_argument("--max-iter", type=int, default=100000, help="sweep cap per run")
     g.add_argument("-B", "--bias", type=_finite, default=-1,
                    help="bias feature value (liblinear -B); <= 0 means no bias (default)")
@@ -399,7 +399,7 @@ def build_parser():
     m = t.add_argument_group("model choice")
     m.add_argument("--kernel", choices=["linear", "rbf"], default=None,
                    help="linear: LinearSVC (default); rbf: Gaussian-kernel BudgetSVC")
-    m.add_argument("--solver", choices=["dcd", "bsgd", "bsca"], default=None,
+    m.add_argument("--solver", choices=("dcd", *SOLVERS), default=None,
                    help="dcd: dual coordinate descent (linear); bsgd: budgeted SGD (rbf, "
                         "default for rbf); bsca: budgeted stochastic coordinate ascent (rbf)")
     m.add_argument("-c", type=float, default=1.0, metavar="C",
@@ -415,7 +415,7 @@ def build_parser():
     lin.add_argument("-s", dest="loss", type=_liblinear_s, default=None, metavar="TYPE",
                      help="liblinear solver type: 3 = L1-loss (hinge) SVM dual (default), "
                           "1 = L2-loss (squared hinge) SVM dual")
-    lin.add_argument("--loss", dest="loss", choices=["hinge", "squared_hinge"],
+    lin.add_argument("--loss", dest="loss", choices=LOSSES,
                      help="same as -s 3 / -s 1")
     lin.add_argument("-e", dest="tol", type=float, default=None, metavar="EPS",
                      help="tolerance on the final KKT violation (default %s)"
@@ -436,13 +436,13 @@ def build_parser():
     ker.add_argument("--budget", type=int, default=None,
                      help="maximal number of support vectors (default %s)"
                      % _default("BudgetSVC", "budget"))
-    ker.add_argument("--maintenance", choices=["merge", "remove", "project"], default=None,
+    ker.add_argument("--maintenance", choices=list(MAINTENANCE), default=None,
                      help="what happens when the budget overflows (default %s)"
                      % _default("BudgetSVC", "maintenance"))
     ker.add_argument("--merge-size", type=int, default=None,
                      help="support vectors merged into one per event (default %s)"
                      % _default("BudgetSVC", "merge_size"))
-    ker.add_argument("--merge-search", choices=["gss", "lookup-h", "lookup-wd"], default=None,
+    ker.add_argument("--merge-search", choices=list(SEARCHES), default=None,
                      help="merge partner search: golden section or lookup table (default %s)"
                      % _default("BudgetSVC", "merge_search"))
     ker.add_argument("--epochs", type=int, default=None,
