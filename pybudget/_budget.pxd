@@ -46,6 +46,7 @@ cdef class BudgetModel:
     cdef void clear(self) noexcept nogil
     cdef void _set_coef(self, int j, const double* coef) noexcept nogil
     cdef void _set_source(self, int j, int source) noexcept nogil
+    cdef int _commit(self, int j, double sqn, const double* coef, int source) noexcept nogil
     cdef void _set_acc_debit(self, int j) noexcept nogil
     cdef void settle(self) noexcept nogil
     cdef void accrue(self) noexcept nogil

@@ -259,12 +259,7 @@ cdef class BudgetModel:
         for k in range(nnz):
             z[xi[k]] = xd[k]
             zt[<Py_ssize_t>xi[k] * self.cap] = xd[k]
-        self.sqn[j] = xsq
-        self._set_coef(j, coef)
-        self._set_acc_debit(j)
-        self._set_source(j, source)
-        self.n_sv += 1
-        return j
+        return self._commit(j, xsq, coef, source)
 
     cdef int add_dense(self, const double* x, const double* coef, int source) noexcept nogil:
         cdef int j = self.n_sv, k
@@ -275,7 +270,11 @@ cdef class BudgetModel:
         for k in range(self.d):
             s += x[k] * x[k]
             zt[<Py_ssize_t>k * self.cap] = x[k]
-        self.sqn[j] = s
+        return self._commit(j, s, coef, source)
+
+    cdef int _commit(self, int j, double sqn, const double* coef, int source) noexcept nogil:
+        """Finish appending the point just written to slot j (squared norm sqn)."""
+        self.sqn[j] = sqn
         self._set_coef(j, coef)
         self._set_acc_debit(j)
         self._set_source(j, source)

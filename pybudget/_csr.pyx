@@ -17,6 +17,16 @@ cdef CsrView csr_view(const double[::1] data, const int[::1] indices,
 
 def _row_dots_py(X, const double[::1] w):
     """w·x_i for every row (test wrapper around sparse_dot_dense)."""
+    return _per_row(X, &w[0])
+
+
+def _row_sqnorms_py(X):
+    """‖x_i‖² for every row (test wrapper around sparse_sqnorm)."""
+    return _per_row(X, NULL)
+
+
+cdef _per_row(X, const double* w):
+    """sparse_dot_dense with w, or sparse_sqnorm when w is NULL, for every row."""
     cdef CsrView v = csr_view(X.data, X.indices, X.indptr, X.shape[1])
     cdef const double* d
     cdef const int* ind
@@ -25,7 +35,7 @@ def _row_dots_py(X, const double[::1] w):
     cdef double[::1] o = out
     for i in range(v.n_rows):
         csr_row(&v, i, &d, &ind, &nnz)
-        o[i] = sparse_dot_dense(d, ind, nnz, &w[0])
+        o[i] = sparse_sqnorm(d, nnz) if w == NULL else sparse_dot_dense(d, ind, nnz, w)
     return out
 
 
@@ -37,20 +47,6 @@ def _row_axpy_py(X, int i, double a, double[::1] w):
     cdef int nnz
     csr_row(&v, i, &d, &ind, &nnz)
     sparse_axpy(a, d, ind, nnz, &w[0])
-
-
-def _row_sqnorms_py(X):
-    """‖x_i‖² for every row (test wrapper around sparse_sqnorm)."""
-    cdef CsrView v = csr_view(X.data, X.indices, X.indptr, X.shape[1])
-    cdef const double* d
-    cdef const int* ind
-    cdef int nnz, i
-    out = np.empty(v.n_rows)
-    cdef double[::1] o = out
-    for i in range(v.n_rows):
-        csr_row(&v, i, &d, &ind, &nnz)
-        o[i] = sparse_sqnorm(d, nnz)
-    return out
 
 
 def _row_pair_dot_py(X, int i, Y, int j):

@@ -4,9 +4,9 @@
 #   SEL_SHRINKING liblinear's hard shrinking and stopping rule (version >= 2.42)
 #   SEL_AVSF      adaptive variable selection frequencies (Glasmachers & Dogan, Alg. 3-5)
 #
-# A problem is a struct plus inline hooks (_dcd_svm.pxd, _dcd_svr.pxd): its curvature
-# qd, gradient, violation, exact one-variable step and that step's dual gain, its
-# shrinking rule and its final check.  The strategies are fused over the problem types,
+# A problem is a struct (its DualData plus constants) with inline hooks (_dcd_svm.pxd,
+# _dcd_svr.pxd): gradient, violation, exact one-variable step and that step's dual
+# gain, shrinking rule and final check.  The strategies are fused over the problem types,
 # so Cython compiles one specialised copy per problem and every hook is inlined: no
 # indirect call per step.  A new problem adds a struct, its hooks, one line to the
 # fused type and one branch to each dispatcher below.
@@ -19,13 +19,13 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 
 from pybudget._csr cimport csr_view
-from pybudget._dcd_rows cimport Shrink, VISIT_DROP, VISIT_STEP, prefetch_ahead
+from pybudget._dcd_rows cimport DualData, Shrink, VISIT_DROP, VISIT_STEP, dual_qd, prefetch_ahead
 from pybudget._dcd_svm cimport (
-    SvmProblem, svm_qd, svm_gradient, svm_violation, svm_step, svm_gain, svm_final,
+    SvmProblem, svm_gradient, svm_violation, svm_step, svm_gain, svm_final,
     svm_shrink_begin, svm_shrink_visit, svm_shrink_met, svm_shrink_roll, svm_shrink_reset,
     svm_shrink_shown)
 from pybudget._dcd_svr cimport (
-    SvrProblem, svr_qd, svr_gradient, svr_violation, svr_step, svr_gain, svr_final,
+    SvrProblem, svr_gradient, svr_violation, svr_step, svr_gain, svr_final,
     svr_shrink_begin, svr_shrink_visit, svr_shrink_met, svr_shrink_roll, svr_shrink_reset,
     svr_shrink_shown)
 from pybudget._rng cimport rng_shuffle, rng_uniform
@@ -53,13 +53,6 @@ ctypedef fused Problem:
 
 
 # ---- dispatch: resolved at compile time in each specialisation ---------------------
-
-cdef inline double qd_of(const Problem* P, int i) noexcept nogil:
-    if Problem is SvmProblem:
-        return svm_qd(P, i)
-    else:
-        return svr_qd(P, i)
-
 
 cdef inline double gradient(const Problem* P, const double* w, const double* a,
                             int i) noexcept nogil:
@@ -185,7 +178,7 @@ cdef double uniform_sweep(const Problem* P, State* S) noexcept nogil:
     rng_shuffle(&S.rng, order, n)
     for s in range(n):
         i = order[s]
-        prefetch_ahead(&P.X, order, s, n, w)
+        prefetch_ahead(&P.r.X, order, s, n, w)
         G = gradient(P, w, a, i)
         pg = violation(P, a, i, G)
         if pg > v:
@@ -211,7 +204,7 @@ cdef int shrinking_sweep(const Problem* P, State* S, double tol) noexcept nogil:
     shrink_begin(P, &sh)
     while s < active:
         i = order[s]
-        prefetch_ahead(&P.X, order, s, active, w)
+        prefetch_ahead(&P.r.X, order, s, active, w)
         steps += 1
         G = gradient(P, w, a, i)
         code = shrink_visit(P, a, i, G, &sh)
@@ -280,7 +273,7 @@ cdef bint avsf_sweep(const Problem* P, State* S, double tol) noexcept nogil:
     make_schedule(&S.rng, pp, psum, n, S.sched)
     for s in range(n):
         i = sched[s]
-        prefetch_ahead(&P.X, sched, s, n, w)
+        prefetch_ahead(&P.r.X, sched, s, n, w)
         G = gradient(P, w, a, i)
         pg = violation(P, a, i, G)
         if pg > v:
@@ -371,7 +364,7 @@ cdef Outcome run(const Problem* P, State* S, int selection, double tol, int max_
     out.converged = False
     out.interrupted = False
     for i in range(S.n):
-        S.qd[i] = qd_of(P, i)
+        S.qd[i] = dual_qd(&P.r, i)
     shrink_reset(P, &S.sh)
     while out.n_iter < max_iter:
         if selection == SEL_UNIFORM:
@@ -430,21 +423,21 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     if problem not in PROBLEMS:
         raise ValueError(f"problem must be one of {PROBLEMS}, got {problem!r}")
     cdef int n = y.shape[0]
+    cdef DualData r
+    r.X = csr_view(X.data, X.indices, X.indptr, X.shape[1])
+    r.y = &y[0]
+    r.upper = &upper[0]
+    r.diag = &diag[0]
+    r.cvec = &cvec[0]
+    r.bias = bias
+    r.n = n
+    r.d = X.shape[1]
+    r.squared = squared
     cdef SvmProblem svm
     cdef SvrProblem svr
-    svm.X = csr_view(X.data, X.indices, X.indptr, X.shape[1])
-    svm.y = &y[0]
-    svm.upper = &upper[0]
-    svm.diag = &diag[0]
-    svm.cvec = &cvec[0]
-    svm.bias = bias
-    svm.n = n
-    svm.d = X.shape[1]
-    svm.squared = squared
-    if problem == "svr":
-        svr.X, svr.y, svr.upper, svr.diag, svr.cvec = svm.X, svm.y, svm.upper, svm.diag, svm.cvec
-        svr.bias, svr.n, svr.d, svr.squared = bias, n, svm.d, squared
-        svr.eps = epsilon
+    svm.r = r
+    svr.r = r
+    svr.eps = epsilon
 
     cdef State S
     S.qd = <double*>malloc(n * sizeof(double))

@@ -1,7 +1,7 @@
-# What every dual coordinate-descent problem shares: reading a row with the optional
-# bias feature, and the bookkeeping of liblinear-style shrinking.  A problem (see
-# _dcd_svm.pxd, _dcd_svr.pxd) is a struct with at least the fields X, bias and d (the
-# bias weight's index, == X.n_cols) and a set of inline hooks; _dcd.pyx writes each
+# What every dual coordinate-descent problem shares: its data (DualData), reading a
+# row with the optional bias feature, and the bookkeeping of liblinear-style
+# shrinking.  A problem (see _dcd_svm.pxd, _dcd_svr.pxd) is a struct holding a DualData
+# `r` plus its own constants, and a set of inline hooks; _dcd.pyx writes each
 # selection strategy once over them.
 from pybudget._csr cimport (CsrView, csr_row, csr_prefetch_dense, csr_prefetch_row,
                             sparse_dot_dense, sparse_sqnorm)
@@ -11,6 +11,18 @@ cdef enum:
     VISIT_DROP = -1      # shrink the variable out of the active set
     VISIT_SKIP = 0       # keep it, no step needed
     VISIT_STEP = 1       # keep it and take the one-variable step
+
+
+cdef struct DualData:
+    CsrView X
+    const double* y        # labels (+-1) or regression targets
+    const double* upper    # box bound per variable (inf: none)
+    const double* diag     # D_ii, the diagonal the L2 losses add to Q
+    const double* cvec     # the sample's effective C (for the primal objective)
+    double bias            # value of the constant feature (0: none)
+    int n
+    int d                  # index of the bias weight (== X.n_cols)
+    bint squared           # squared (L2) loss
 
 
 cdef struct Shrink:
@@ -39,6 +51,11 @@ cdef inline double row_sqnorm(const CsrView* X, double bias, int i) noexcept nog
     cdef int nnz
     csr_row(X, i, &xd, &xi, &nnz)
     return sparse_sqnorm(xd, nnz) + bias * bias
+
+
+cdef inline double dual_qd(const DualData* r, int i) noexcept nogil:
+    """Curvature of variable i's one-variable subproblem: ||x_i||^2 + bias^2 + D_ii."""
+    return row_sqnorm(&r.X, r.bias, i) + r.diag[i]
 
 
 cdef inline void prefetch_ahead(const CsrView* X, const int* order, int s, int end,

@@ -4,30 +4,17 @@
 # (0 for hinge), cvec[i] the sample's effective C (for the primal objective).
 from libc.math cimport fabs, INFINITY
 
-from pybudget._csr cimport CsrView, csr_row, sparse_axpy
-from pybudget._dcd_rows cimport (Shrink, VISIT_DROP, VISIT_SKIP, VISIT_STEP, row_margin,
-                                 row_sqnorm)
+from pybudget._csr cimport csr_row, sparse_axpy
+from pybudget._dcd_rows cimport (DualData, Shrink, VISIT_DROP, VISIT_SKIP, VISIT_STEP, row_margin)
 
 
 cdef struct SvmProblem:
-    CsrView X
-    const double* y
-    const double* upper
-    const double* diag
-    const double* cvec
-    double bias
-    int n
-    int d
-    bint squared
-
-
-cdef inline double svm_qd(const SvmProblem* P, int i) noexcept nogil:
-    return row_sqnorm(&P.X, P.bias, i) + P.diag[i]
+    DualData r
 
 
 cdef inline double svm_gradient(const SvmProblem* P, const double* w, const double* a,
                                 int i) noexcept nogil:
-    return P.y[i] * row_margin(&P.X, P.bias, P.d, w, i) - 1.0 + P.diag[i] * a[i]
+    return P.r.y[i] * row_margin(&P.r.X, P.r.bias, P.r.d, w, i) - 1.0 + P.r.diag[i] * a[i]
 
 
 cdef inline double svm_projected(double G, double a, double U) noexcept nogil:
@@ -40,13 +27,13 @@ cdef inline double svm_projected(double G, double a, double U) noexcept nogil:
 
 cdef inline double svm_violation(const SvmProblem* P, const double* a, int i,
                                  double G) noexcept nogil:
-    return fabs(svm_projected(G, a[i], P.upper[i]))
+    return fabs(svm_projected(G, a[i], P.r.upper[i]))
 
 
 cdef inline double svm_step(const SvmProblem* P, double* w, double* a, int i, double G,
                             double q) noexcept nogil:
     """Exact minimisation along coordinate i (gradient G, curvature q); returns the move."""
-    cdef double old = a[i], U = P.upper[i], new
+    cdef double old = a[i], U = P.r.upper[i], new
     cdef const double* xd
     cdef const int* xi
     cdef int nnz
@@ -62,9 +49,9 @@ cdef inline double svm_step(const SvmProblem* P, double* w, double* a, int i, do
     cdef double mu = new - old
     if mu != 0.0:
         a[i] = new
-        csr_row(&P.X, i, &xd, &xi, &nnz)
-        sparse_axpy(mu * P.y[i], xd, xi, nnz, w)
-        w[P.d] += mu * P.y[i] * P.bias
+        csr_row(&P.r.X, i, &xd, &xi, &nnz)
+        sparse_axpy(mu * P.r.y[i], xd, xi, nnz, w)
+        w[P.r.d] += mu * P.r.y[i] * P.r.bias
     return mu
 
 
@@ -90,7 +77,7 @@ cdef inline int svm_shrink_visit(const SvmProblem* P, const double* a, int i, do
             return VISIT_DROP
         elif G < 0.0:
             pg = G
-    elif a[i] >= P.upper[i]:
+    elif a[i] >= P.r.upper[i]:
         if G < sh.min_old:
             return VISIT_DROP
         elif G > 0.0:
@@ -132,10 +119,10 @@ cdef inline double svm_final(const SvmProblem* P, const double* w, const double*
                              double tol, bint* drop, double* loss_sum) noexcept nogil:
     """Exact violation of variable i; whether shrinking at tolerance tol would drop it;
     adds the sample's weighted primal loss to loss_sum."""
-    cdef double m = P.y[i] * row_margin(&P.X, P.bias, P.d, w, i)
-    cdef double G = m - 1.0 + P.diag[i] * a[i]
-    drop[0] = (a[i] <= 0.0 and G > tol) or (a[i] >= P.upper[i] and G < -tol)
+    cdef double m = P.r.y[i] * row_margin(&P.r.X, P.r.bias, P.r.d, w, i)
+    cdef double G = m - 1.0 + P.r.diag[i] * a[i]
+    drop[0] = (a[i] <= 0.0 and G > tol) or (a[i] >= P.r.upper[i] and G < -tol)
     cdef double loss = 1.0 - m
     if loss > 0.0:
-        loss_sum[0] += P.cvec[i] * (loss * loss if P.squared else loss)
-    return fabs(svm_projected(G, a[i], P.upper[i]))
+        loss_sum[0] += P.r.cvec[i] * (loss * loss if P.r.squared else loss)
+    return fabs(svm_projected(G, a[i], P.r.upper[i]))

@@ -6,37 +6,25 @@
 # step; liblinear's shrinking drops variables at 0 or at a bound.
 from libc.math cimport fabs, INFINITY
 
-from pybudget._csr cimport CsrView, csr_row, sparse_axpy
-from pybudget._dcd_rows cimport (Shrink, VISIT_DROP, VISIT_STEP, row_margin, row_sqnorm)
+from pybudget._csr cimport csr_row, sparse_axpy
+from pybudget._dcd_rows cimport (DualData, Shrink, VISIT_DROP, VISIT_STEP, row_margin)
 
 
 cdef struct SvrProblem:
-    CsrView X
-    const double* y
-    const double* upper
-    const double* diag
-    const double* cvec
-    double bias
-    int n
-    int d
-    bint squared
-    double eps
-
-
-cdef inline double svr_qd(const SvrProblem* P, int i) noexcept nogil:
-    return row_sqnorm(&P.X, P.bias, i) + P.diag[i]
+    DualData r
+    double eps          # half-width of the insensitive zone
 
 
 cdef inline double svr_gradient(const SvrProblem* P, const double* w, const double* b,
                                 int i) noexcept nogil:
     """Gradient of the smooth part; the eps|b_i| term adds +-eps (see svr_violation)."""
-    return row_margin(&P.X, P.bias, P.d, w, i) - P.y[i] + P.diag[i] * b[i]
+    return row_margin(&P.r.X, P.r.bias, P.r.d, w, i) - P.r.y[i] + P.r.diag[i] * b[i]
 
 
 cdef inline double svr_violation(const SvrProblem* P, const double* b, int i,
                                  double G) noexcept nogil:
     """Distance of 0 from the subdifferential of the objective in b_i (within the box)."""
-    cdef double gp = G + P.eps, gn = G - P.eps, U = P.upper[i]
+    cdef double gp = G + P.eps, gn = G - P.eps, U = P.r.upper[i]
     if b[i] == 0.0:
         if gp < 0.0:
             return -gp
@@ -53,7 +41,7 @@ cdef inline double svr_violation(const SvrProblem* P, const double* b, int i,
 cdef inline double svr_step(const SvrProblem* P, double* w, double* b, int i, double G,
                             double q) noexcept nogil:
     """Exact minimiser of G d + q/2 d^2 + eps |b_i + d| over the box; returns the move."""
-    cdef double old = b[i], U = P.upper[i], gp = G + P.eps, gn = G - P.eps, new
+    cdef double old = b[i], U = P.r.upper[i], gp = G + P.eps, gn = G - P.eps, new
     cdef const double* xd
     cdef const int* xi
     cdef int nnz
@@ -76,9 +64,9 @@ cdef inline double svr_step(const SvrProblem* P, double* w, double* b, int i, do
     cdef double mu = new - old
     if mu != 0.0:
         b[i] = new
-        csr_row(&P.X, i, &xd, &xi, &nnz)
+        csr_row(&P.r.X, i, &xd, &xi, &nnz)
         sparse_axpy(mu, xd, xi, nnz, w)
-        w[P.d] += mu * P.bias
+        w[P.r.d] += mu * P.r.bias
     return mu
 
 
@@ -96,7 +84,7 @@ cdef inline void svr_shrink_begin(Shrink* sh) noexcept nogil:
 
 cdef inline int svr_shrink_visit(const SvrProblem* P, const double* b, int i, double G,
                                  Shrink* sh) noexcept nogil:
-    cdef double gp = G + P.eps, gn = G - P.eps, U = P.upper[i], v = 0.0
+    cdef double gp = G + P.eps, gn = G - P.eps, U = P.r.upper[i], v = 0.0
     if b[i] == 0.0:
         if gp < 0.0:
             v = -gp
@@ -142,12 +130,12 @@ cdef inline double svr_shrink_shown(const Shrink* sh) noexcept nogil:
 cdef inline double svr_final(const SvrProblem* P, const double* w, const double* b, int i,
                              double tol, bint* drop, double* loss_sum) noexcept nogil:
     """As svm_final: exact violation, the shrinking decision at tol, the primal loss."""
-    cdef double m = row_margin(&P.X, P.bias, P.d, w, i)
-    cdef double G = m - P.y[i] + P.diag[i] * b[i]
-    cdef double gp = G + P.eps, gn = G - P.eps, U = P.upper[i]
+    cdef double m = row_margin(&P.r.X, P.r.bias, P.r.d, w, i)
+    cdef double G = m - P.r.y[i] + P.r.diag[i] * b[i]
+    cdef double gp = G + P.eps, gn = G - P.eps, U = P.r.upper[i]
     drop[0] = ((b[i] == 0.0 and gp > tol and gn < -tol) or (b[i] >= U and gp < -tol)
                or (b[i] <= -U and gn > tol))
-    cdef double loss = fabs(m - P.y[i]) - P.eps
+    cdef double loss = fabs(m - P.r.y[i]) - P.eps
     if loss > 0.0:
-        loss_sum[0] += P.cvec[i] * (loss * loss if P.squared else loss)
+        loss_sum[0] += P.r.cvec[i] * (loss * loss if P.r.squared else loss)
     return svr_violation(P, b, i, G)
