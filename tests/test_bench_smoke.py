@@ -1,10 +1,14 @@
 """Each bench script runs end to end in its --quick mode and writes its outputs."""
 import json
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+
+pytestmark = pytest.mark.slow
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 SCRIPTS = ["cgrid.py", "linear_check.py", "linear_speed.py", "warmstart.py", "cvgrid.py",
@@ -20,3 +24,15 @@ def test_bench_quick(script, tmp_path):
     assert outputs and (tmp_path / (outputs[0].stem + ".md")).exists()
     record = json.loads(outputs[0].read_text())
     assert "machine" in record
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="bench reads /proc")
+@pytest.mark.parametrize("script", ["robustness.py", "streaming.py"])
+def test_bench_scripts_quick(script, tmp_path):
+    args = ["--only", "memory", "repro"] if script == "robustness.py" else []
+    subprocess.run([sys.executable, str(BENCH / script), "--quick", "--out",
+                    str(tmp_path), *args], check=True, capture_output=True, text=True,
+                   timeout=600, cwd=tempfile.gettempdir())
+    rec = json.loads(next(tmp_path.glob("*.json")).read_text())
+    assert "machine" in rec
+    assert next(tmp_path.glob("*.md")).read_text().startswith("###")

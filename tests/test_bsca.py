@@ -8,7 +8,7 @@ from pybudget._budget import BudgetModel
 from pybudget._merge import Maintainer
 from pybudget._validation import row_sqnorms
 
-from test_bsgd import SplitMix, small_problem
+from helpers import SplitMix, small_problem
 
 
 def run(X, y, C, gamma, budget, epochs, seed):

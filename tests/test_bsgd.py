@@ -1,6 +1,4 @@
 """BSGD against an eager numpy reference that replays the solver's random order."""
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,27 +10,7 @@ from pybudget._budget import BudgetModel
 from pybudget._merge import Maintainer
 from pybudget._validation import row_sqnorms
 
-MASK = (1 << 64) - 1
-
-
-class SplitMix:
-    """Python twin of pybudget/_rng.pxd."""
-
-    def __init__(self, seed):
-        self.s = seed & MASK
-
-    def next(self):
-        self.s = (self.s + 0x9E3779B97F4A7C15) & MASK
-        z = self.s
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
-        return z ^ (z >> 31)
-
-    def shuffle(self, a):
-        for i in range(len(a) - 1, 0, -1):
-            j = ((self.next() >> 32) * (i + 1)) >> 32
-            a[i], a[j] = a[j], a[i]
-
+from helpers import SplitMix, data_dir, need_data, small_problem
 
 def reference_bsgd(X, y, C, gamma, budget, epochs, seed, tol, avg_start=0, acc_out=None):
     """Eager Pegasos (every coefficient scaled every step) with pairwise merging written
@@ -102,13 +80,6 @@ def run_solver(X, y, C, gamma, budget, epochs, seed, tol, t0=0, mdl=None, avg_st
     out = bsgd_run(Xc, row_sqnorms(Xc), (y > 0).astype(np.int32), mdl, mt, budget, 2,
                    1.0 / (X.shape[0] * C), epochs, t0, seed, avg_start)
     return mdl, out, mt
-
-
-def small_problem(n=60, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d)) * (rng.uniform(size=(n, d)) < 0.8)
-    y = np.where(X[:, 0] + 0.5 * X[:, 1] ** 2 > 0.3, 1.0, -1.0)
-    return X, y
 
 
 def test_lazy_scaling_matches_eager_without_maintenance():
@@ -195,14 +166,11 @@ def test_multiclass_bsgd_learns_blobs():
     assert clf.score(X, y) > 0.9
 
 
-DATA = Path(os.environ.get("PYBUDGET_DATA", "/work/shared/data"))
-
-
-@pytest.mark.skipif(not (DATA / "ijcnn1.bz2").exists(), reason="benchmark data not available")
+@need_data("ijcnn1.bz2", "ijcnn1.t.bz2")
 def test_ijcnn1_one_epoch_smoke():
     from sklearn.datasets import load_svmlight_file
-    X, y = load_svmlight_file(str(DATA / "ijcnn1.bz2"))
-    Xt, yt = load_svmlight_file(str(DATA / "ijcnn1.t.bz2"), n_features=X.shape[1])
+    X, y = load_svmlight_file(str(data_dir() / "ijcnn1.bz2"))
+    Xt, yt = load_svmlight_file(str(data_dir() / "ijcnn1.t.bz2"), n_features=X.shape[1])
     clf = BudgetSVC(C=32, gamma=2.0, budget=200, random_state=0).fit(X, y)
     assert clf.score(Xt[:20000], yt[:20000]) > 0.94
 

@@ -2,6 +2,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pybudget.cgrid import cgrid, format_table
 from pybudget.cli import main
 
@@ -49,6 +51,7 @@ def test_python_dash_m_runs(tmp_path):
     assert "| avsf |" in out.stdout
 
 
+@pytest.mark.slow
 def test_readme_main_job_runs(tmp_path):
     # the README's first command after the install: the default C-grid comparison
     out = subprocess.run([sys.executable, "-m", "pybudget", "cgrid"], capture_output=True,

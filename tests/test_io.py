@@ -10,7 +10,7 @@ import pytest
 import pybudget
 from pybudget import BudgetSVC, LinearSVC, load, save
 from pybudget import io as pio
-from conftest import make_problem
+from helpers import make_problem
 
 
 def _multiclass(n=90, d=6, seed=1):

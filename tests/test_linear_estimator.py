@@ -8,7 +8,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import check_estimator
 
-from conftest import make_problem
+from helpers import make_problem
 from pybudget import LinearSVC, solve_linear
 
 

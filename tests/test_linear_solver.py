@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
-from conftest import make_problem
+from helpers import make_problem
 from pybudget import solve_linear
 
 SELECTIONS = ["uniform", "shrinking", "avsf"]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from conftest import make_problem
+from helpers import make_problem
 from pybudget import LinearSVC, cv_grid, linear_path, solve_linear
 from pybudget.linear import resolve_selection
 from pybudget._validation import as_csr

@@ -145,15 +145,3 @@ def test_repeated_fits_do_not_grow_memory(a9a, tmp_path):
         cycle(i)
     gc.collect()
     assert _rss_mb() - before < 10.0
-
-
-@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="bench reads /proc")
-@pytest.mark.parametrize("script", ["robustness.py", "streaming.py"])
-def test_bench_scripts_quick(script, tmp_path):
-    args = ["--only", "memory", "repro"] if script == "robustness.py" else []
-    subprocess.run([sys.executable, str(ROOT / "bench" / script), "--quick", "--out",
-                    str(tmp_path), *args], check=True, capture_output=True, text=True,
-                   timeout=600, cwd=tempfile.gettempdir())
-    rec = json.loads(next(tmp_path.glob("*.json")).read_text())
-    assert "machine" in rec
-    assert next(tmp_path.glob("*.md")).read_text().startswith("###")

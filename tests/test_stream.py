@@ -12,7 +12,7 @@ import pybudget
 from pybudget import BudgetSVC, LinearSVC, stream_fit
 from pybudget import stream as S
 from pybudget.kernel import scale_gamma
-from conftest import make_problem
+from helpers import make_problem
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from conftest import make_problem
+from helpers import make_problem
 from pybudget import BudgetSVC, LinearSVC, linear_path, solve_budget, solve_linear
 from pybudget._validation import as_csr
 
