@@ -36,3 +36,15 @@ def test_bench_scripts_quick(script, tmp_path):
     rec = json.loads(next(tmp_path.glob("*.json")).read_text())
     assert "machine" in rec
     assert next(tmp_path.glob("*.md")).read_text().startswith("###")
+
+
+def test_build_compare_quick(tmp_path):
+    pytest.importorskip("liblinear.liblinearutil")
+    root = BENCH.parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get(
+        "PYTHONPATH", "")]))
+    subprocess.run([sys.executable, str(BENCH / "build_compare.py"), "--quick", "--before",
+                    str(root), "--out", str(tmp_path)], check=True, capture_output=True,
+                   text=True, timeout=600, env=env)
+    record = json.loads((tmp_path / "build_compare_quick.json").read_text())
+    assert {r["workload"] for r in record["rows"]} >= {"a9a bsgd 1 epoch: seconds"}
