@@ -3,7 +3,7 @@
 BSGD and BSCA train f(x) = sum_j beta_j k(z_j, x) without a bias.  With lambda = 1/(nC)
 and a large C the last steps shift f by a nearly constant amount on a flat kernel, so
 the sign of the last iterate depends on where the run happens to stop, while the shape
-of f is good (bench/results/budget_defaults.md).  The offset b minimises the mean hinge
+of f is good (docs/benchmarks.md, budget defaults).  The offset b minimises the mean hinge
 loss of f + b over a fixed random sample of training rows: one-dimensional, convex and
 piecewise linear with slope rising by one at each kink, so its minimisers lie between
 two order statistics of the kinks.  Multi-class models (one f_c per class) get one

@@ -357,8 +357,7 @@ class BudgetSVC(SVMClassifierBase):
     the averaged parts by sum_i acc_i k(z_i, z) (a cascade by its sequence of pairwise
     rules), projection moves them like the coefficients, removal drops them.  Those
     maps are approximations whose errors add up over the averaging window, which is why
-    long windows degrade (a9a, 20 epochs, ``"last-half"``: 76.3 %) and ``"tail"`` is
-    short.  ``partial_fit`` always continues the last iterate and ignores ``averaging``
+    long windows degrade (docs/benchmarks.md) and ``"tail"`` is short.  ``partial_fit`` always continues the last iterate and ignores ``averaging``
     and ``checkpoints``.
 
     ``checkpoints`` (both solvers): 0 (default) returns the final model.  ``k > 0``

@@ -45,10 +45,9 @@ def linear_path(X, y, Cs, *, loss="hinge", selection="auto", tol=0.1, max_iter=1
     clipped), "all" (as "alpha", plus AVSF's learned preferences and reference gain,
     taken from before its final reset-to-uniform confirmation sweep, and the
     hard-shrinking partition: rows that shrinking would drop at the previous solution
-    start outside the active set) or "none" (cold starts, for comparison).  On
-    debian-lib's grid 0.01, 0.1, ..., 1000 (bench/warmstart.py) "extrapolate" costs
-    0.60-0.63x (hard shrinking) and 0.90-1.00x (AVSF: within run-to-run noise) of cold
-    starts; with 3 values per decade, 0.56x and 0.80x.  Parameters otherwise as in ``solve_linear``.
+    start outside the active set) or "none" (cold starts, for comparison).  What each
+    saves is measured in docs/benchmarks.md (warm starts).  Parameters otherwise as in
+    ``solve_linear``.
     """
     Cs = check_grid(Cs)
     _, tol, max_iter, bias = check_linear_params(Cs[0], loss, selection, tol, max_iter,
@@ -109,9 +108,8 @@ def _chain(estimator, X, y, train, test, Cs):
 
 def _chains(Cs, estimator, X_train):
     """Split the grid into chains solved warm-started in one task each.  Warm starts
-    pay well for hard shrinking (0.60-0.63x of cold starts on debian-lib) but not for
-    AVSF (0.90-1.00x; bench/warmstart.py), so every C at which AVSF runs is a task of its
-    own: more, smaller tasks balance better over workers.  Which strategy runs is
+    pay well for hard shrinking but hardly for AVSF (bench/warmstart.py), so every C at
+    which AVSF runs is a task of its own: more, smaller tasks balance better over workers.  Which strategy runs is
     decided as "auto" would (class weights ignored: this only shapes the tasks, never
     the results)."""
     bias = estimator.intercept_scaling if estimator.fit_intercept else 0.0
