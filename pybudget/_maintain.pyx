@@ -416,8 +416,6 @@ cdef class Maintainer:
         if every < 1 or max_events < 0:
             raise ValueError(f"start_audit needs every >= 1 and max_events >= 0, got "
                              f"{every} and {max_events}")
-        if self.P.pair.h_table == NULL:
-            self._keep = bind_tables(&self.P.pair)
         self.audit_log = np.zeros((max(max_events, 1), 3))
         self.audit_n = self.audit_same_gss = self.n_events = 0
         self.audit_wd_exec = self.audit_wd_gss = self.audit_wd_precise = 0.0
