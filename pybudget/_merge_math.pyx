@@ -76,54 +76,55 @@ cdef object bind_tables(PairSearch* S):
 
 # ---- array access (merging.py, tests) --------------------------------------------------
 
-def gss_h_array(double[::1] m, double[::1] c, double tol):
-    out = np.empty(m.shape[0])
+cdef enum:
+    EACH_GSS_H = 0
+    EACH_PRECISE_H = 1
+    EACH_SEARCH_H = 2
+    EACH_WD = 3
+    EACH_INTERP = 4
+
+
+cdef _each(int f, double tol, const double* T, double[::1] a, double[::1] b,
+           double[::1] c=None, double[::1] d=None, double[::1] e=None):
+    """Routine f (with tol, or table T for interp) at every index of the argument arrays:
+    the one loop behind the *_array functions (f is loop-invariant: the compiler hoists
+    the branch)."""
+    out = np.empty(a.shape[0])
     cdef double[::1] o = out
     cdef Py_ssize_t i
     with nogil:
-        for i in range(m.shape[0]):
-            o[i] = gss_h(m[i], c[i], tol)
+        for i in range(a.shape[0]):
+            if f == EACH_GSS_H:
+                o[i] = gss_h(a[i], b[i], tol)
+            elif f == EACH_PRECISE_H:
+                o[i] = precise_h(a[i], b[i])
+            elif f == EACH_SEARCH_H:
+                o[i] = search_h_general(a[i], b[i], c[i], d[i], tol)
+            elif f == EACH_WD:
+                o[i] = wd_general(a[i], b[i], c[i], d[i], e[i])
+            else:
+                o[i] = interp(T, a[i], b[i])
     return out
+
+
+def gss_h_array(double[::1] m, double[::1] c, double tol):
+    return _each(EACH_GSS_H, tol, NULL, m, c)
 
 
 def precise_h_array(double[::1] m, double[::1] c):
-    out = np.empty(m.shape[0])
-    cdef double[::1] o = out
-    cdef Py_ssize_t i
-    with nogil:
-        for i in range(m.shape[0]):
-            o[i] = precise_h(m[i], c[i])
-    return out
+    return _each(EACH_PRECISE_H, 0.0, NULL, m, c)
 
 
 def search_h_general_array(double[::1] A, double[::1] D, double[::1] Cc, double[::1] c,
                            double tol):
-    out = np.empty(A.shape[0])
-    cdef double[::1] o = out
-    cdef Py_ssize_t i
-    with nogil:
-        for i in range(A.shape[0]):
-            o[i] = search_h_general(A[i], D[i], Cc[i], c[i], tol)
-    return out
+    return _each(EACH_SEARCH_H, tol, NULL, A, D, Cc, c)
 
 
 def wd_array(double[::1] A, double[::1] D, double[::1] Cc, double[::1] c, double[::1] h):
-    out = np.empty(A.shape[0])
-    cdef double[::1] o = out
-    cdef Py_ssize_t i
-    with nogil:
-        for i in range(A.shape[0]):
-            o[i] = wd_general(A[i], D[i], Cc[i], c[i], h[i])
-    return out
+    return _each(EACH_WD, 0.0, NULL, A, D, Cc, c, h)
 
 
 def interp_array(double[:, ::1] T, double[::1] m, double[::1] kappa):
     if T.shape[0] != GRID or T.shape[1] != GRID:
         raise ValueError(f"table must be {GRID}x{GRID}")
-    out = np.empty(m.shape[0])
-    cdef double[::1] o = out
-    cdef Py_ssize_t i
-    with nogil:
-        for i in range(m.shape[0]):
-            o[i] = interp(&T[0, 0], m[i], kappa[i])
-    return out
+    return _each(EACH_INTERP, 0.0, &T[0, 0], m, kappa)
