@@ -8,7 +8,7 @@
 from libc.stdint cimport uint64_t
 
 from pybudget._budget cimport BudgetModel
-from pybudget._merge cimport Maintainer
+from pybudget._maintain cimport Maintainer
 from pybudget._epochs cimport EpochSteps
 
 from pybudget._epochs import run_epochs

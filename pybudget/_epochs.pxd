@@ -4,7 +4,7 @@ from libc.stdint cimport uint64_t
 
 from pybudget._budget cimport BudgetModel
 from pybudget._csr cimport CsrView
-from pybudget._merge cimport Maintainer
+from pybudget._maintain cimport Maintainer
 
 
 cdef class EpochSteps:

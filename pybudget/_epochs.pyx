@@ -5,7 +5,7 @@ from libc.stdint cimport uint64_t
 
 from pybudget._budget cimport BudgetModel
 from pybudget._csr cimport csr_row, csr_view
-from pybudget._merge cimport Maintainer
+from pybudget._maintain cimport Maintainer
 from pybudget._rng cimport rng_shuffle
 from pybudget._runtime cimport interrupted, now, segment_end
 

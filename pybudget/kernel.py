@@ -18,7 +18,7 @@ from pybudget._bsca import bsca_run
 from pybudget._bsgd import bsgd_run
 from pybudget._checkpoint import BestCheckpoint, checkpoint_fields
 from pybudget._budget import BudgetModel
-from pybudget._merge import MAINTENANCE, MULTI, SEARCHES, Maintainer
+from pybudget._maintain import MAINTENANCE, MULTI, SEARCHES, Maintainer
 from pybudget._offset import draw_sample, model_offset, reservoir_update
 
 SOLVERS = ("bsgd", "bsca")

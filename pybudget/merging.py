@@ -9,7 +9,7 @@ weight degradation ``||beta_m phi(z_m) + beta_n phi(z_n) - beta_z phi(z)||^2`` i
 """
 import numpy as np
 
-from pybudget import _merge
+from pybudget import _merge_math
 
 METHODS = ("exact", "gss", "lookup-h", "lookup-wd")
 
@@ -47,10 +47,10 @@ def h(m, kappa, tol=None):
     _check_m_kappa(m, kappa)
     c = -np.log(kappa)
     if tol is None:
-        return _merge.precise_h_array(m, c).reshape(shape)
+        return _merge_math.precise_h_array(m, c).reshape(shape)
     if not 0 < tol < 0.5:
         raise ValueError(f"tol must be in (0, 0.5), got {tol!r}")
-    return _merge.gss_h_array(m, c, float(tol)).reshape(shape)
+    return _merge_math.gss_h_array(m, c, float(tol)).reshape(shape)
 
 
 def wd_at(m, kappa, hval):
@@ -60,7 +60,7 @@ def wd_at(m, kappa, hval):
     if np.any(~np.isfinite(hval)) or np.any((hval < 0) | (hval > 1)):
         raise ValueError("h must lie in [0, 1]")
     c = -np.log(kappa)
-    return _merge.wd_array(m * m, (1 - m) ** 2, m * (1 - m), c, hval).reshape(shape)
+    return _merge_math.wd_array(m * m, (1 - m) ** 2, m * (1 - m), c, hval).reshape(shape)
 
 
 def normalised_wd(m, kappa, method="exact", tol=0.01):
@@ -76,10 +76,10 @@ def normalised_wd(m, kappa, method="exact", tol=0.01):
     elif method == "gss":
         hv = h(m, kappa, tol)
     elif method == "lookup-h":
-        hv = _merge.interp_array(_merge.tables()[0], m, kappa)
+        hv = _merge_math.interp_array(_merge_math.tables()[0], m, kappa)
     else:
         e = m * (1 - m) * (1 - kappa)
-        return (e * e * _merge.interp_array(_merge.tables()[1], m, kappa)).reshape(shape)
+        return (e * e * _merge_math.interp_array(_merge_math.tables()[1], m, kappa)).reshape(shape)
     return wd_at(m, kappa, hv).reshape(shape)
 
 
@@ -108,6 +108,6 @@ def merge(z_m, z_n, beta_m, beta_n, gamma, tol=None):
 
 def lookup_tables():
     """(H, R): 401 x 401 tables over m = i/400, kappa = j/400 of h* and of the normalised
-    WD divided by (m (1 - m) (1 - kappa))^2 (see ``pybudget._merge.build_tables``)."""
-    H, R = _merge.tables()
+    WD divided by (m (1 - m) (1 - kappa))^2 (see ``pybudget._merge_math.build_tables``)."""
+    H, R = _merge_math.tables()
     return H.copy(), R.copy()

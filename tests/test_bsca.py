@@ -5,7 +5,7 @@ import scipy.sparse as sp
 from pybudget import BudgetSVC, solve_budget
 from pybudget._bsca import bsca_run
 from pybudget._budget import BudgetModel
-from pybudget._merge import Maintainer
+from pybudget._maintain import Maintainer
 from pybudget._validation import row_sqnorms
 
 from helpers import SplitMix, small_problem

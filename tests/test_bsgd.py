@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from pybudget import BudgetSVC, _merge
+from pybudget import BudgetSVC, _merge_math
 from pybudget._bsgd import bsgd_run
 from pybudget._budget import BudgetModel
-from pybudget._merge import Maintainer
+from pybudget._maintain import Maintainer
 from pybudget._validation import row_sqnorms
 
 from helpers import SplitMix, data_dir, need_data, small_problem
@@ -46,8 +46,8 @@ def reference_bsgd(X, y, C, gamma, budget, epochs, seed, tol, avg_start=0, acc_o
                             continue
                         c = gamma * np.sum((Z[p] - Z[j]) ** 2)
                         m = B[p] / (B[p] + B[j])
-                        h = _merge.gss_h_array(np.array([m]), np.array([c]), tol)[0]
-                        wd = _merge.wd_array(*(np.array([v]) for v in
+                        h = _merge_math.gss_h_array(np.array([m]), np.array([c]), tol)[0]
+                        wd = _merge_math.wd_array(*(np.array([v]) for v in
                                                (B[p] ** 2, B[j] ** 2, B[p] * B[j], c, h)))[0]
                         if best is None or wd < best[0]:
                             best = (wd, j, h, c)

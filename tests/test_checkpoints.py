@@ -11,7 +11,7 @@ from pybudget._bsca import bsca_run
 from pybudget._bsgd import bsgd_run
 from pybudget._budget import BudgetModel
 from pybudget._checkpoint import BestCheckpoint
-from pybudget._merge import Maintainer
+from pybudget._maintain import Maintainer
 from pybudget._validation import row_sqnorms
 
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from pybudget import _merge, merging
+from pybudget import _merge_math, merging
 
 
 def gram(Z, gamma):
@@ -57,7 +57,7 @@ def test_wd_general_matches_kernel_matrix_for_vectors():
         K = gram(np.vstack([zm, zn, zh]), gamma)
         V = np.vstack([bm, bn, -bz])
         ref = np.trace(V.T @ K @ V)
-        got = _merge.wd_array(np.array([bm @ bm]), np.array([bn @ bn]), np.array([bm @ bn]),
+        got = _merge_math.wd_array(np.array([bm @ bm]), np.array([bn @ bn]), np.array([bm @ bn]),
                               np.array([c]), np.array([hv]))[0]
         assert abs(got - ref) < 1e-10
 
@@ -125,7 +125,7 @@ def test_tables_at_nodes_and_clamping():
     e = m * (1 - m) * (1 - k)
     assert abs(R[i, j] * e * e - merging.normalised_wd(m, k)) < 1e-12
     # interpolation reproduces the nodes, and m = 1 / kappa = 1 stay in range
-    vals = _merge.interp_array(R, np.array([m, 1.0, 0.5, 1.0]), np.array([k, 0.5, 1.0, 1.0]))
+    vals = _merge_math.interp_array(R, np.array([m, 1.0, 0.5, 1.0]), np.array([k, 0.5, 1.0, 1.0]))
     assert abs(vals[0] - R[i, j]) < 1e-12
     assert vals[1] == pytest.approx(R[400, 200]) and vals[2] == pytest.approx(2.0)
     assert vals[3] == pytest.approx(2.0)
@@ -155,7 +155,7 @@ def test_opposite_signs_rejected_by_public_api():
 # ---- maintenance events on the buffer ---------------------------------------------------
 
 from pybudget._budget import BudgetModel  # noqa: E402
-from pybudget._merge import Maintainer  # noqa: E402
+from pybudget._maintain import Maintainer  # noqa: E402
 
 
 def model_from(Z, beta, gamma, extra=3):
@@ -175,8 +175,8 @@ def model_wd(Z0, B0, Z1, B1, gamma):
 def pair_wd(zp, bp, zq, bq, gamma, tol):
     c = gamma * np.sum((zp - zq) ** 2)
     m = bp / (bp + bq)
-    hv = _merge.gss_h_array(np.array([m]), np.array([c]), tol)[0]
-    wd = _merge.wd_array(np.array([bp * bp]), np.array([bq * bq]), np.array([bp * bq]),
+    hv = _merge_math.gss_h_array(np.array([m]), np.array([c]), tol)[0]
+    wd = _merge_math.wd_array(np.array([bp * bp]), np.array([bq * bq]), np.array([bp * bq]),
                          np.array([c]), np.array([hv]))[0]
     return wd, hv, c
 
@@ -335,7 +335,7 @@ def test_multiclass_h_search_matches_grid():
         bm, bn = rng.normal(size=(2, 4))
         c = rng.choice([0.05, 1.0, 3.0, 8.0])
         A, D, Cc = bm @ bm, bn @ bn, bm @ bn
-        hv = _merge.search_h_general_array(*(np.array([v]) for v in (A, D, Cc, c)), 1e-5)[0]
+        hv = _merge_math.search_h_general_array(*(np.array([v]) for v in (A, D, Cc, c)), 1e-5)[0]
         g = A * np.exp(-2 * c * (1 - hs) ** 2) + 2 * Cc * np.exp(-c * ((1 - hs) ** 2 + hs ** 2)) \
             + D * np.exp(-2 * c * hs ** 2)
         gv = A * np.exp(-2 * c * (1 - hv) ** 2) + 2 * Cc * np.exp(-c * ((1 - hv) ** 2 + hv ** 2)) \
@@ -346,7 +346,7 @@ def test_multiclass_h_search_matches_grid():
 def _audited_bsgd(search, tol, seed=0):
     from pybudget._bsgd import bsgd_run
     from pybudget._budget import BudgetModel
-    from pybudget._merge import Maintainer
+    from pybudget._maintain import Maintainer
     rng = np.random.default_rng(seed)
     n, d, B = 400, 5, 20
     X = sp.csr_matrix(rng.normal(size=(n, d)))

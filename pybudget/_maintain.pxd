@@ -1,16 +1,12 @@
 # Budget maintenance on a BudgetModel: merging (golden section or lookup tables, pairwise
 # or multi-merge), removal, projection.  Used by _bsgd.pyx and _bsca.pyx.
 from pybudget._budget cimport BudgetModel
+from pybudget._merge_math cimport PairSearch
 
 cdef enum:
     MAINT_MERGE = 0
     MAINT_REMOVE = 1
     MAINT_PROJECT = 2
-
-cdef enum:
-    SEARCH_GSS = 0
-    SEARCH_LOOKUP_H = 1
-    SEARCH_LOOKUP_WD = 2
 
 cdef enum:
     MULTI_CASCADE = 0
@@ -19,12 +15,9 @@ cdef enum:
 
 cdef struct MergeParams:
     int maintenance
-    int search
     int multi
     int merge_size       # M: points merged into one per event
-    double tol           # golden-section tolerance on h
-    const double* h_table    # (GRID x GRID) h*(m, kappa), NULL unless lookup-h
-    const double* r_table    # (GRID x GRID) rescaled normalised WD, NULL unless lookup-wd
+    PairSearch pair      # h search, its tolerance and lookup tables
 
 
 cdef struct MaintCounts:
@@ -50,8 +43,6 @@ cdef class MergeWork:
     cdef int* pts
 
 
-cdef double gss_h(double m, double c, double tol) noexcept nogil
-cdef double wd_general(double A, double D, double Cc, double c, double h) noexcept nogil
 cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
                   MaintCounts* counts) noexcept nogil
 
@@ -62,8 +53,8 @@ cdef class Maintainer:
     cdef object _keep
     cdef readonly int cap, d, n_coef     # the model shape its work space was sized for
     cdef public long n_merges, n_removed
-    # optional audit of the partner choice (bench/budget.py --study lookup): every
-    # audit_every-th binary pairwise merge event, up to audit_max events
+    # optional audit of the partner choice (bench/budget.py --study lookup, _merge_audit):
+    # every audit_every-th binary pairwise merge event, up to audit_max events
     # readonly: audit_n indexes audit_log, which only start_audit allocates
     cdef readonly long audit_every, audit_max, audit_n, audit_same_gss, n_events
     cdef public double audit_wd_exec, audit_wd_precise, audit_wd_gss
