@@ -1,6 +1,7 @@
 """Build script: declares the Cython extensions (metadata lives in pyproject.toml).
 
-Every ``pybudget/*.pyx`` becomes an extension ``pybudget.<name>``.  Set
+Every ``pybudget/**/*.pyx`` becomes an extension named by its path
+(``pybudget/linear/_dcd.pyx`` -> ``pybudget.linear._dcd``).  Set
 ``PYBUDGET_DEBUG=1`` to build with bounds checking and without -O3, for debugging.
 """
 import os
@@ -30,13 +31,13 @@ else:
 here = Path(__file__).parent
 extensions = [
     Extension(
-        f"pybudget.{pyx.stem}",
-        [f"pybudget/{pyx.name}"],
-        include_dirs=[np.get_include(), "pybudget"],
+        ".".join(pyx.relative_to(here).with_suffix("").parts),
+        [pyx.relative_to(here).as_posix()],
+        include_dirs=[np.get_include(), "pybudget/_core"],   # the C headers
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
         extra_compile_args=compile_args,
     )
-    for pyx in sorted((here / "pybudget").glob("*.pyx"))
+    for pyx in sorted((here / "pybudget").rglob("*.pyx"))
 ]
 
 setup(ext_modules=cythonize(extensions, compiler_directives=directives))

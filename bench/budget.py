@@ -99,9 +99,9 @@ def summarise(runs, keys=("time", "merge_time", "maint_share", "merge_frac", "ac
 
 def audit_run(data, name, budget, search, tol, seed, epochs=1, every=20, max_events=300):
     """One BSGD fit with the Maintainer's partner audit switched on."""
-    from pybudget import _validation as V
-    from pybudget._bsgd import bsgd_run
-    from pybudget.kernel import _effective_budget, _new_model, check_budget_params
+    from pybudget._core import _validation as V
+    from pybudget.budget._bsgd import bsgd_run
+    from pybudget.budget.svm import _effective_budget, _new_model, check_budget_params
     X, y, _, _ = data(name)
     C, gamma = PARAMS.get(name, (32.0, 2.0 ** -7))
     p = check_budget_params(C, gamma, budget, "bsgd", epochs, "merge", 2, search, "cascade", tol)
@@ -256,7 +256,7 @@ def study_maintenance(data, args):
 def study_dual(data, args):
     """Accuracy and primal objective after each epoch; BSGD through partial_fit (the
     global step count continues), BSCA one epoch at a time on the same model (bsca_curve)."""
-    from pybudget.kernel import kernel_decision
+    from pybudget.budget.svm import kernel_decision
     rows = []
     for name in args.data:
         X, y, Xt, yt = data(name)
@@ -316,9 +316,9 @@ def bsca_curve(X, ysign, Xt, yt, classes, C, gamma, B, seed, epochs, primal, nam
     shuffles with seed + e), evaluated after every epoch: accuracy, primal, and the dual
     sum(alpha) - |w|^2 / 2 with w the budgeted model."""
     from types import SimpleNamespace
-    from pybudget import _validation as V
-    from pybudget._bsca import bsca_run
-    from pybudget.kernel import (_effective_budget, _new_model, check_budget_params,
+    from pybudget._core import _validation as V
+    from pybudget.budget._bsca import bsca_run
+    from pybudget.budget.svm import (_effective_budget, _new_model, check_budget_params,
                                  kernel_decision)
     p = check_budget_params(C, gamma, B, "bsca", 1, "merge", 2, "gss", "cascade", 0.01)
     Xc = V.canonical_csr(X)

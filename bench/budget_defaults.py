@@ -120,7 +120,7 @@ def one_seed(args):
             opts = options(cand, solver, epochs)
             if opts is None:
                 continue
-            # "_z": the significance level of the offset (pybudget._offset.Z_MIN), set
+            # "_z": the significance level of the offset (pybudget.budget._offset.Z_MIN), set
             # here to measure the offset without its test
             z = opts.pop("_z", _offset.Z_MIN)
             saved, _offset.Z_MIN = _offset.Z_MIN, z

@@ -39,7 +39,7 @@ def child(workloads):
     import warnings
     warnings.simplefilter("ignore")
     import pybudget
-    from pybudget import _validation as V
+    from pybudget._core import _validation as V
     from pybudget import solve_budget, solve_linear
     from pybudget.datasets import load
     from common import liblinear_train

@@ -22,8 +22,8 @@ import numpy as np
 
 from common import (have_liblinear, liblinear_coef, liblinear_train, machine,
                     median_min_max, results_dir, write_outputs)
-from pybudget import _validation as V
-from pybudget._dcd import SELECTIONS
+from pybudget._core import _validation as V
+from pybudget.linear._dcd import SELECTIONS
 from pybudget.cgrid import DEFAULT_CS, run_cell, strategy_table
 from pybudget.datasets import load
 

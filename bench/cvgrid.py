@@ -11,7 +11,7 @@ import numpy as np
 
 from common import machine, results_dir, write_outputs
 from pybudget import cv_grid
-from pybudget import _validation as V
+from pybudget._core import _validation as V
 from pybudget.cgrid import DEFAULT_CS
 from pybudget.datasets import load
 

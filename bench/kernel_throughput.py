@@ -36,7 +36,7 @@ def csr(X):
 
 def throughput(X, B, gamma, repeats, seed=0):
     """(stepwise values/s, bulk values/s, max relative difference of the margins)."""
-    from pybudget._budget import BudgetModel
+    from pybudget.budget._budget import BudgetModel
     rng = np.random.default_rng(seed)
     n, d = X.shape
     rows = rng.choice(n, size=B, replace=False)

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 from common import have_liblinear, liblinear_train, machine, results_dir, write_outputs
-from pybudget import _validation as V
+from pybudget._core import _validation as V
 from pybudget.cgrid import run_cell
 from pybudget.datasets import load
 

@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from common import liblinear_train, machine, results_dir, write_outputs
-from pybudget import _validation as V
+from pybudget._core import _validation as V
 from pybudget import solve_linear
 from pybudget.datasets import load
 

@@ -22,11 +22,11 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from common import machine, results_dir, write_outputs
-from pybudget import _validation as V
+from pybudget._core import _validation as V
 from pybudget import linear_path
 from pybudget.cgrid import DEFAULT_CS
 from pybudget.datasets import load
-from pybudget.linear import SolverState, _solve_binary
+from pybudget.linear.svm import SolverState, _solve_binary
 
 CARRY = ["none", "alpha", "all", "extrapolate"]
 

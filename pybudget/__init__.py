@@ -16,7 +16,7 @@ def _installed_instead():
     import os
     import sys
     here = os.path.dirname(os.path.abspath(__file__))
-    if any(os.path.exists(os.path.join(here, "_csr" + suffix))
+    if any(os.path.exists(os.path.join(here, "_core", "_csr" + suffix))
            for suffix in importlib.machinery.EXTENSION_SUFFIXES):
         return None
     root = os.path.dirname(here)
@@ -38,12 +38,16 @@ if _spec is not None:
     _sys.modules[__name__] = _module
     _spec.loader.exec_module(_module)
 else:
-    from pybudget import merging
-    from pybudget.kernel import BudgetResult, BudgetSVC, solve_budget
-    from pybudget.linear import LinearResult, LinearSVC, solve_linear
-    from pybudget.path import CVGridResult, cv_grid, linear_path
+    import sys as _sys
+
+    from pybudget.budget import BudgetResult, BudgetSVC, merging, solve_budget
     from pybudget.io import load, save
+    from pybudget.linear import (CVGridResult, LinearResult, LinearSVC, cv_grid,
+                                 linear_path, solve_linear)
     from pybudget.stream import stream_fit
+
+    # ``import pybudget.merging`` keeps working where it always did
+    _sys.modules[__name__ + ".merging"] = merging
 
     __version__ = "0.1.0"
     __all__ = ["LinearSVC", "LinearResult", "solve_linear", "linear_path", "cv_grid",

@@ -10,7 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
-from pybudget import _validation as V
+from pybudget._core import _validation as V
 
 ZERO_BASED_HINT = (" (feature indices are 1-based as in LIBSVM; for a 0-based file pass "
                    "zero_based=True, or --zero-based on the command line)")

@@ -11,9 +11,9 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from pybudget import _validation as V
+from pybudget._core import _validation as V
 from pybudget.datasets import load
-from pybudget.linear import SELECTION_CHOICES, solve_linear
+from pybudget.linear.svm import SELECTION_CHOICES, solve_linear
 
 DEFAULT_CS = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
 DEFAULT_SELECTIONS = ("shrinking", "avsf")
@@ -123,7 +123,7 @@ def cgrid_cv(data="debian-lib-small", Cs=DEFAULT_CS, cv=5, tol=0.01,
              fit_intercept=False, random_state=0):
     """Cross-validated accuracy over the C grid for each strategy (``path.cv_grid``,
     warm-started along C inside each fold).  Returns {strategy: CVGridResult}."""
-    from pybudget.path import cv_grid
+    from pybudget.linear.path import cv_grid
     X, y = (load(data)[:2] if isinstance(data, str) else tuple(data)[:2])
     X = V.as_csr(X)
     return {s: cv_grid(X, y, Cs, cv=cv, n_jobs=n_jobs, random_state=random_state,

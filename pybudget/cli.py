@@ -17,8 +17,8 @@ import scipy.sparse as sp
 
 from pybudget.cgrid import (DEFAULT_CS, DEFAULT_SELECTIONS, cgrid, cgrid_cv,
                              format_cv_table, format_table)
-from pybudget.kernel import AVERAGING, MAINTENANCE, SEARCHES, SOLVERS
-from pybudget.linear import LOSSES, SELECTION_CHOICES
+from pybudget.budget.svm import AVERAGING, MAINTENANCE, SEARCHES, SOLVERS
+from pybudget.linear.svm import LOSSES, SELECTION_CHOICES
 
 LINEAR_OPTS = {"loss": "-s/--loss", "tol": "-e", "bias": "-B", "selection": "--selection",
                "max_iter": "--max-iter"}
@@ -115,8 +115,8 @@ def _resolve_kernel(args):
 def _make_estimator(args, kernel):
     """The estimator with the options given; anything not given keeps the estimator's
     own default (so the command and the Python API agree)."""
-    from pybudget.kernel import BudgetSVC
-    from pybudget.linear import LinearSVC
+    from pybudget.budget.svm import BudgetSVC
+    from pybudget.linear.svm import LinearSVC
     verbose = 0 if args.quiet else (2 if args.verbose and kernel == "linear" else 1)
 
     def given(names):
@@ -139,7 +139,7 @@ def _make_estimator(args, kernel):
 
 def _check_params(est):
     if type(est).__name__ == "LinearSVC":
-        from pybudget.linear import check_linear_params
+        from pybudget.linear.svm import check_linear_params
         check_linear_params(est.C, est.loss, est.selection, est.tol, est.max_iter,
                             est.fit_intercept, est.intercept_scaling)
     else:
@@ -149,8 +149,8 @@ def _check_params(est):
 def _default(estimator, name):
     import inspect
 
-    from pybudget.kernel import BudgetSVC
-    from pybudget.linear import LinearSVC
+    from pybudget.budget.svm import BudgetSVC
+    from pybudget.linear.svm import LinearSVC
     cls = {"LinearSVC": LinearSVC, "BudgetSVC": BudgetSVC}[estimator]
     return inspect.signature(cls).parameters[name].default
 

@@ -72,8 +72,8 @@ _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, zlib
 
 
 def _estimators():
-    from pybudget.kernel import BudgetSVC
-    from pybudget.linear import LinearSVC
+    from pybudget.budget.svm import BudgetSVC
+    from pybudget.linear.svm import LinearSVC
     return {"LinearSVC": LinearSVC, "BudgetSVC": BudgetSVC}
 
 
@@ -383,7 +383,7 @@ def _load(path, shown):
 def _sample_from(values, shown, model):
     """BudgetSVC's reservoir sample from its stored parts, checked like any input."""
     import scipy.sparse as sp
-    from pybudget._validation import canonical_csr
+    from pybudget._core._validation import canonical_csr
     parts = [values.get(f"offset_sample_{p}") for p in _SAMPLE_PARTS]
     if any(a is None for a in parts):
         raise _fail(shown, "the offset sample is incomplete")

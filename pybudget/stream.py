@@ -31,9 +31,9 @@ import time
 
 import numpy as np
 
-from pybudget import _validation as V
+from pybudget._core import _validation as V
 from pybudget._svmlight import open_binary, parse
-from pybudget.kernel import gamma_from_moments
+from pybudget.budget.svm import gamma_from_moments
 
 
 class _Progress:

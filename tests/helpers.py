@@ -34,7 +34,7 @@ MASK = (1 << 64) - 1
 
 
 class SplitMix:
-    """Python twin of pybudget/_rng.pxd."""
+    """Python twin of pybudget/_core/_rng.pxd."""
 
     def __init__(self, seed):
         self.s = seed & MASK

@@ -3,10 +3,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from pybudget import BudgetSVC, solve_budget
-from pybudget._bsca import bsca_run
-from pybudget._budget import BudgetModel
-from pybudget._maintain import Maintainer
-from pybudget._validation import row_sqnorms
+from pybudget.budget._bsca import bsca_run
+from pybudget.budget._budget import BudgetModel
+from pybudget.budget._maintain import Maintainer
+from pybudget._core._validation import row_sqnorms
 
 from helpers import SplitMix, small_problem
 

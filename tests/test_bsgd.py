@@ -4,11 +4,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from pybudget import BudgetSVC, _merge_math
-from pybudget._bsgd import bsgd_run
-from pybudget._budget import BudgetModel
-from pybudget._maintain import Maintainer
-from pybudget._validation import row_sqnorms
+from pybudget import BudgetSVC
+from pybudget.budget import _merge_math
+from pybudget.budget._bsgd import bsgd_run
+from pybudget.budget._budget import BudgetModel
+from pybudget.budget._maintain import Maintainer
+from pybudget._core._validation import row_sqnorms
 
 from helpers import SplitMix, data_dir, need_data, small_problem
 
@@ -184,7 +185,7 @@ def test_estimator_returns_the_mean_of_the_averaged_iterates(averaging, avg_star
     # solve_budget's choice of the first averaged step and its division by the number of
     # averaged iterates, against the eager replay (T = 3 epochs x 50 rows = 150 steps)
     from pybudget import solve_budget
-    from pybudget._validation import seed_from
+    from pybudget._core._validation import seed_from
     X, y = small_problem(n=50)
     res = solve_budget(X, y, C=5.0, gamma=0.8, budget=budget, epochs=3, merge_tol=1e-3,
                        averaging=averaging, random_state=11)
@@ -200,9 +201,9 @@ def test_direct_run_refuses_mismatched_parts():
     """bsgd_run and the shared epoch loop are callable from Python: parts that do not
     belong together are refused, never run (a maintainer sized for a smaller model
     corrupted the heap; a negative budget looped forever)."""
-    from pybudget._bsgd import BsgdSteps
-    from pybudget._epochs import run_epochs
-    from pybudget._validation import canonical_csr
+    from pybudget.budget._bsgd import BsgdSteps
+    from pybudget.budget._epochs import run_epochs
+    from pybudget._core._validation import canonical_csr
     X = canonical_csr(np.random.RandomState(0).randn(300, 3))
     codes = (np.arange(300) % 2).astype(np.int32)
     mdl = BudgetModel(3, 1, 6, 1.0)

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from pybudget._budget import BudgetModel
+from pybudget.budget._budget import BudgetModel
 
 
 def rbf(A, B, gamma):
@@ -135,7 +135,7 @@ def test_averaged_sums_follow_every_maintenance(kw):
     """With the coefficients frozen, k accruals give acc = k * beta; every maintenance is
     linear in the coefficients for its chosen geometry, so acc = k * beta must survive it
     (merge: sum_i acc_i k(z_i, z); projection: moved like beta; removal: dropped)."""
-    from pybudget._maintain import Maintainer
+    from pybudget.budget._maintain import Maintainer
     rng = np.random.default_rng(3)
     n, d = 9, 4
     mdl = BudgetModel(d, 1, n, 0.4)

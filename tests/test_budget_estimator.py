@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from sklearn.utils.estimator_checks import check_estimator
 
 from pybudget import BudgetSVC, solve_budget
-from pybudget.kernel import scale_gamma
+from pybudget.budget.svm import scale_gamma
 
 
 @pytest.mark.parametrize("solver", ["bsgd", "bsca"])

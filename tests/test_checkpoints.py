@@ -7,12 +7,12 @@ import scipy.sparse as sp
 from sklearn.utils.estimator_checks import check_estimator
 
 from pybudget import BudgetSVC, solve_budget
-from pybudget._bsca import bsca_run
-from pybudget._bsgd import bsgd_run
-from pybudget._budget import BudgetModel
-from pybudget._checkpoint import BestCheckpoint
-from pybudget._maintain import Maintainer
-from pybudget._validation import row_sqnorms
+from pybudget.budget._bsca import bsca_run
+from pybudget.budget._bsgd import bsgd_run
+from pybudget.budget._budget import BudgetModel
+from pybudget.budget._checkpoint import BestCheckpoint
+from pybudget.budget._maintain import Maintainer
+from pybudget._core._validation import row_sqnorms
 
 
 def csr(X):

@@ -97,10 +97,10 @@ def test_module_command_at_the_root_of_an_unbuilt_checkout(tmp_path):
                          capture_output=True, text=True, cwd=root, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "MODEL_FILE" in out.stdout
-    where = subprocess.run([sys.executable, "-c", "import pybudget, pybudget.kernel; "
+    where = subprocess.run([sys.executable, "-c", "import pybudget, pybudget.budget.svm; "
                             "print(pybudget.__file__); print(pybudget.BudgetSVC.__module__)"],
                            capture_output=True, text=True, cwd=root, check=True).stdout.split()
-    assert Path(where[0]).parent != root / "pybudget" and where[1] == "pybudget.kernel"
+    assert Path(where[0]).parent != root / "pybudget" and where[1] == "pybudget.budget.svm"
 
 
 def test_unbuilt_checkout_alone_says_how_to_build(tmp_path):

@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from pybudget._csr import (_row_axpy_py, _row_dots_py, _row_pair_dot_py, _row_sqnorms_py,
-                           csr_structure)
-from pybudget._validation import as_csr
+from pybudget._core._csr import (_row_axpy_py, _row_dots_py, _row_pair_dot_py,
+                                 _row_sqnorms_py, csr_structure)
+from pybudget._core._validation import as_csr
 
 
 @pytest.fixture

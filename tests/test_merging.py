@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from pybudget import _merge_math, merging
+from pybudget import merging
+from pybudget.budget import _merge_math
 
 
 def gram(Z, gamma):
@@ -154,8 +155,8 @@ def test_opposite_signs_rejected_by_public_api():
 
 # ---- maintenance events on the buffer ---------------------------------------------------
 
-from pybudget._budget import BudgetModel  # noqa: E402
-from pybudget._maintain import Maintainer  # noqa: E402
+from pybudget.budget._budget import BudgetModel  # noqa: E402
+from pybudget.budget._maintain import Maintainer  # noqa: E402
 
 
 def model_from(Z, beta, gamma, extra=3):
@@ -214,7 +215,7 @@ def test_pairwise_merge_event_matches_reference():
 @pytest.mark.parametrize("search", ["lookup-h", "lookup-wd"])
 def test_lookup_partner_choice_matches_the_public_maths(search):
     # maintain()'s loop (pruning, ascending top list) picks the partner with the smallest
-    # WD as pybudget.merging estimates it for the same search, then merges it at the
+    # WD as pybudget.budget.merging estimates it for the same search, then merges it at the
     # golden-section h
     gamma, tol = 0.4, 1e-3
     for Z, beta, mdl, p, cands in random_mixed_models(8, gamma):
@@ -344,9 +345,9 @@ def test_multiclass_h_search_matches_grid():
 
 
 def _audited_bsgd(search, tol, seed=0):
-    from pybudget._bsgd import bsgd_run
-    from pybudget._budget import BudgetModel
-    from pybudget._maintain import Maintainer
+    from pybudget.budget._bsgd import bsgd_run
+    from pybudget.budget._budget import BudgetModel
+    from pybudget.budget._maintain import Maintainer
     rng = np.random.default_rng(seed)
     n, d, B = 400, 5, 20
     X = sp.csr_matrix(rng.normal(size=(n, d)))

@@ -8,9 +8,9 @@ import pytest
 import scipy.sparse as sp
 
 from pybudget import BudgetSVC, load, save, solve_budget
-from pybudget._offset import (SAMPLE, Z_MIN, fit_offset, hinge, reservoir_update,
-                              row_hinge, significant)
-from pybudget.kernel import kernel_decision
+from pybudget.budget._offset import (SAMPLE, Z_MIN, fit_offset, hinge,
+                                     reservoir_update, row_hinge, significant)
+from pybudget.budget.svm import kernel_decision
 
 DATA = Path(__file__).parent / "data"
 

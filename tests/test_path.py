@@ -8,8 +8,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from helpers import make_problem
 from pybudget import LinearSVC, cv_grid, linear_path, solve_linear
-from pybudget.linear import resolve_selection
-from pybudget._validation import as_csr
+from pybudget.linear.svm import resolve_selection
+from pybudget._core._validation import as_csr
 
 CS = [0.01, 0.1, 1.0, 10.0, 100.0]
 

@@ -11,7 +11,7 @@ from sklearn.linear_model import SGDClassifier
 import pybudget
 from pybudget import BudgetSVC, LinearSVC, stream_fit
 from pybudget import stream as S
-from pybudget.kernel import scale_gamma
+from pybudget.budget.svm import scale_gamma
 from helpers import make_problem
 
 

@@ -5,7 +5,7 @@ import scipy.sparse as sp
 
 from helpers import make_problem
 from pybudget import BudgetSVC, LinearSVC, linear_path, solve_budget, solve_linear
-from pybudget._validation import as_csr
+from pybudget._core._validation import as_csr
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ weight degradation ``||beta_m phi(z_m) + beta_n phi(z_n) - beta_z phi(z)||^2`` i
 """
 import numpy as np
 
-from pybudget import _merge_math
+from pybudget.budget import _merge_math
 
 METHODS = ("exact", "gss", "lookup-h", "lookup-wd")
 
@@ -108,6 +108,6 @@ def merge(z_m, z_n, beta_m, beta_n, gamma, tol=None):
 
 def lookup_tables():
     """(H, R): 401 x 401 tables over m = i/400, kappa = j/400 of h* and of the normalised
-    WD divided by (m (1 - m) (1 - kappa))^2 (see ``pybudget._merge_math.build_tables``)."""
+    WD divided by (m (1 - m) (1 - kappa))^2 (see ``pybudget.budget._merge_math.build_tables``)."""
     H, R = _merge_math.tables()
     return H.copy(), R.copy()

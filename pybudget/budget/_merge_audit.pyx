@@ -1,6 +1,6 @@
 # Partner-choice audit: how the partner a search rule picks for SV p compares with golden
 # section's pick and with the precise optimum over all partners.
-from pybudget._merge_math cimport gss_h, pair_wd, precise_h, wd_general
+from pybudget.budget._merge_math cimport gss_h, pair_wd, precise_h, wd_general
 
 
 cdef int audit_partners(BudgetModel mdl, const PairSearch* S, int p, double* d2,

@@ -1,7 +1,7 @@
 # Budget maintenance on a BudgetModel: merging (golden section or lookup tables, pairwise
 # or multi-merge), removal, projection.  Used by _bsgd.pyx and _bsca.pyx.
-from pybudget._budget cimport BudgetModel
-from pybudget._merge_math cimport PairSearch
+from pybudget.budget._budget cimport BudgetModel
+from pybudget.budget._merge_math cimport PairSearch
 
 cdef enum:
     MAINT_MERGE = 0

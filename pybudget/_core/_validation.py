@@ -10,7 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_array
 
-from pybudget._csr import csr_structure
+from pybudget._core._csr import csr_structure
 
 INT32_MAX = np.iinfo(np.int32).max
 # Largest dense float64 array a solver allocates (linear weights, SV rows): beyond this

@@ -4,11 +4,11 @@
 from libc.math cimport exp, fabs, sqrt
 from scipy.linalg.cython_lapack cimport dposv
 
-from pybudget._budget cimport BudgetModel
-from pybudget._merge_audit cimport audit_partners
-from pybudget._merge_math cimport (SEARCH_GSS, SEARCH_LOOKUP_H, SEARCH_LOOKUP_WD,
-                                   bind_tables, gss_h, pair_wd, search_h_general,
-                                   wd_general)
+from pybudget.budget._budget cimport BudgetModel
+from pybudget.budget._merge_audit cimport audit_partners
+from pybudget.budget._merge_math cimport (SEARCH_GSS, SEARCH_LOOKUP_H, SEARCH_LOOKUP_WD,
+                                          bind_tables, gss_h, pair_wd, search_h_general,
+                                          wd_general)
 
 import numpy as np
 

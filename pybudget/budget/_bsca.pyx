@@ -7,11 +7,11 @@
 # permutation per epoch; a fixed number of epochs (no KKT stopping, see the paper).
 from libc.stdint cimport uint64_t
 
-from pybudget._budget cimport BudgetModel
-from pybudget._maintain cimport Maintainer
-from pybudget._epochs cimport EpochSteps
+from pybudget.budget._budget cimport BudgetModel
+from pybudget.budget._maintain cimport Maintainer
+from pybudget.budget._epochs cimport EpochSteps
 
-from pybudget._epochs import run_epochs
+from pybudget.budget._epochs import run_epochs
 
 
 cdef class BscaSteps(EpochSteps):

@@ -12,14 +12,14 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._available_if import available_if
 
-from pybudget import _validation as V
-from pybudget._estimator import SVMClassifierBase, binary_problems, one_vs_rest
-from pybudget._bsca import bsca_run
-from pybudget._bsgd import bsgd_run
-from pybudget._checkpoint import BestCheckpoint, checkpoint_fields
-from pybudget._budget import BudgetModel
-from pybudget._maintain import MAINTENANCE, MULTI, SEARCHES, Maintainer
-from pybudget._offset import draw_sample, model_offset, reservoir_update
+from pybudget._core import _validation as V
+from pybudget._core._estimator import SVMClassifierBase, binary_problems, one_vs_rest
+from pybudget.budget._bsca import bsca_run
+from pybudget.budget._bsgd import bsgd_run
+from pybudget.budget._checkpoint import BestCheckpoint, checkpoint_fields
+from pybudget.budget._budget import BudgetModel
+from pybudget.budget._maintain import MAINTENANCE, MULTI, SEARCHES, Maintainer
+from pybudget.budget._offset import draw_sample, model_offset, reservoir_update
 
 SOLVERS = ("bsgd", "bsca")
 AVERAGING = ("auto", "none", "tail", "all", "last-half")
@@ -357,8 +357,8 @@ class BudgetSVC(SVMClassifierBase):
     the averaged parts by sum_i acc_i k(z_i, z) (a cascade by its sequence of pairwise
     rules), projection moves them like the coefficients, removal drops them.  Those
     maps are approximations whose errors add up over the averaging window, which is why
-    long windows degrade (docs/benchmarks.md) and ``"tail"`` is short.  ``partial_fit`` always continues the last iterate and ignores ``averaging``
-    and ``checkpoints``.
+    long windows degrade (docs/benchmarks.md) and ``"tail"`` is short.  ``partial_fit``
+    always continues the last iterate and ignores ``averaging`` and ``checkpoints``.
 
     ``checkpoints`` (both solvers): 0 (default) returns the final model.  ``k > 0``
     estimates the primal objective lambda/2 ||w||^2 + mean hinge loss of

@@ -11,25 +11,26 @@
 # indirect call per step.  A new problem adds a struct, its hooks, one line to the
 # fused type and one branch to each dispatcher below.
 #
-# Everything here runs without the GIL on inputs validated in Python (pybudget/linear.py).
+# Everything here runs without the GIL on inputs validated in Python (linear/svm.py).
 # With bias > 0 the model has one extra weight w[n_cols] for a constant feature.
 from libc.math cimport exp, INFINITY
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 
-from pybudget._csr cimport csr_view
-from pybudget._dcd_rows cimport DualData, Shrink, VISIT_DROP, VISIT_STEP, dual_qd, prefetch_ahead
-from pybudget._dcd_svm cimport (
+from pybudget._core._csr cimport csr_view
+from pybudget.linear._dcd_rows cimport (DualData, Shrink, VISIT_DROP, VISIT_STEP, dual_qd,
+                                        prefetch_ahead)
+from pybudget.linear._dcd_svm cimport (
     SvmProblem, svm_gradient, svm_violation, svm_step, svm_gain, svm_final,
     svm_shrink_begin, svm_shrink_visit, svm_shrink_met, svm_shrink_roll, svm_shrink_reset,
     svm_shrink_shown)
-from pybudget._dcd_svr cimport (
+from pybudget.linear._dcd_svr cimport (
     SvrProblem, svr_gradient, svr_violation, svr_step, svr_gain, svr_final,
     svr_shrink_begin, svr_shrink_visit, svr_shrink_met, svr_shrink_roll, svr_shrink_reset,
     svr_shrink_shown)
-from pybudget._rng cimport rng_shuffle, rng_uniform
-from pybudget._runtime cimport interrupted
+from pybudget._core._rng cimport rng_shuffle, rng_uniform
+from pybudget._core._runtime cimport interrupted
 
 import sys
 

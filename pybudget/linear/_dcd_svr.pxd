@@ -6,8 +6,8 @@
 # step; liblinear's shrinking drops variables at 0 or at a bound.
 from libc.math cimport fabs, INFINITY
 
-from pybudget._csr cimport csr_row, sparse_axpy
-from pybudget._dcd_rows cimport (DualData, Shrink, VISIT_DROP, VISIT_STEP, row_margin)
+from pybudget._core._csr cimport csr_row, sparse_axpy
+from pybudget.linear._dcd_rows cimport (DualData, Shrink, VISIT_DROP, VISIT_STEP, row_margin)
 
 
 cdef struct SvrProblem:

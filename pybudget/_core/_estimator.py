@@ -6,7 +6,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from pybudget import _validation as V
+from pybudget._core import _validation as V
 
 
 def binary_problems(n_classes):

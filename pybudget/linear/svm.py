@@ -8,9 +8,9 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.extmath import safe_sparse_dot
 
-from pybudget import _validation as V
-from pybudget._estimator import SVMClassifierBase, binary_problems, one_vs_rest
-from pybudget._dcd import SELECTIONS, dcd_solve
+from pybudget._core import _validation as V
+from pybudget._core._estimator import SVMClassifierBase, binary_problems, one_vs_rest
+from pybudget.linear._dcd import SELECTIONS, dcd_solve
 
 SELECTION_CHOICES = (*SELECTIONS, "auto")
 

@@ -7,15 +7,15 @@
 # Optional iterate averaging (off by default; the paper outputs the last iterate): from
 #   global step avg_start on, the returned model is the mean of the iterates w_{t+1},
 #   t = avg_start .. T, kept per SV in the buffer's `acc` (see _budget.pxd).
-# Inputs are validated in pybudget/kernel.py; bsgd_run only checks that the arrays it is
+# Inputs are validated in pybudget/budget/svm.py; bsgd_run only checks that the arrays it is
 # handed fit together (what a direct caller, e.g. a test or bench, could get wrong).
 from libc.stdint cimport uint64_t
 
-from pybudget._budget cimport BudgetModel
-from pybudget._maintain cimport Maintainer
-from pybudget._epochs cimport EpochSteps
+from pybudget.budget._budget cimport BudgetModel
+from pybudget.budget._maintain cimport Maintainer
+from pybudget.budget._epochs cimport EpochSteps
 
-from pybudget._epochs import run_epochs
+from pybudget.budget._epochs import run_epochs
 
 import numpy as np
 

@@ -3,11 +3,11 @@
 # budget handled in one place.  A solver supplies the steps as an EpochSteps subclass.
 from libc.stdint cimport uint64_t
 
-from pybudget._budget cimport BudgetModel
-from pybudget._csr cimport csr_row, csr_view
-from pybudget._maintain cimport Maintainer
-from pybudget._rng cimport rng_shuffle
-from pybudget._runtime cimport interrupted, now, segment_end
+from pybudget.budget._budget cimport BudgetModel
+from pybudget._core._csr cimport csr_row, csr_view
+from pybudget.budget._maintain cimport Maintainer
+from pybudget._core._rng cimport rng_shuffle
+from pybudget._core._runtime cimport interrupted, now, segment_end
 
 import numpy as np
 

@@ -148,8 +148,8 @@ cdef extern from *:
 import numpy as np
 import scipy.sparse as sp
 
-from pybudget._csr cimport CsrView, csr_view, csr_row
-from pybudget._csr import csr_structure
+from pybudget._core._csr cimport CsrView, csr_view, csr_row
+from pybudget._core._csr import csr_structure
 
 # Below this the lazy common factor is folded into the coefficients, well before
 # beta/scale could overflow or lose precision.

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from pybudget._offset import draw_sample, hinge, sample_offset
+from pybudget.budget._offset import draw_sample, hinge, sample_offset
 
 
 class BestCheckpoint:

@@ -4,8 +4,9 @@
 # (0 for hinge), cvec[i] the sample's effective C (for the primal objective).
 from libc.math cimport fabs, INFINITY
 
-from pybudget._csr cimport csr_row, sparse_axpy
-from pybudget._dcd_rows cimport (DualData, Shrink, VISIT_DROP, VISIT_SKIP, VISIT_STEP, row_margin)
+from pybudget._core._csr cimport csr_row, sparse_axpy
+from pybudget.linear._dcd_rows cimport (DualData, Shrink, VISIT_DROP, VISIT_SKIP, VISIT_STEP,
+                                        row_margin)
 
 
 cdef struct SvmProblem:

@@ -20,7 +20,7 @@ objective then uses it; with partial_fit, on a reservoir sample of all rows seen
 import numpy as np
 import scipy.sparse as sp
 
-from pybudget._budget import BudgetModel
+from pybudget.budget._budget import BudgetModel
 
 SAMPLE = 2048       # training rows in the sample (all rows if fewer)
 PASSES = 5          # coordinate passes over the classes of a multi-class model

@@ -16,10 +16,10 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold
 
-from pybudget import _validation as V
-from pybudget._estimator import problem_seed
-from pybudget.linear import (LinearSVC, _solve_binary, check_linear_params, next_start,
-                             resolve_selection)
+from pybudget._core import _validation as V
+from pybudget._core._estimator import problem_seed
+from pybudget.linear.svm import (LinearSVC, _solve_binary, check_linear_params,
+                                 next_start, resolve_selection)
 
 CARRY = ("none", "alpha", "all", "extrapolate")
 
@@ -109,9 +109,9 @@ def _chain(estimator, X, y, train, test, Cs):
 def _chains(Cs, estimator, X_train):
     """Split the grid into chains solved warm-started in one task each.  Warm starts
     pay well for hard shrinking but hardly for AVSF (bench/warmstart.py), so every C at
-    which AVSF runs is a task of its own: more, smaller tasks balance better over workers.  Which strategy runs is
-    decided as "auto" would (class weights ignored: this only shapes the tasks, never
-    the results)."""
+    which AVSF runs is a task of its own: more, smaller tasks balance better over
+    workers.  Which strategy runs is decided as "auto" would (class weights ignored:
+    this only shapes the tasks, never the results)."""
     bias = estimator.intercept_scaling if estimator.fit_intercept else 0.0
     ones = np.ones(X_train.shape[0])
     chain, singles = [], []

@@ -3,8 +3,8 @@
 # shrinking.  A problem (see _dcd_svm.pxd, _dcd_svr.pxd) is a struct holding a DualData
 # `r` plus its own constants, and a set of inline hooks; _dcd.pyx writes each
 # selection strategy once over them.
-from pybudget._csr cimport (CsrView, csr_row, csr_prefetch_dense, csr_prefetch_row,
-                            sparse_dot_dense, sparse_sqnorm)
+from pybudget._core._csr cimport (CsrView, csr_row, csr_prefetch_dense, csr_prefetch_row,
+                                  sparse_dot_dense, sparse_sqnorm)
 
 # What a problem's shrink_visit hook tells the hard-shrinking strategy.
 cdef enum:

@@ -2,9 +2,9 @@
 # have in common.
 from libc.stdint cimport uint64_t
 
-from pybudget._budget cimport BudgetModel
-from pybudget._csr cimport CsrView
-from pybudget._maintain cimport Maintainer
+from pybudget.budget._budget cimport BudgetModel
+from pybudget._core._csr cimport CsrView
+from pybudget.budget._maintain cimport Maintainer
 
 
 cdef class EpochSteps:

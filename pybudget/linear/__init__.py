@@ -1,0 +1,12 @@
+"""Linear SVMs by dual coordinate descent.
+
+``_dcd.pyx`` holds the selection strategies (uniform, hard shrinking, AVSF), written
+once over the problems of ``_dcd_svm.pxd`` and ``_dcd_svr.pxd``; ``svm.py`` the
+Python solver (``solve_linear``) and ``LinearSVC``; ``path.py`` the C grids
+(``linear_path``, ``cv_grid``).  See docs/architecture.md.
+"""
+from pybudget.linear.path import CVGridResult, cv_grid, linear_path
+from pybudget.linear.svm import LinearResult, LinearSVC, solve_linear
+
+__all__ = ["LinearSVC", "LinearResult", "solve_linear", "linear_path", "cv_grid",
+           "CVGridResult"]
