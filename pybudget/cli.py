@@ -155,6 +155,14 @@ def _default(estimator, name):
     return inspect.signature(cls).parameters[name].default
 
 
+def _option(group, flag, estimator, text, **kw):
+    """An option that overrides one of the estimator's parameters (None: keep its
+    default, which the help text shows)."""
+    param = kw.get("dest", flag.lstrip("-").replace("-", "_"))
+    group.add_argument(flag, default=None, help=f"{text} (default "
+                       f"{_default(estimator, param)})", **kw)
+
+
 def _gamma(text):
     if text == "scale":
         return "scale"
@@ -417,36 +425,27 @@ def build_parser():
                           "1 = L2-loss (squared hinge) SVM dual")
     lin.add_argument("--loss", dest="loss", choices=LOSSES,
                      help="same as -s 3 / -s 1")
-    lin.add_argument("-e", dest="tol", type=float, default=None, metavar="EPS",
-                     help="tolerance on the final KKT violation (default %s)"
-                     % _default("LinearSVC", "tol"))
+    _option(lin, "-e", "LinearSVC", "tolerance on the final KKT violation", dest="tol",
+            type=float, metavar="EPS")
     lin.add_argument("-B", dest="bias", type=_finite, default=None, metavar="BIAS",
                      help="if BIAS > 0, append a constant feature of that value (a "
                           "regularised bias, liblinear's -B); default -1: no bias")
     lin.add_argument("--selection", choices=SELECTION_CHOICES,
                      default=None, help="coordinate selection (default: LinearSVC's, "
                                         "currently %s)" % _default("LinearSVC", "selection"))
-    lin.add_argument("--max-iter", type=int, default=None,
-                     help="cap on sweeps per problem (default %s)"
-                     % _default("LinearSVC", "max_iter"))
+    _option(lin, "--max-iter", "LinearSVC", "cap on sweeps per problem", type=int)
     ker = t.add_argument_group("budgeted kernel models (--kernel rbf)")
     ker.add_argument("-g", dest="gamma", default=None, metavar="GAMMA",
                      help="Gaussian kernel exp(-gamma |x-x'|^2): a number or 'scale' "
                           "(default: scale = 1 / (n_features * var(X)))")
-    ker.add_argument("--budget", type=int, default=None,
-                     help="maximal number of support vectors (default %s)"
-                     % _default("BudgetSVC", "budget"))
-    ker.add_argument("--maintenance", choices=list(MAINTENANCE), default=None,
-                     help="what happens when the budget overflows (default %s)"
-                     % _default("BudgetSVC", "maintenance"))
-    ker.add_argument("--merge-size", type=int, default=None,
-                     help="support vectors merged into one per event (default %s)"
-                     % _default("BudgetSVC", "merge_size"))
-    ker.add_argument("--merge-search", choices=list(SEARCHES), default=None,
-                     help="merge partner search: golden section or lookup table (default %s)"
-                     % _default("BudgetSVC", "merge_search"))
-    ker.add_argument("--epochs", type=int, default=None,
-                     help="passes over the data (default %s)" % _default("BudgetSVC", "epochs"))
+    _option(ker, "--budget", "BudgetSVC", "maximal number of support vectors", type=int)
+    _option(ker, "--maintenance", "BudgetSVC", "what happens when the budget overflows",
+            choices=list(MAINTENANCE))
+    _option(ker, "--merge-size", "BudgetSVC", "support vectors merged into one per event",
+            type=int)
+    _option(ker, "--merge-search", "BudgetSVC",
+            "merge partner search: golden section or lookup table", choices=list(SEARCHES))
+    _option(ker, "--epochs", "BudgetSVC", "passes over the data", type=int)
     ker.add_argument("--checkpoints", type=int, default=None, metavar="K",
                      help="return the lowest-objective of K evenly spaced iterates instead "
                           "of the last (default %s: the last)"
