@@ -42,7 +42,7 @@ else:
 
     from pybudget.budget import BudgetResult, BudgetSVC, merging, solve_budget
     from pybudget.io import load, save
-    from pybudget.linear import (CVGridResult, LinearResult, LinearSVC, cv_grid,
+    from pybudget.linear import (CVGridResult, LinearResult, LinearSVC, LinearSVR, cv_grid,
                                  linear_path, solve_linear)
     from pybudget.stream import stream_fit
 
@@ -50,6 +50,6 @@ else:
     _sys.modules[__name__ + ".merging"] = merging
 
     __version__ = "0.1.0"
-    __all__ = ["LinearSVC", "LinearResult", "solve_linear", "linear_path", "cv_grid",
+    __all__ = ["LinearSVC", "LinearSVR", "LinearResult", "solve_linear", "linear_path", "cv_grid",
                "CVGridResult", "BudgetSVC", "BudgetResult", "solve_budget", "merging",
                "save", "load", "stream_fit", "__version__"]

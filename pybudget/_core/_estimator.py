@@ -25,14 +25,14 @@ def one_vs_rest(n_classes, seed, solve):
     return [solve(k, problem_seed(seed, k)) for k in binary_problems(n_classes)]
 
 
-class SVMClassifierBase(ClassifierMixin, BaseEstimator):
-    """Sparse input accepted; ``predict`` from ``decision_function`` (1-d scores for two
-    classes, positive side ``classes_[1]``; one column per class otherwise)."""
+class SVMBase(BaseEstimator):
+    """Input checks of fit and predict (sparse input accepted, made canonical)."""
+
+    _fitted_attr = "coef_"   # set last, once a fit has succeeded
 
     def __sklearn_is_fitted__(self):
-        # classes_ is set last, once a fit has succeeded (a refused fit may already have
-        # recorded n_features_in_)
-        return hasattr(self, "classes_")
+        # (a refused fit may already have recorded n_features_in_)
+        return hasattr(self, self._fitted_attr)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -41,9 +41,11 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
 
     def _training_data(self, X, y, reset=True):
         """(canonical CSR X, y) for fit and partial_fit, with scikit-learn's checks."""
+        is_classifier = isinstance(self, ClassifierMixin)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32],
-                             reset=reset)
-        check_classification_targets(y)
+                             reset=reset, y_numeric=not is_classifier)
+        if is_classifier:
+            check_classification_targets(y)
         return V.canonical_csr(X), y
 
     def _prediction_data(self, X):
@@ -53,6 +55,13 @@ class SVMClassifierBase(ClassifierMixin, BaseEstimator):
         X = validate_data(self, X, accept_sparse="csr", reset=False,
                           dtype=[np.float64, np.float32])
         return V.canonical_csr(X) if sp.issparse(X) else X
+
+
+class SVMClassifierBase(ClassifierMixin, SVMBase):
+    """``predict`` from ``decision_function`` (1-d scores for two classes, positive side
+    ``classes_[1]``; one column per class otherwise)."""
+
+    _fitted_attr = "classes_"
 
     def predict(self, X):
         scores = self.decision_function(X)

@@ -162,6 +162,18 @@ def binary_labels(y, n_samples, name="y"):
     return classes, np.where(codes == 1, 1.0, -1.0)
 
 
+def regression_targets(y, n_samples, name="y"):
+    """Finite float64 targets, one per row."""
+    if y is None:
+        raise TypeError(f"{name} must be an array of targets, got None")
+    y = check_array(y, ensure_2d=False, dtype=np.float64, ensure_all_finite=True,
+                    input_name=name)
+    if y.ndim != 1 or y.shape[0] != n_samples:
+        raise ValueError(f"{name} must be 1-d with one target per row of X ({n_samples}), "
+                         f"got shape {y.shape}")
+    return np.ascontiguousarray(y)
+
+
 def positive(name, value, allow_inf=False):
     """A real number > 0 (finite unless allow_inf)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
@@ -169,6 +181,16 @@ def positive(name, value, allow_inf=False):
     value = float(value)
     if not value > 0 or (not allow_inf and not np.isfinite(value)):
         raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return value
+
+
+def nonnegative(name, value):
+    """A finite real number >= 0."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    if not np.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
     return value
 
 

@@ -2,11 +2,12 @@
 
 ``_dcd.pyx`` holds the selection strategies (uniform, hard shrinking, AVSF), written
 once over the problems of ``_dcd_svm.pxd`` and ``_dcd_svr.pxd``; ``svm.py`` the
-Python solver (``solve_linear``) and ``LinearSVC``; ``path.py`` the C grids
-(``linear_path``, ``cv_grid``).  See docs/architecture.md.
+Python solver (``solve_linear``) and ``LinearSVC``; ``svr.py`` ``LinearSVR``;
+``path.py`` the C grids (``linear_path``, ``cv_grid``).  See docs/architecture.md.
 """
 from pybudget.linear.path import CVGridResult, cv_grid, linear_path
 from pybudget.linear.svm import LinearResult, LinearSVC, solve_linear
+from pybudget.linear.svr import LinearSVR
 
-__all__ = ["LinearSVC", "LinearResult", "solve_linear", "linear_path", "cv_grid",
+__all__ = ["LinearSVC", "LinearSVR", "LinearResult", "solve_linear", "linear_path", "cv_grid",
            "CVGridResult"]

@@ -14,7 +14,12 @@ from pybudget.linear._dcd import SELECTIONS, dcd_solve
 
 SELECTION_CHOICES = (*SELECTIONS, "auto")
 
-LOSSES = ("hinge", "squared_hinge")
+LOSSES = ("hinge", "squared_hinge")                                   # classification
+REGRESSION_LOSSES = ("epsilon_insensitive", "squared_epsilon_insensitive")
+# loss -> (dual CD problem, squared loss)
+PROBLEM_OF = {"hinge": ("svm", False), "squared_hinge": ("svm", True),
+              "epsilon_insensitive": ("svr", False),
+              "squared_epsilon_insensitive": ("svr", True)}
 
 
 @dataclass
@@ -43,9 +48,10 @@ class LinearResult:
     C: float = None
 
 
-def check_linear_params(C, loss, selection, tol, max_iter, fit_intercept, intercept_scaling):
+def check_linear_params(C, loss, selection, tol, max_iter, fit_intercept, intercept_scaling,
+                        losses=LOSSES):
     C = V.positive("C", C)
-    V.choice("loss", loss, LOSSES)
+    V.choice("loss", loss, losses)
     V.choice("selection", selection, SELECTION_CHOICES)
     tol = V.positive("tol", tol)
     max_iter = V.positive_int("max_iter", max_iter)
@@ -104,9 +110,10 @@ def next_start(state, earlier, C, carry):
 
 
 def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=None,
-            verbose=0, C=1.0, checked=False):
-    """One binary problem on validated data: X canonical CSR, y ±1 floats, cvec the
-    per-sample C (> 0) derived from the scalar ``C`` (kept in the returned state).
+            verbose=0, C=1.0, checked=False, epsilon=0.0):
+    """One problem on validated data: X canonical CSR, y ±1 floats (classification
+    losses) or targets (regression losses, with ``epsilon`` the insensitive zone), cvec
+    the per-sample C (> 0) derived from the scalar ``C`` (kept in the returned state).
     ``start`` is a SolverState to warm-start from (its alpha is clipped to the box).
     ``checked``: the caller has refused overflowing squares already (V.row_sqnorms).
     Returns a LinearResult whose ``state`` continues the run."""
@@ -114,17 +121,19 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     V.linear_weights_fit(1, d)
     if not checked:
         V.check_squares(X, bias)
-    squared = loss == "squared_hinge"
+    problem, squared = PROBLEM_OF[loss]
     if squared:
         upper = np.full(n, np.inf)
         diag = 0.5 / cvec
     else:
         upper = cvec
         diag = np.zeros(n)
+    # svm: alpha in [0, U], w = sum alpha_i y_i x_i; svr: beta in [-U, U], w = sum beta_i x_i
+    lower = 0.0 if problem == "svm" else -upper
     w = np.zeros(d + 1)
     if start is not None:
         with np.errstate(over="ignore", invalid="ignore"):   # checked just below
-            ay = np.clip(start.alpha, 0.0, upper) * y
+            ay = np.clip(start.alpha, lower, upper) * (y if problem == "svm" else 1.0)
             w[:d] = safe_sparse_dot(ay, X)
             w[d] = bias * ay.sum()
         if not np.isfinite(w).all():
@@ -133,12 +142,13 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
             w[:] = 0.0
     if start is None:
         start = SolverState.fresh(np.zeros(n), C)
-    alpha = np.clip(start.alpha, 0.0, upper)
+    alpha = np.clip(start.alpha, lower, upper)
     prefs, perm = start.prefs.copy(), start.perm.copy()
     n_active, dref = start.n_active, start.dref
     t0 = time.perf_counter()
     out = dcd_solve(X, y, upper, diag, cvec, bias, alpha, w, prefs, perm, n_active, dref,
-                    SELECTIONS[selection], tol, max_iter, seed, squared, verbose)
+                    SELECTIONS[selection], tol, max_iter, seed, squared, verbose,
+                    problem, epsilon)
     elapsed = time.perf_counter() - t0
     if not np.isfinite(w).all():
         raise ValueError(f"C={C:g} is too large for this data: the weights overflowed")
@@ -146,7 +156,9 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     # that spin for a while and slow the next solve on a busy machine.
     with np.errstate(over="ignore", invalid="ignore"):   # inf at absurd C, e.g. 1e308
         wsq = float(np.sum(w * w))
-        dual = float(alpha.sum() - 0.5 * wsq - 0.5 * np.sum(diag * alpha * alpha))
+        linear = (alpha.sum() if problem == "svm"
+                  else np.sum(y * alpha) - epsilon * np.abs(alpha).sum())
+        dual = float(linear - 0.5 * wsq - 0.5 * np.sum(diag * alpha * alpha))
         primal = 0.5 * wsq + out["loss_sum"]
     state = SolverState(alpha, prefs, perm, out["n_active"], out["dref"], C)
     return LinearResult(coef=w[:d].copy(), intercept=float(w[d] * bias), alpha=alpha,
@@ -206,7 +218,7 @@ def _solve_binary(X, y, cvec, C, *, sqnorms, selection, start=None, **kw):
 
 def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_iter=1000,
                  fit_intercept=False, intercept_scaling=1.0, sample_weight=None,
-                 random_state=None):
+                 random_state=None, epsilon=0.0):
     """Train a binary L2-regularised linear SVM by dual coordinate descent.
 
     Minimises ``½‖w‖² + C Σ_i s_i loss(y_i (w·x_i + b))`` with ``loss`` "hinge" or
@@ -219,13 +231,19 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
     sweeps did not reach ``tol``.
     """
     C, tol, max_iter, bias = check_linear_params(C, loss, selection, tol, max_iter,
-                                                 fit_intercept, intercept_scaling)
+                                                 fit_intercept, intercept_scaling,
+                                                 LOSSES + REGRESSION_LOSSES)
     X = V.as_csr(X)
-    classes, ypm = V.binary_labels(y, X.shape[0])
+    if loss in REGRESSION_LOSSES:
+        classes, target = None, V.regression_targets(y, X.shape[0])
+        extra = {"epsilon": V.nonnegative("epsilon", epsilon)}
+    else:
+        classes, target = V.binary_labels(y, X.shape[0])
+        extra = {}
     cvec = C * V.sample_weights(sample_weight, X.shape[0])
-    res = _solve_binary(X, ypm, cvec, C, sqnorms=V.row_sqnorms(X, bias), loss=loss,
+    res = _solve_binary(X, target, cvec, C, sqnorms=V.row_sqnorms(X, bias), loss=loss,
                         selection=selection, tol=tol, max_iter=max_iter, bias=bias,
-                        seed=V.seed_from(random_state))
+                        seed=V.seed_from(random_state), **extra)
     res.classes = classes
     if not res.converged:
         warnings.warn(f"dual CD reached max_iter={max_iter} sweeps before tol={tol} "

@@ -1,0 +1,123 @@
+"""Linear support vector regression by dual coordinate descent: the estimator."""
+import sys
+import warnings
+
+import numpy as np
+from sklearn.base import RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.extmath import safe_sparse_dot
+
+from pybudget._core import _validation as V
+from pybudget._core._estimator import SVMBase
+from pybudget.linear.svm import (REGRESSION_LOSSES, _solve_binary, check_linear_params,
+                                 next_start)
+
+
+class LinearSVR(RegressorMixin, SVMBase):
+    """Linear support vector regression trained by dual coordinate descent.
+
+    Minimises ``½‖w‖² + C Σ_i s_i loss(y_i - w·x_i - b)`` (liblinear ``-s 13`` for
+    ``loss="epsilon_insensitive"``, ``max(0, |r| - ε)``; ``-s 12`` for
+    ``"squared_epsilon_insensitive"``, its square) with the same coordinate selection
+    strategies as :class:`pybudget.LinearSVC`.  Like scikit-learn's ``LinearSVR``
+    (liblinear), the intercept is a regularised weight on a constant feature of value
+    ``intercept_scaling``.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Cost of the loss; > 0.
+    epsilon : float, default=0.0
+        Half-width of the insensitive zone (liblinear's ``-p``); >= 0.
+    loss : {"epsilon_insensitive", "squared_epsilon_insensitive"}
+    selection : {"auto", "avsf", "shrinking", "uniform"}, default="auto"
+        Coordinate selection, as in :class:`pybudget.LinearSVC` (``"shrinking"`` is
+        liblinear's rule for this problem: variables at 0 or at a bound are dropped).
+    tol : float, default=0.1
+        Stop when the largest violation of the optimality conditions (the distance of
+        0 from the subdifferential of the dual objective, over all variables) is below
+        ``tol``.  It is absolute, in the units of the targets.
+    max_iter : int, default=1000
+        Cap on sweeps; a ConvergenceWarning says when it was reached.
+    fit_intercept : bool, default=True
+    intercept_scaling : float, default=1.0
+    random_state : int, RandomState or None
+        Seeds the sweep order and AVSF's schedules.
+    warm_start : bool, default=False
+        Refit on the same data from the previous solution, rescaled to the new C.
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : ndarray of shape (1,)
+    n_iter_ : int
+        Sweeps.
+    n_steps_ : int
+        Coordinate steps.
+    dual_objective_, primal_objective_, kkt_violation_ : float
+    converged_ : bool
+    selection_ : str
+        The strategy that ran ("auto" resolved).
+    fit_time_ : float
+        Optimisation seconds.
+    """
+
+    def __init__(self, C=1.0, *, epsilon=0.0, loss="epsilon_insensitive", selection="auto",
+                 tol=0.1, max_iter=1000, fit_intercept=True, intercept_scaling=1.0,
+                 random_state=None, warm_start=False, verbose=0):
+        self.C = C
+        self.epsilon = epsilon
+        self.loss = loss
+        self.selection = selection
+        self.tol = tol
+        self.max_iter = max_iter
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.verbose = verbose
+
+    def fit(self, X, y, sample_weight=None):
+        C, tol, max_iter, bias = check_linear_params(
+            self.C, self.loss, self.selection, self.tol, self.max_iter,
+            self.fit_intercept, self.intercept_scaling, REGRESSION_LOSSES)
+        epsilon = V.nonnegative("epsilon", self.epsilon)
+        verbose = V.verbosity(self.verbose)
+        V.boolean("warm_start", self.warm_start)
+        X, y = self._training_data(X, y)
+        y = V.regression_targets(y, X.shape[0])
+        cvec = C * V.sample_weights(sample_weight, X.shape[0])
+        prev = getattr(self, "_warm", None) if self.warm_start else None
+        start = None
+        if (prev is not None and prev["shape"] == X.shape
+                and np.array_equal(prev["zero_weight"], cvec == 0)):
+            start = next_start(prev["state"], prev["earlier"], C, "extrapolate")
+        res = _solve_binary(X, y, cvec, C, sqnorms=V.row_sqnorms(X, bias), loss=self.loss,
+                            selection=self.selection, tol=tol, max_iter=max_iter,
+                            bias=bias, seed=V.seed_from(self.random_state), start=start,
+                            verbose=verbose, epsilon=epsilon)
+        if verbose:
+            print(f"[pybudget] {res.n_iter} sweeps, {res.n_steps} steps, dual "
+                  f"{res.dual_objective:.6g}, KKT {res.kkt_violation:.3g}, "
+                  f"{res.time:.3f}s", file=sys.stderr)
+        self.intercept_ = np.array([res.intercept])
+        self.n_iter_ = res.n_iter
+        self.n_steps_ = res.n_steps
+        self.dual_objective_ = res.dual_objective
+        self.primal_objective_ = res.primal_objective
+        self.kkt_violation_ = res.kkt_violation
+        self.converged_ = res.converged
+        self.selection_ = res.selection
+        self.fit_time_ = res.time
+        self._warm = {"state": res.state, "shape": X.shape, "zero_weight": cvec == 0,
+                      "earlier": prev["state"] if start is not None else None}
+        self.coef_ = res.coef
+        if not res.converged:
+            warnings.warn(f"LinearSVR reached max_iter={max_iter} sweeps before tol={tol}; "
+                          "increase max_iter", ConvergenceWarning)
+        return self
+
+    def predict(self, X):
+        X = self._prediction_data(X)
+        return safe_sparse_dot(X, self.coef_, dense_output=True) + self.intercept_[0]
