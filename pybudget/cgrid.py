@@ -20,14 +20,54 @@ DEFAULT_SELECTIONS = ("shrinking", "avsf")
 
 
 def accuracy(res, X, y):
-    """Test accuracy of a binary LinearResult on (X, y)."""
+    """Test accuracy of a binary LinearResult.
+
+    Parameters
+    ----------
+    res : LinearResult
+        A result of ``solve_linear``.
+    X : sparse matrix or ndarray of shape (n_samples, n_features)
+        Test data.
+    y : array-like of shape (n_samples,)
+        Test labels.
+
+    Returns
+    -------
+    float
+        The fraction of rows predicted correctly.
+    """
     scores = X @ res.coef + res.intercept
     return float(np.mean(res.classes[(scores > 0).astype(int)] == y))
 
 
 def run_cell(X, y, C, selection, *, tol, loss="hinge", max_iter=100000, fit_intercept=False,
              random_state=0, X_test=None, y_test=None):
-    """One training run as a flat record (capped runs are recorded, not warned)."""
+    """One ``solve_linear`` run as a flat record.
+
+    Runs stopped by ``max_iter`` are recorded (``converged`` False), not warned about.
+
+    Parameters
+    ----------
+    X, y
+        Training data and labels.
+    C : float
+        Regularisation parameter.
+    selection : str
+        Coordinate selection strategy.
+    tol : float
+        Stopping tolerance.
+    loss, max_iter, fit_intercept, random_state
+        As in ``solve_linear``; defaults "hinge", 100000, False, 0.
+    X_test, y_test : optional
+        Test data; without them ``test_accuracy`` is None.
+
+    Returns
+    -------
+    dict
+        Keys ``C``, ``selection``, ``tol``, ``time``, ``n_iter``, ``n_steps``,
+        ``dual_objective``, ``primal_objective``, ``kkt_violation``, ``converged``,
+        ``test_accuracy``.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         res = solve_linear(X, y, C, loss=loss, selection=selection, tol=tol,
@@ -45,8 +85,35 @@ def run_cell(X, y, C, selection, *, tol, loss="hinge", max_iter=100000, fit_inte
 def cgrid(data="debian-lib-small", Cs=DEFAULT_CS, tol=0.01, selections=DEFAULT_SELECTIONS,
           *, loss="hinge", max_iter=100000, fit_intercept=False, random_state=0,
           verbose=False, file=None):
-    """Train every strategy at every C on ``data`` (a name for ``datasets.load`` or a
-    tuple ``(X, y[, X_test, y_test])``) and return the list of records."""
+    """Train every selection strategy at every C on one data set.
+
+    Parameters
+    ----------
+    data : str or tuple, default="debian-lib-small"
+        A name for ``datasets.load`` or a tuple ``(X, y[, X_test, y_test])``.
+    Cs : sequence of float, default=DEFAULT_CS
+        The C values, in the order given.
+    tol : float, default=0.01
+        Stopping tolerance.
+    selections : sequence of str, default=("shrinking", "avsf")
+        Strategies to run at each C.
+    loss, max_iter, fit_intercept, random_state
+        As in ``solve_linear``; defaults "hinge", 100000, False, 0.
+    verbose : bool, default=False
+        One line per run on ``file`` (default stderr).
+    file : file object, optional
+        Where ``verbose`` output goes.
+
+    Returns
+    -------
+    list of dict
+        One record per (C, strategy) run, as from :func:`run_cell`.
+
+    See Also
+    --------
+    format_table : Lay the records out as Markdown.
+    cgrid_cv : Cross-validated accuracy over the same grid.
+    """
     if isinstance(data, str):
         X, y, Xt, yt = load(data)
     else:
@@ -76,9 +143,24 @@ def _sci(x):
 
 
 def strategy_table(rows, time_key="time"):
-    """Markdown lines in the AVSF paper's layout: strategies as rows, C as columns,
-    time (``time_key``) with coordinate steps below (* = stopped by its cap), a total,
-    and the shrinking/avsf time ratio when both are present."""
+    """Markdown lines in the AVSF paper's layout.
+
+    Strategies as rows, C as columns, time (``time_key``) with coordinate steps below
+    (* = stopped by its cap), a total, and the shrinking/avsf time ratio when both are
+    present.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Records from :func:`cgrid` or :func:`run_cell`.
+    time_key : str, default="time"
+        The record key holding the time to show.
+
+    Returns
+    -------
+    list of str
+        Markdown table lines.
+    """
     Cs = sorted({r["C"] for r in rows})
     sels = list(dict.fromkeys(r["selection"] for r in rows))
     cell = {(r["C"], r["selection"]): r for r in rows}
@@ -104,7 +186,21 @@ def strategy_table(rows, time_key="time"):
 
 
 def format_table(rows, title=None):
-    """Markdown: the paper's layout (``strategy_table``) and a details table."""
+    """Format C-grid records as Markdown.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Records from :func:`cgrid`.
+    title : str, optional
+        A ``###`` heading above the tables.
+
+    Returns
+    -------
+    str
+        The paper's layout (:func:`strategy_table`) followed by a details table (sweeps,
+        dual objective, final KKT violation, test accuracy per run).
+    """
     out = [f"### {title}", ""] if title else []
     out += strategy_table(rows)
     out += ["", "| C | strategy | time s | sweeps | steps | dual objective | KKT viol. "
@@ -121,8 +217,37 @@ def format_table(rows, title=None):
 def cgrid_cv(data="debian-lib-small", Cs=DEFAULT_CS, cv=5, tol=0.01,
              selections=DEFAULT_SELECTIONS, *, n_jobs=None, loss="hinge", max_iter=100000,
              fit_intercept=False, random_state=0):
-    """Cross-validated accuracy over the C grid for each strategy (``path.cv_grid``,
-    warm-started along C inside each fold).  Returns {strategy: CVGridResult}."""
+    """Cross-validated accuracy over the C grid for each strategy.
+
+    Runs ``path.cv_grid`` (warm-started along C inside each fold) once per strategy.
+
+    Parameters
+    ----------
+    data : str or tuple, default="debian-lib-small"
+        A name for ``datasets.load`` (its training part is used) or a tuple
+        ``(X, y, ...)``.
+    Cs : sequence of float, default=DEFAULT_CS
+        The C values.
+    cv : int, default=5
+        Number of folds.
+    tol : float, default=0.01
+        Stopping tolerance.
+    selections : sequence of str, default=("shrinking", "avsf")
+        Strategies.
+    n_jobs : int, optional
+        Workers of each ``cv_grid`` call.
+    loss, max_iter, fit_intercept, random_state
+        As in ``cv_grid``/``LinearSVC``; defaults "hinge", 100000, False, 0.
+
+    Returns
+    -------
+    dict
+        ``{strategy: CVGridResult}``.
+
+    See Also
+    --------
+    format_cv_table : Lay the results out as Markdown.
+    """
     from pybudget.linear.path import cv_grid
     X, y = (load(data)[:2] if isinstance(data, str) else tuple(data)[:2])
     X = V.as_csr(X)
@@ -133,8 +258,21 @@ def cgrid_cv(data="debian-lib-small", Cs=DEFAULT_CS, cv=5, tol=0.01,
 
 
 def format_cv_table(results, title=None):
-    """Markdown: per C and strategy, mean ± std cross-validated accuracy and the
-    optimisation time summed over folds; the best C per strategy below."""
+    """Format :func:`cgrid_cv` results as Markdown.
+
+    Parameters
+    ----------
+    results : dict
+        ``{strategy: CVGridResult}`` from :func:`cgrid_cv`.
+    title : str, optional
+        A ``###`` heading above the table.
+
+    Returns
+    -------
+    str
+        Per C and strategy, mean ± std cross-validated accuracy and the optimisation
+        time summed over folds; the best C per strategy below.
+    """
     out = [f"### {title}", ""] if title else []
     sels = list(results)
     out.append("| C | " + " | ".join(f"{s}: accuracy | {s}: time s" for s in sels) + " |")

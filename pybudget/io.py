@@ -159,9 +159,43 @@ def _npy_bytes(a):
 
 
 def save(model, path):
-    """Write a fitted LinearSVC or BudgetSVC to ``path`` (see the module docstring for
-    the format).  The file is written to a temporary name and renamed, so an existing
-    file is never left half-written."""
+    """Write a fitted LinearSVC or BudgetSVC to a model file, without pickle.
+
+    The format is described in the module docstring (:mod:`pybudget.io`).  The file is
+    written to a temporary name and renamed, so an existing file is never left
+    half-written.
+
+    Parameters
+    ----------
+    model : LinearSVC or BudgetSVC
+        A fitted estimator.
+    path : str, os.PathLike or binary file object
+        Where to write; a file object open for writing is written directly.
+
+    Raises
+    ------
+    TypeError
+        When ``model`` is not a LinearSVC or BudgetSVC, or holds an array that cannot
+        be stored.
+    ValueError
+        When ``model`` is not fitted.
+
+    See Also
+    --------
+    load : Read the file back.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from sklearn.datasets import make_classification
+    >>> from pybudget import LinearSVC, load, save
+    >>> X, y = make_classification(n_samples=100, n_features=4, random_state=0)
+    >>> clf = LinearSVC(random_state=0).fit(X, y)
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.zip")
+    >>> save(clf, path)
+    >>> bool((load(path).predict(X) == clf.predict(X)).all())
+    True
+    """
     kind = type(model).__name__
     if kind not in _LAYOUT or not isinstance(model, _estimators()[kind]):
         raise TypeError(f"save supports LinearSVC and BudgetSVC, got {type(model).__name__}")
@@ -296,9 +330,32 @@ def _header(z, path):
 def load(path):
     """Read a model file written by :func:`save` and return the fitted estimator.
 
-    Raises FileNotFoundError when there is no file, and ValueError when the file is
-    truncated, corrupted (CRC or checksum mismatch, inconsistent shapes), not a pybudget
-    model file, or of a newer format version."""
+    Floats are stored bit for bit, so the reloaded model predicts exactly what the
+    saved one did.  Version 1 files still load (a BudgetSVC from one gets a zero
+    offset).
+
+    Parameters
+    ----------
+    path : str, os.PathLike or binary file object
+        The model file.
+
+    Returns
+    -------
+    LinearSVC or BudgetSVC
+        The fitted estimator.
+
+    Raises
+    ------
+    FileNotFoundError
+        When there is no file.
+    ValueError
+        When the file is truncated, corrupted (CRC or checksum mismatch, inconsistent
+        shapes), not a pybudget model file, or of a newer format version.
+
+    See Also
+    --------
+    save
+    """
     shown = os.fspath(path) if isinstance(path, (str, os.PathLike)) else "<file>"
     try:
         return _load(path, shown)

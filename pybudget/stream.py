@@ -61,9 +61,39 @@ class _Progress:
 
 def iter_svmlight_chunks(path, chunk_size=10000, n_features=None, *, zero_based=False,
                          dtype=np.float64, progress=None):
-    """Yield ``(X, y)`` per ``chunk_size`` lines of a LIBSVM/svmlight file: ``X`` CSR of
-    ``n_features`` columns (when None, each chunk is as wide as its largest index),
-    ``y`` float64 labels.  Comment and empty lines are skipped."""
+    """Read a LIBSVM/svmlight file in chunks of ``chunk_size`` lines.
+
+    Comment and empty lines are skipped (they do not count towards ``chunk_size``).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file: plain, .gz, .bz2 or .xz.
+    chunk_size : int, default=10000
+        Data lines per chunk.
+    n_features : int, optional
+        Number of columns of every chunk; when None, each chunk is as wide as its
+        largest index.
+    zero_based : bool, default=False
+        Whether feature indices start at 0 (LIBSVM files are 1-based).
+    dtype : numpy dtype, default=numpy.float64
+        Dtype of ``X``.
+    progress : object, optional
+        Internal progress tracker (used by :func:`stream_fit`).
+
+    Yields
+    ------
+    X : scipy.sparse.csr_matrix
+        The chunk's rows.
+    y : ndarray of float64
+        The chunk's labels.
+
+    Raises
+    ------
+    ValueError
+        When the file cannot be parsed, or a compressed stream is corrupt or truncated
+        (naming the file and, for parse errors, the lines).
+    """
     chunk_size = V.positive_int("chunk_size", chunk_size)
     zero_based = V.boolean("zero_based", zero_based)
     with open_binary(path) as f:
@@ -100,8 +130,28 @@ def _parse(lines, n_features, zero_based, dtype, path, lineno):
 
 
 def scan_svmlight(path, chunk_size=10000, *, zero_based=False):
-    """One bounded-memory pass: ``{"n_rows", "n_features", "classes", "nnz", "sum",
-    "sumsq"}`` of a LIBSVM file (sum and sumsq over all stored values)."""
+    """Summarise a LIBSVM file in one bounded-memory pass.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file (plain, .gz, .bz2 or .xz).
+    chunk_size : int, default=10000
+        Lines parsed at a time.
+    zero_based : bool, default=False
+        Whether feature indices start at 0.
+
+    Returns
+    -------
+    dict
+        ``{"n_rows", "n_features", "classes", "nnz", "sum", "sumsq"}``; ``sum`` and
+        ``sumsq`` are over all stored values, ``classes`` the sorted labels.
+
+    Raises
+    ------
+    ValueError
+        When the file has no data rows or cannot be read.
+    """
     n_rows = nnz = 0
     d = 0
     total = total_sq = 0.0
@@ -121,15 +171,56 @@ def scan_svmlight(path, chunk_size=10000, *, zero_based=False):
 
 def stream_fit(estimator, path, chunk_size=10000, *, n_features=None, classes=None,
                epochs=1, zero_based=False, verbose=0, file=None):
-    """Train ``estimator`` (anything with ``partial_fit(X, y, classes=...)``, typically
-    ``BudgetSVC(solver="bsgd")``) on the LIBSVM file ``path`` read ``chunk_size`` lines
-    at a time, with memory bounded by one chunk plus the model.  Returns the estimator.
+    """Train an estimator on a LIBSVM file read a chunk at a time.
 
-    ``n_features`` and ``classes``: see the module docstring (a first pass over the file
-    finds them unless both are given).  ``epochs`` passes over the file, each continuing
-    ``partial_fit`` (BudgetSVC's lambda keeps using the number of rows seen so far, so a
-    second pass regularises less than ``fit(epochs=2)``).  ``verbose``: progress per
-    chunk with the share of the file read and an ETA, on ``file`` (default stderr).
+    Memory is bounded by one chunk plus the model.  Rows are visited in file order
+    between chunks and in a fresh random order within each chunk (see the module
+    docstring, :mod:`pybudget.stream`, for what is read before the first chunk).
+
+    Parameters
+    ----------
+    estimator : estimator with ``partial_fit(X, y, classes=...)``
+        Typically ``BudgetSVC(solver="bsgd")``.
+    path : str or os.PathLike
+        The LIBSVM file (plain, .gz, .bz2 or .xz).
+    chunk_size : int, default=10000
+        Lines per ``partial_fit`` call.
+    n_features : int, optional
+        Width of every chunk.  Unless both ``n_features`` and ``classes`` are given, a
+        first pass over the file (parsing only, same bounded memory) finds them; for a
+        BudgetSVC with ``gamma="scale"`` that pass also gives the whole-file gamma that
+        ``fit`` would use (when the pass is skipped, ``partial_fit`` takes the scale of
+        the first chunk).
+    classes : array-like, optional
+        All class labels (see ``n_features``).
+    epochs : int, default=1
+        Passes over the file, each continuing ``partial_fit`` (BudgetSVC's lambda keeps
+        using the number of rows seen so far, so a second pass regularises less than
+        ``fit(epochs=2)``).
+    zero_based : bool, default=False
+        Whether feature indices start at 0 (LIBSVM files are 1-based).
+    verbose : int, default=0
+        Progress per chunk with the share of the file read and an ETA.
+    file : file object, optional
+        Where progress goes (default stderr).
+
+    Returns
+    -------
+    estimator
+        The trained estimator.
+
+    Raises
+    ------
+    TypeError
+        When ``estimator`` has no ``partial_fit`` (e.g. BudgetSVC with
+        ``solver="bsca"``).
+    ValueError
+        When the file has no data rows or cannot be read, or for invalid parameters.
+
+    See Also
+    --------
+    BudgetSVC.partial_fit
+    iter_svmlight_chunks, scan_svmlight
     """
     if not hasattr(estimator, "partial_fit"):
         raise TypeError(f"stream_fit needs an estimator with partial_fit (BudgetSVC with "

@@ -35,14 +35,58 @@ def _check_same_sign(bm, bn):
 
 
 def s(m, kappa, h):
-    """The objective s(h) of the binary merge."""
+    """Objective s(h) of the binary merge.
+
+    ``s(h) = m kappa^((1-h)^2) + (1-m) kappa^(h^2)``; h* maximises it.
+
+    Parameters
+    ----------
+    m, kappa, h : float or array-like
+        Broadcast together; no range checks.
+
+    Returns
+    -------
+    ndarray
+        s(h), float64.
+
+    See Also
+    --------
+    h : The maximiser h*.
+    """
     m, kappa, h = (np.asarray(a, dtype=np.float64) for a in (m, kappa, h))
     return m * kappa ** ((1 - h) ** 2) + (1 - m) * kappa ** (h ** 2)
 
 
 def h(m, kappa, tol=None):
-    """Optimal merge coefficient h*(m, kappa): to ~1e-12 by a dense scan plus refinement
-    (``tol=None``), or by the solvers' golden-section search with tolerance ``tol``."""
+    """Optimal merge coefficient h*(m, kappa), the maximiser of :func:`s`.
+
+    Parameters
+    ----------
+    m : float or array-like
+        ``beta_m / (beta_m + beta_n)``, in [0, 1].
+    kappa : float or array-like
+        Kernel value ``k(z_m, z_n)``, in (0, 1]; broadcast with ``m``.
+    tol : float, optional
+        None (default): h* to ~1e-12 by a dense scan plus refinement.  A number in
+        (0, 0.5): the solvers' golden-section search with that tolerance.
+
+    Returns
+    -------
+    ndarray
+        h* in the broadcast shape of ``m`` and ``kappa``.
+
+    Raises
+    ------
+    ValueError
+        When ``m`` or ``kappa`` is outside its range or not finite, or ``tol`` is
+        outside (0, 0.5).
+
+    Examples
+    --------
+    >>> from pybudget import merging
+    >>> round(float(merging.h(0.5, 0.8)), 6)   # equal weights: the midpoint
+    0.5
+    """
     shape, (m, kappa) = _args(m, kappa)
     _check_m_kappa(m, kappa)
     c = -np.log(kappa)
@@ -54,7 +98,29 @@ def h(m, kappa, tol=None):
 
 
 def wd_at(m, kappa, hval):
-    """Normalised weight degradation at a given h (beta_z chosen optimally for that h)."""
+    """Normalised weight degradation at a given h.
+
+    beta_z is chosen optimally for that h.
+
+    Parameters
+    ----------
+    m : float or array-like
+        ``beta_m / (beta_m + beta_n)``, in [0, 1].
+    kappa : float or array-like
+        Kernel value ``k(z_m, z_n)``, in (0, 1].
+    hval : float or array-like
+        Merge coefficient h, in [0, 1]; broadcast with ``m`` and ``kappa``.
+
+    Returns
+    -------
+    ndarray
+        WD / (beta_m + beta_n)^2.
+
+    Raises
+    ------
+    ValueError
+        When an argument is outside its range or not finite.
+    """
     shape, (m, kappa, hval) = _args(m, kappa, hval)
     _check_m_kappa(m, kappa)
     if np.any(~np.isfinite(hval)) or np.any((hval < 0) | (hval > 1)):
@@ -64,9 +130,35 @@ def wd_at(m, kappa, hval):
 
 
 def normalised_wd(m, kappa, method="exact", tol=0.01):
-    """WD / (beta_m + beta_n)^2 as the given method estimates it: "exact" (h* to ~1e-12),
-    "gss" (h from golden section with ``tol``), "lookup-h" (h interpolated from the table),
-    "lookup-wd" (the interpolated table value)."""
+    """Normalised weight degradation WD / (beta_m + beta_n)^2 as a method estimates it.
+
+    Parameters
+    ----------
+    m : float or array-like
+        ``beta_m / (beta_m + beta_n)``, in [0, 1].
+    kappa : float or array-like
+        Kernel value ``k(z_m, z_n)``, in (0, 1]; broadcast with ``m``.
+    method : {"exact", "gss", "lookup-h", "lookup-wd"}, default="exact"
+        "exact" (h* to ~1e-12), "gss" (h from golden section with ``tol``), "lookup-h"
+        (h interpolated from the table) or "lookup-wd" (the interpolated table value).
+    tol : float, default=0.01
+        Golden-section tolerance, used by "gss" only.
+
+    Returns
+    -------
+    ndarray
+        The normalised weight degradation.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``method`` or arguments outside their ranges.
+
+    See Also
+    --------
+    weight_degradation : The unnormalised value from the coefficients.
+    lookup_tables : The tables behind "lookup-h" and "lookup-wd".
+    """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     shape, (m, kappa) = _args(m, kappa)
@@ -84,7 +176,30 @@ def normalised_wd(m, kappa, method="exact", tol=0.01):
 
 
 def weight_degradation(beta_m, beta_n, kappa, method="exact", tol=0.01):
-    """Weight degradation of merging two same-sign SVs (any non-zero scale)."""
+    """Weight degradation of merging two same-sign SVs (any non-zero scale).
+
+    Parameters
+    ----------
+    beta_m, beta_n : float or array-like
+        Coefficients of the two SVs: finite, non-zero and of the same sign.
+    kappa : float or array-like
+        Kernel value ``k(z_m, z_n)``, in (0, 1].
+    method : {"exact", "gss", "lookup-h", "lookup-wd"}, default="exact"
+        As in :func:`normalised_wd`.
+    tol : float, default=0.01
+        Golden-section tolerance, used by "gss" only.
+
+    Returns
+    -------
+    ndarray
+        ``(beta_m + beta_n)^2 * normalised_wd(m, kappa)``.
+
+    Raises
+    ------
+    ValueError
+        When the coefficients are not finite, zero or of different signs, or for the
+        reasons of :func:`normalised_wd`.
+    """
     bm, bn = np.asarray(beta_m, dtype=np.float64), np.asarray(beta_n, dtype=np.float64)
     _check_same_sign(bm, bn)
     total = bm + bn
@@ -92,7 +207,41 @@ def weight_degradation(beta_m, beta_n, kappa, method="exact", tol=0.01):
 
 
 def merge(z_m, z_n, beta_m, beta_n, gamma, tol=None):
-    """Merge two same-sign SVs (dense vectors): returns (z, beta_z, wd)."""
+    """Merge two same-sign SVs given as dense vectors.
+
+    Parameters
+    ----------
+    z_m, z_n : array-like of shape (n_features,)
+        The two support vectors.
+    beta_m, beta_n : float
+        Their coefficients: finite, non-zero and of the same sign.
+    gamma : float
+        Kernel parameter, positive and finite.
+    tol : float, optional
+        How h is found, as in :func:`h` (None: to ~1e-12).
+
+    Returns
+    -------
+    z : ndarray of shape (n_features,)
+        The merged point ``h z_m + (1 - h) z_n``.
+    beta_z : float
+        Its coefficient.
+    wd : float
+        The weight degradation of the merge.
+
+    Raises
+    ------
+    ValueError
+        When the coefficients are not finite, zero or of different signs, or for a bad
+        ``gamma`` or ``tol``.
+
+    Examples
+    --------
+    >>> from pybudget import merging
+    >>> z, beta_z, wd = merging.merge([0.0, 0.0], [1.0, 0.0], 1.0, 1.0, gamma=0.5)
+    >>> [round(float(v), 6) for v in z]
+    [0.5, 0.0]
+    """
     z_m, z_n = np.asarray(z_m, dtype=np.float64), np.asarray(z_n, dtype=np.float64)
     _check_same_sign(np.float64(beta_m), np.float64(beta_n))
     if not (np.isfinite(gamma) and gamma > 0):
@@ -107,7 +256,15 @@ def merge(z_m, z_n, beta_m, beta_n, gamma, tol=None):
 
 
 def lookup_tables():
-    """(H, R): 401 x 401 tables over m = i/400, kappa = j/400 of h* and of the normalised
-    WD divided by (m (1 - m) (1 - kappa))^2 (see ``pybudget.budget._merge_math.build_tables``)."""
+    """Copies of the lookup tables behind ``merge_search="lookup-h"`` and ``"lookup-wd"``.
+
+    Returns
+    -------
+    H : ndarray of shape (401, 401)
+        h* over m = i/400, kappa = j/400.
+    R : ndarray of shape (401, 401)
+        The normalised WD divided by (m (1 - m) (1 - kappa))^2 on the same grid (see
+        ``pybudget.budget._merge_math.build_tables``).
+    """
     H, R = _merge_math.tables()
     return H.copy(), R.copy()

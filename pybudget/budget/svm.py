@@ -27,19 +27,51 @@ TAIL_PER_SV = 4     # averaging="tail" covers the last min(n / 2, 4 * budget) st
 
 @dataclass
 class BudgetResult:
-    """Outcome of ``solve_budget``.
+    """Outcome of :func:`solve_budget`.
 
     The decision function is ``k(X, support_vectors) @ dual_coef.T + intercept`` (shape
-    (n, 1) for binary problems, positive side ``classes[1]``; (n, K) otherwise), with
-    ``intercept`` the fitted offset (zeros with ``offset=False``).  ``n_iter`` counts
-    epochs, ``n_steps`` training-point visits, ``n_added`` SV insertions (BSGD margin
-    violations; BSCA nonzero steps), ``n_merges`` merge events, ``n_removed`` SVs dropped
-    without a merge; ``merge_time`` and ``time`` are seconds of maintenance and of
-    optimisation in total.  ``alpha`` holds BSCA's dual variables ((n_problems, n)),
-    ``t`` BSGD's global step count.  With ``checkpoints=k``: ``checkpoint`` is, per problem,
-    the index of the returned checkpoint into ``checkpoint_objectives`` (per problem, the
-    estimated objective at every checkpoint; at most k of them, the last one is the
-    final model).
+    (n, 1) for binary problems, positive side ``classes[1]``; (n, K) otherwise).
+
+    Attributes
+    ----------
+    classes : ndarray of shape (n_classes,)
+        Class labels.
+    support_vectors : ndarray of shape (n_sv, n_features)
+        The support vectors (for one-vs-rest BSCA, those of all problems stacked).
+    dual_coef : ndarray of shape (n_problems, n_sv)
+        Coefficients per problem and SV.
+    intercept : ndarray of shape (n_problems,)
+        The fitted offset (zeros with ``offset=False``).
+    gamma : float
+        The kernel parameter used ("scale" resolved).
+    budget : int
+        The budget used (capped at the number of training rows).
+    n_iter : int
+        Epochs.
+    n_steps : int
+        Training-point visits.
+    n_added : int
+        SV insertions (BSGD margin violations; BSCA nonzero steps).
+    n_merges : int
+        Merge events.
+    n_removed : int
+        SVs dropped without a merge.
+    merge_time, time : float
+        Seconds of maintenance and of optimisation in total.
+    alpha : ndarray of shape (n_problems, n_samples) or None
+        BSCA's dual variables (None for BSGD).
+    t : int
+        BSGD's global step count (0 for BSCA).
+    checkpoint : ndarray of shape (n_problems,) or None
+        With ``checkpoints=k``: per problem, the index of the returned checkpoint into
+        ``checkpoint_objectives``; None without checkpoints.
+    checkpoint_objectives : list of ndarray or None
+        With ``checkpoints=k``: per problem, the estimated objective at every
+        checkpoint (at most k of them; the last one is the final model); None without.
+
+    See Also
+    --------
+    solve_budget, BudgetSVC
     """
     classes: np.ndarray
     support_vectors: np.ndarray
@@ -286,8 +318,44 @@ def solve_budget(X, y, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epoch
                  maintenance="merge", merge_size=2, merge_search="gss",
                  multi_merge="cascade", merge_tol=0.01, averaging="auto", checkpoints=0,
                  offset=True, random_state=None, verbose=0):
-    """Train a budgeted Gaussian-kernel SVM with BSGD or BSCA; see :class:`BudgetSVC`
-    for the parameters.  Returns a :class:`BudgetResult`."""
+    """Train a budgeted Gaussian-kernel SVM with BSGD or BSCA.
+
+    The functional counterpart of ``BudgetSVC(...).fit(X, y)``.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Training data.
+    y : array-like of shape (n_samples,)
+        Class labels (two or more classes).
+    C, gamma, budget, solver, epochs, maintenance, merge_size, merge_search
+        As in :class:`BudgetSVC`, with the same defaults.
+    multi_merge, merge_tol, averaging, checkpoints, offset, random_state, verbose
+        As in :class:`BudgetSVC`, with the same defaults.
+
+    Returns
+    -------
+    BudgetResult
+        The model and run statistics.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For invalid parameters or combinations of them (see :class:`BudgetSVC`).
+
+    See Also
+    --------
+    BudgetSVC : The estimator, with ``partial_fit``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from pybudget import solve_budget
+    >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
+    >>> res = solve_budget(X, y, budget=20, random_state=0)
+    >>> res.support_vectors.shape[0] <= 20, res.dual_coef.shape[0]
+    (True, 1)
+    """
     p = check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_size,
                             merge_search, multi_merge, merge_tol, averaging, checkpoints,
                             offset)
@@ -319,65 +387,147 @@ def kernel_decision(X, Z, dual_coef, gamma, chunk=4096):
 class BudgetSVC(SVMClassifierBase):
     """Gaussian-kernel SVM with at most ``budget`` support vectors.
 
-    ``solver="bsgd"``: budgeted Pegasos (Wang, Crammer & Vucetic), lambda = 1/(n C),
-    step 1/(lambda t), a fresh permutation per epoch, no bias; more than two classes by
-    the paper's multi-class formulation (one coefficient per class per SV).
-    ``solver="bsca"``: budgeted stochastic coordinate ascent on the dual (Qaadan,
-    Schueler & Glasmachers), alpha in [0, C]; one-vs-rest for more than two classes.
+    The kernel is ``k(x, x') = exp(-gamma * ||x - x'||^2)``.  Two solvers:
 
-    Budget maintenance: ``"merge"`` (merge ``merge_size`` SVs into one, partner search by
-    golden section ``"gss"`` with tolerance ``merge_tol`` on h, or the ``"lookup-h"`` /
-    ``"lookup-wd"`` tables; ``merge_size >= 3`` as a ``"cascade"`` of exact pairwise
-    merges or one ``"gradient"`` merge), ``"remove"`` (drop the smallest SV) or
-    ``"project"`` (project the smallest SV onto the others).  Lookup tables are defined
-    for binary merges; multi-class BSGD always searches the exact multi-class objective.
+    - ``solver="bsgd"``: budgeted Pegasos (Wang, Crammer & Vucetic), lambda = 1/(n C),
+      step 1/(lambda t), a fresh permutation per epoch, no bias; more than two classes
+      by the paper's multi-class formulation (one coefficient per class per SV).
+    - ``solver="bsca"``: budgeted stochastic coordinate ascent on the dual (Qaadan,
+      Schueler & Glasmachers), alpha in [0, C]; one-vs-rest for more than two classes.
 
     **What the defaults return.**  The late steps of both solvers shift f everywhere by
-    up to about C/epochs, so the papers' last iterate is a lottery on a flat kernel
-    (a9a at C=32, gamma=2^-7: 50-84 % after one BSGD epoch over 20 seeds).  By default
-    BSGD returns the mean of the iterates of its last min(n/2, 4 * budget) steps
+    up to about C/epochs, so the papers' last iterate is a lottery on a flat kernel: its
+    accuracy varies widely from seed to seed (measured in docs/benchmarks.md).  By
+    default BSGD returns the mean of the iterates of its last min(n/2, 4 * budget) steps
     (``averaging="auto"``), and both solvers add an offset ``intercept_`` fitted on
     training rows (``offset=True``).  ``offset=False, averaging="none"`` returns the
     papers' last iterate, bit for bit what pybudget returned before.
 
-    ``offset``: after training, b minimises the mean hinge loss of f + b over a fixed
-    random sample of min(n, 2048) training rows (exactly, per class for multi-class
-    BSGD by exact coordinate steps, per problem for one-vs-rest BSCA); it is kept only
-    when it lowers that loss by at least 3 standard errors, so a model whose threshold
-    is already right is not moved by sampling noise.  ``partial_fit`` refits it at the
-    end of every call on a reservoir sample of all rows seen.
+    Parameters
+    ----------
+    C : float, default=1.0
+        Regularisation parameter, > 0 (lambda = 1/(n C)).
+    gamma : float or "scale", default="scale"
+        Kernel width, > 0.  "scale" is ``1 / (n_features * X.var())`` as in
+        scikit-learn, the variance taken over all entries of X including the zeros of a
+        sparse matrix (1.0 when that variance is 0).
+    budget : int, default=500
+        Maximum number of support vectors B, at least 2; ``fit`` caps it at the number
+        of training rows.
+    solver : {"bsgd", "bsca"}, default="bsgd"
+        The training algorithm (see above).
+    epochs : int, default=1
+        Passes over the training data, at least 1.
+    maintenance : {"merge", "remove", "project"}, default="merge"
+        Budget maintenance: "merge" (merge ``merge_size`` SVs into one), "remove" (drop
+        the smallest SV) or "project" (project the smallest SV onto the others).
+    merge_size : int, default=2
+        SVs merged into one, from 2 up to ``budget``; ``merge_size >= 3`` merges as
+        ``multi_merge`` says.  Only with ``maintenance="merge"``.
+    merge_search : {"gss", "lookup-h", "lookup-wd"}, default="gss"
+        Merge partner search: golden section ("gss") with tolerance ``merge_tol`` on h,
+        or the "lookup-h" / "lookup-wd" tables.  Lookup tables are defined for binary
+        merges; multi-class BSGD always searches the exact multi-class objective.  Only
+        with ``maintenance="merge"``.
+    multi_merge : {"cascade", "gradient"}, default="cascade"
+        For ``merge_size >= 3``: a "cascade" of exact pairwise merges or one "gradient"
+        merge.  Only with ``maintenance="merge"``.
+    merge_tol : float, default=0.01
+        Tolerance on h in [0, 1] of the golden-section search; in (0, 0.5).
+    averaging : {"auto", "tail", "none", "all", "last-half"}, default="auto"
+        Iterate averaging, bsgd only:
 
-    ``averaging`` (bsgd only): ``"auto"`` (default: ``"tail"`` unless ``checkpoints``
-    are asked for, then ``"none"``), ``"tail"`` (the mean of the iterates of the last
-    min(n/2, 4 * budget) steps), ``"none"`` (the BSGD paper's output: the last iterate),
-    ``"all"`` (the mean of all iterates of the fit, the quantity the Pegasos and BSGD
-    (Theorem 1) analyses bound, via convexity) or ``"last-half"`` (suffix averaging over
-    the last half of the steps).  The averaged model lives on the same B support vectors
-    and every maintenance event maps it as it maps the coefficients: a merge replaces
-    the averaged parts by sum_i acc_i k(z_i, z) (a cascade by its sequence of pairwise
-    rules), projection moves them like the coefficients, removal drops them.  Those
-    maps are approximations whose errors add up over the averaging window, which is why
-    long windows degrade (docs/benchmarks.md) and ``"tail"`` is short.  ``partial_fit``
-    always continues the last iterate and ignores ``averaging`` and ``checkpoints``.
+        - "auto": "tail" unless ``checkpoints`` are asked for, then "none" (and "none"
+          for bsca).
+        - "tail": the mean of the iterates of the last min(n/2, 4 * budget) steps.
+        - "none": the BSGD paper's output, the last iterate.
+        - "all": the mean of all iterates of the fit, the quantity the Pegasos and BSGD
+          (Theorem 1) analyses bound, via convexity.
+        - "last-half": suffix averaging over the last half of the steps.
 
-    ``checkpoints`` (both solvers): 0 (default) returns the final model.  ``k > 0``
-    estimates the primal objective lambda/2 ||w||^2 + mean hinge loss of
-    the budgeted model (lambda = 1/(nC)) on a fixed random sample of min(n, 2048)
-    training rows at about k evenly spaced points of the run (every ceil(T/k) of the T
-    steps, the final model included) and returns the checkpoint where it was lowest
-    (per binary problem for BSCA's one-vs-rest); with the offset on, each checkpoint's
-    objective uses its own offset.  Each checkpoint costs about 2048 + B kernel rows; a
-    multi-merge buffer is merged down to B before each one.
+        The averaged model lives on the same B support vectors and every maintenance
+        event maps it as it maps the coefficients: a merge replaces the averaged parts
+        by sum_i acc_i k(z_i, z) (a cascade by its sequence of pairwise rules),
+        projection moves them like the coefficients, removal drops them.  Those maps
+        are approximations whose errors add up over the averaging window, which is why
+        long windows degrade (docs/benchmarks.md) and "tail" is short.
+    checkpoints : int, default=0
+        Both solvers.  0 returns the final model.  ``k > 0`` estimates the primal
+        objective lambda/2 ||w||^2 + mean hinge loss of the budgeted model
+        (lambda = 1/(nC)) on a fixed random sample of min(n, 2048) training rows at
+        about k evenly spaced points of the run (every ceil(T/k) of the T steps, the
+        final model included) and returns the checkpoint where it was lowest (per
+        binary problem for BSCA's one-vs-rest); with the offset on, each checkpoint's
+        objective uses its own offset.  Each checkpoint costs about 2048 + B kernel
+        rows; a multi-merge buffer is merged down to B before each one.  Cannot be
+        combined with averaging other than "none".
+    offset : bool, default=True
+        After training, fit b to minimise the mean hinge loss of f + b over a fixed
+        random sample of min(n, 2048) training rows (exactly, per class for
+        multi-class BSGD by exact coordinate steps, per problem for one-vs-rest BSCA).
+        It is kept only when it lowers that loss by at least 3 standard errors, so a
+        model whose threshold is already right is not moved by sampling noise.
+        ``partial_fit`` refits it at the end of every call on a reservoir sample of all
+        rows seen.
+    random_state : None, int, numpy.random.RandomState or numpy.random.Generator
+        Seed of the solvers' random order and samples.
+    verbose : int or bool, default=0
+        Progress (epochs, elapsed time, ETA, a summary) on stderr.
 
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    support_vectors_ : ndarray of shape (n_sv, n_features)
+        Support vectors.
+    dual_coef_ : ndarray of shape (n_problems, n_sv)
+        Coefficients per problem and SV.
+    intercept_ : ndarray of shape (n_problems,)
+        The offset; zeros with ``offset=False``.
+    gamma_ : float
+        The gamma used.
+    n_iter_ : int
+        Epochs.
+    n_merges_, n_removed_ : int
+        Merge events and SVs dropped without a merge.
+    merge_time_, fit_time_ : float
+        Seconds of maintenance and of optimisation.
+    n_features_in_ : int
+        Number of features seen in training.
+    checkpoint_ : ndarray of shape (n_problems,) or None
+        Index of the returned checkpoint per problem; None without checkpoints.
+
+    Raises
+    ------
+    ValueError, TypeError
+        From ``fit`` for invalid parameters, and for combinations that do not apply:
+        ``merge_size > budget``; ``checkpoints`` with averaging other than "none";
+        averaging other than "auto"/"none" with ``solver="bsca"``; non-default
+        ``merge_size``, ``merge_search`` or ``multi_merge`` without
+        ``maintenance="merge"``.
+
+    See Also
+    --------
+    solve_budget : The functional interface.
+    pybudget.stream_fit : Training on files larger than memory via ``partial_fit``.
+    pybudget.merging : The maths of merging two SVs.
+    pybudget.save, pybudget.load : Model files.
+
+    Notes
+    -----
     ``partial_fit`` (bsgd only) runs one epoch over each chunk, continuing the global
     step count; lambda uses the number of rows seen so far, so one pass over all chunks
-    ends with the lambda of ``fit``.
+    ends with the lambda of ``fit``.  It always continues the last iterate and ignores
+    ``averaging`` and ``checkpoints``.
 
-    Attributes: ``classes_``, ``support_vectors_`` (n_sv, n_features), ``dual_coef_``
-    (n_problems, n_sv), ``intercept_`` (n_problems,) (the offset; zeros with
-    ``offset=False``), ``gamma_`` (the gamma used), ``n_iter_`` (epochs), ``n_merges_``,
-    ``n_removed_``, ``merge_time_`` and ``fit_time_`` (seconds), ``n_features_in_``,
-    ``checkpoint_`` (index of the returned checkpoint per problem; None without).
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from pybudget import BudgetSVC
+    >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
+    >>> clf = BudgetSVC(budget=20, random_state=0).fit(X, y)
+    >>> clf.support_vectors_.shape[0] <= 20, clf.predict(X[:3]).shape
+    (True, (3,))
     """
 
     def __init__(self, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epochs=1,
@@ -438,10 +588,41 @@ class BudgetSVC(SVMClassifierBase):
 
     @available_if(_is_bsgd)
     def partial_fit(self, X, y, classes=None):
-        """One BSGD epoch over the chunk (X, y); ``classes`` is required on the first call.
-        It always continues the last iterate: ``averaging`` and ``checkpoints`` apply to
-        ``fit`` only and are ignored here (as scikit-learn's SGD ignores early stopping
-        in ``partial_fit``)."""
+        """Run one BSGD epoch over the chunk (X, y), continuing the model.
+
+        Available with ``solver="bsgd"`` only.  The global step count continues and
+        lambda uses the number of rows seen so far, so one pass over all chunks ends
+        with the lambda of ``fit``.  It always continues the last iterate: ``averaging``
+        and ``checkpoints`` apply to ``fit`` only and are ignored here (as
+        scikit-learn's SGD ignores early stopping in ``partial_fit``).  With
+        ``offset=True`` the offset is refitted at the end of every call on a reservoir
+        sample of all rows seen so far.  ``gamma="scale"`` takes the scale of the first
+        chunk.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The chunk's data.
+        y : array-like of shape (n_samples,)
+            The chunk's labels, all among ``classes``.
+        classes : array-like, optional
+            All class labels; required on the first call, and if given later it must
+            match the classes of the first call.
+
+        Returns
+        -------
+        self : BudgetSVC
+
+        Raises
+        ------
+        AttributeError
+            With ``solver`` other than "bsgd".
+        ValueError
+            When ``classes`` is missing on the first call or differs from it later,
+            ``y`` has labels outside ``classes``, or the fitted model has more support
+            vectors than ``budget`` (lowered after fitting, or a one-vs-rest BSCA
+            model).  These checks run before the estimator changes.
+        """
         params = self._params()
         offset = params["offset"]
         p = dict(params, averaging="none", checkpoints=0, offset=False)

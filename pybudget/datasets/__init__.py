@@ -27,19 +27,48 @@ _EXTERNAL = {
 
 
 def load_svmlight(path, n_features=None, zero_based=False):
-    """Read a LIBSVM/svmlight file (plain, .gz, .bz2 or .xz) as (CSR float64, labels).
+    """Read a LIBSVM/svmlight file (plain, .gz, .bz2 or .xz).
 
     Feature indices are 1-based as in LIBSVM (``zero_based=True`` for 0-based files),
     the same convention as the streaming reader, so a training file and its test file
-    can never be read with different offsets.  A file that cannot be read raises
-    ValueError naming it."""
+    can never be read with different offsets.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    n_features : int, optional
+        Number of columns (e.g. the training file's, for its test file); by default the
+        largest index in the file.
+    zero_based : bool, default=False
+        Whether feature indices start at 0.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix of float64
+        The data.
+    y : ndarray of float64
+        The labels.
+
+    Raises
+    ------
+    ValueError
+        When the file cannot be read or holds NaN or infinity (naming it).
+    """
     with open_binary(path) as f:
         return parse(f, n_features, zero_based, np.float64, repr(os.fspath(path)))
 
 
 def external_data_dir():
-    """Directory of the benchmark data: $PYBUDGET_DATA, else the first existing
-    ``shared/data`` beside the checkout (for a source tree or the working directory)."""
+    """Directory of the benchmark data.
+
+    Returns
+    -------
+    pathlib.Path
+        ``$PYBUDGET_DATA`` when set, else the first existing ``shared/data`` beside the
+        checkout (for a source tree or the working directory); the first candidate when
+        none exists.
+    """
     env = os.environ.get("PYBUDGET_DATA")
     if env:
         return Path(env)
@@ -57,8 +86,37 @@ def _pair(train, test):
 
 
 def load(name):
-    """(X_train, y_train, X_test, y_test) for an embedded name, a benchmark name in
-    the external data directory, or a path ("train[,test]")."""
+    """Load a data set as training and test parts.
+
+    Parameters
+    ----------
+    name : str
+        An embedded name (``EMBEDDED``), a benchmark name in the external data directory
+        (:func:`external_data_dir`), or a LIBSVM file path (``"train[,test]"``).
+
+    Returns
+    -------
+    X_train, y_train, X_test, y_test
+        CSR matrices and label arrays; the test matrix has the training file's width.
+        ``X_test`` and ``y_test`` are None when there is no test file.
+
+    Raises
+    ------
+    ValueError
+        When ``name`` is none of these, or a file cannot be read.
+
+    See Also
+    --------
+    available : The names ``load`` accepts.
+    load_svmlight : Read one file.
+
+    Examples
+    --------
+    >>> from pybudget.datasets import load
+    >>> X, y, X_test, y_test = load("a9a")
+    >>> X.shape[1] == X_test.shape[1]
+    True
+    """
     if name in EMBEDDED:
         tr, te = EMBEDDED[name]
         return _pair(DATA_DIR / tr, DATA_DIR / te)
@@ -75,7 +133,13 @@ def load(name):
 
 
 def available():
-    """Names loadable with ``load``: embedded ones, then those in the data directory."""
+    """Names loadable with :func:`load`.
+
+    Returns
+    -------
+    list of str
+        The embedded names, then those found in :func:`external_data_dir`.
+    """
     names = list(EMBEDDED)
     ext = external_data_dir()
     if ext.is_dir():

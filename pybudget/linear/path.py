@@ -34,20 +34,67 @@ def check_grid(Cs):
 def linear_path(X, y, Cs, *, loss="hinge", selection="auto", tol=0.1, max_iter=1000,
                 fit_intercept=False, intercept_scaling=1.0, sample_weight=None,
                 random_state=None, carry="extrapolate"):
-    """Solve a binary linear SVM for every C in ``Cs`` (sorted increasingly), each
-    warm-started from the previous one, and return the list of LinearResults in that
-    order (each has ``.C``).
+    """Solve a binary linear SVM for every C of a grid, each warm-started.
 
-    ``carry`` says what passes from one C to the next: "extrapolate" (default: from the
-    third C on, alpha on the line through the two previous solutions, clipped to the
-    new box, w rebuilt; exact while no variable changes between free and bound; the
-    second C starts as with "alpha"), "alpha" (dual variables rescaled by C'/C and
-    clipped), "all" (as "alpha", plus AVSF's learned preferences and reference gain,
-    taken from before its final reset-to-uniform confirmation sweep, and the
-    hard-shrinking partition: rows that shrinking would drop at the previous solution
-    start outside the active set) or "none" (cold starts, for comparison).  What each
-    saves is measured in docs/benchmarks.md (warm starts).  Parameters otherwise as in
-    ``solve_linear``.
+    The values of ``Cs`` are sorted increasingly (duplicates dropped) and each C starts
+    from the solution at the previous one.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Training data.
+    y : array-like of shape (n_samples,)
+        Labels, any two values; the positive side is the larger one.
+    Cs : sequence of float
+        Non-empty 1-d sequence of positive C values.
+    loss, selection, tol, max_iter, fit_intercept, intercept_scaling, sample_weight
+        As in :func:`solve_linear` (same defaults).
+    random_state : None, int, numpy.random.RandomState or numpy.random.Generator
+        Seed; the k-th C of the grid runs with its own seed derived from it.
+    carry : {"extrapolate", "alpha", "all", "none"}, default="extrapolate"
+        What passes from one C to the next:
+
+        - "extrapolate": from the third C on, alpha on the line through the two previous
+          solutions, clipped to the new box, w rebuilt; exact while no variable changes
+          between free and bound; the second C starts as with "alpha".
+        - "alpha": dual variables rescaled by C'/C and clipped.
+        - "all": as "alpha", plus AVSF's learned preferences and reference gain, taken
+          from before its final reset-to-uniform confirmation sweep, and the
+          hard-shrinking partition: rows that shrinking would drop at the previous
+          solution start outside the active set.
+        - "none": cold starts, for comparison.
+
+        What each saves is measured in docs/benchmarks.md (warm starts).
+
+    Returns
+    -------
+    list of LinearResult
+        One per C, in increasing order of C; each has ``.C``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For an empty or non-1-d ``Cs``, invalid parameters, or ``y`` without exactly
+        two classes.
+
+    Warns
+    -----
+    ConvergenceWarning
+        Once, naming the C values at which ``max_iter`` was reached before ``tol``.
+
+    See Also
+    --------
+    solve_linear : One C.
+    cv_grid : Cross-validated accuracy over a grid of C.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from pybudget import linear_path
+    >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
+    >>> path = linear_path(X, y, [1.0, 0.1, 10.0], random_state=0)
+    >>> [r.C for r in path]
+    [0.1, 1.0, 10.0]
     """
     Cs = check_grid(Cs)
     _, tol, max_iter, bias = check_linear_params(Cs[0], loss, selection, tol, max_iter,
@@ -76,10 +123,25 @@ def linear_path(X, y, Cs, *, loss="hinge", selection="auto", tol=0.1, max_iter=1
 
 @dataclass
 class CVGridResult:
-    """Cross-validated accuracy per C: ``Cs`` (increasing), ``mean_accuracy``,
-    ``std_accuracy``, ``fold_accuracy`` (n_folds x n_C), ``fit_time`` (optimisation
-    seconds per C summed over folds), ``best_C`` (highest mean accuracy; the smallest
-    such C on ties), ``wall_time`` (whole call), ``n_iter`` (sweeps, n_folds x n_C)."""
+    """Cross-validated accuracy per C, as returned by :func:`cv_grid`.
+
+    Attributes
+    ----------
+    Cs : list of float
+        The C values, increasing.
+    mean_accuracy, std_accuracy : ndarray of shape (n_C,)
+        Mean and standard deviation of the accuracy over the folds.
+    fold_accuracy : ndarray of shape (n_folds, n_C)
+        Accuracy on each fold's held-out part.
+    fit_time : ndarray of shape (n_C,)
+        Optimisation seconds per C, summed over folds.
+    best_C : float
+        The C of highest mean accuracy; the smallest such C on ties.
+    wall_time : float
+        Seconds of the whole call.
+    n_iter : ndarray of shape (n_folds, n_C)
+        Sweeps (``n_iter_`` of each fit).
+    """
     Cs: list
     mean_accuracy: np.ndarray
     std_accuracy: np.ndarray
@@ -122,13 +184,56 @@ def _chains(Cs, estimator, X_train):
 
 
 def cv_grid(X, y, Cs, cv=5, *, n_jobs=None, random_state=0, **params):
-    """k-fold cross-validated accuracy of ``LinearSVC(**params)`` for every C in
-    ``Cs``.  ``cv`` is the number of stratified, shuffled folds (seeded by
-    ``random_state``).  Each fold's grid runs as joblib tasks (``n_jobs`` workers;
-    threads unless a joblib backend is configured): the C values where hard shrinking
-    runs form one warm-started chain, each C where AVSF runs is its own task; the
-    largest C go first.  Results do not depend on ``n_jobs`` or the backend.
-    Returns a CVGridResult."""
+    """k-fold cross-validated accuracy of ``LinearSVC(**params)`` for every C in ``Cs``.
+
+    Each fold's grid runs as joblib tasks: the C values where hard shrinking runs form
+    one warm-started chain, each C where AVSF runs is its own task; the largest C go
+    first.  Results do not depend on ``n_jobs`` or the backend.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Data.
+    y : array-like of shape (n_samples,)
+        Class labels; every class needs at least ``cv`` samples.
+    Cs : sequence of float
+        Non-empty 1-d sequence of positive C values (sorted, duplicates dropped).
+    cv : int, default=5
+        Number of stratified, shuffled folds, at least 2.
+    n_jobs : int, optional
+        Number of joblib workers; threads unless a joblib backend is configured (e.g.
+        ``joblib.parallel_config(backend="dask")``).
+    random_state : int, default=0
+        Seeds the fold split and the estimator.
+    **params
+        Further ``LinearSVC`` parameters (not ``C``; ``warm_start`` is set to True
+        inside each chain).
+
+    Returns
+    -------
+    CVGridResult
+
+    Raises
+    ------
+    TypeError
+        When ``C`` is passed in ``params`` (a single C would be ignored).
+    ValueError
+        When a class has fewer than ``cv`` samples, or for invalid ``Cs`` or parameters.
+
+    See Also
+    --------
+    linear_path : The warm-started path on the whole data.
+    LinearSVC
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from pybudget import cv_grid
+    >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
+    >>> res = cv_grid(X, y, [0.1, 1.0], cv=3, n_jobs=1)
+    >>> res.fold_accuracy.shape, res.best_C in res.Cs
+    ((3, 2), True)
+    """
     if "C" in params:
         raise TypeError("cv_grid takes the C values as Cs; a single C would be ignored")
     Cs = check_grid(Cs)

@@ -24,13 +24,44 @@ PROBLEM_OF = {"hinge": ("svm", False), "squared_hinge": ("svm", True),
 
 @dataclass
 class LinearResult:
-    """Outcome of one binary dual CD run (``solve_linear``).
+    """Outcome of one binary dual coordinate descent run.
 
-    ``coef``/``intercept`` give the decision function ``X @ coef + intercept`` whose
-    positive side is ``classes[1]``; ``alpha`` are the dual variables (one per row);
-    ``n_iter`` counts sweeps, ``n_steps`` coordinate visits; objectives are those of
-    the (bias-augmented) problem; ``kkt_violation`` is the exact maximal projected
-    gradient over all variables at the end; ``time`` the optimisation time in seconds.
+    Returned by :func:`solve_linear` and, one per C, by :func:`~pybudget.linear_path`.
+    The decision function is ``X @ coef + intercept``; its positive side is
+    ``classes[1]``.
+
+    Attributes
+    ----------
+    coef : ndarray of shape (n_features,)
+        Weight vector.
+    intercept : float
+        Bias (0.0 without ``fit_intercept``).
+    alpha : ndarray of shape (n_samples,)
+        Dual variables, one per row.
+    n_iter : int
+        Number of sweeps.
+    n_steps : int
+        Number of coordinate visits.
+    dual_objective, primal_objective : float
+        Objectives of the (bias-augmented) problem.
+    kkt_violation : float
+        Exact maximal projected gradient over all variables at the end.
+    converged : bool
+        Whether the run reached ``tol`` within ``max_iter`` sweeps.
+    time : float
+        Optimisation time in seconds.
+    classes : ndarray of shape (2,)
+        The two labels; ``classes[1]`` is the positive side.
+    state : SolverState
+        What a warm start from this solution carries (used by ``linear_path``).
+    selection : str
+        The strategy that ran ("auto" resolved).
+    C : float
+        The C of this run.
+
+    See Also
+    --------
+    solve_linear, linear_path
     """
     coef: np.ndarray
     intercept: float
@@ -168,15 +199,40 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
 
 
 def resolve_selection(selection, X, cvec, bias, sqnorms=None):
-    """The strategy "auto" stands for, from cheap statistics of the data and C
-    (``sqnorms``: the rows' V.row_sqnorms(X, bias) when the caller has them).
+    """Resolve ``selection="auto"`` to the strategy it stands for.
 
-    Hard shrinking wins unless the problem has many free dual variables that need far
-    more updates than the rest, which is when AVSF's soft shrinking pays off: data of
-    high dimension relative to the number of rows (text), at C large enough that the
-    box constraints stop binding (median C_i (‖x_i‖² + bias²) >= 1).  On low-dimensional
-    data at most about d + 1 variables are free at the optimum, so hard shrinking can
-    drop nearly everything and stays ahead at every C (AVSF paper, §5; bench/).
+    The choice uses cheap statistics of the data and C.  Hard shrinking wins unless the
+    problem has many free dual variables that need far more updates than the rest,
+    which is when AVSF's soft shrinking pays off: data of high dimension relative to the
+    number of rows (text), at C large enough that the box constraints stop binding
+    (median C_i (‖x_i‖² + bias²) >= 1).  On low-dimensional data at most about d + 1
+    variables are free at the optimum, so hard shrinking can drop nearly everything and
+    stays ahead at every C (AVSF paper, §5; bench/, measurements in
+    docs/benchmarks.md).
+
+    Parameters
+    ----------
+    selection : str
+        "uniform", "shrinking", "avsf" or "auto"; anything but "auto" is returned
+        unchanged.
+    X : scipy.sparse.csr_matrix of shape (n_samples, n_features)
+        Training data.
+    cvec : ndarray of shape (n_samples,)
+        Per-sample C_i.
+    bias : float
+        Value of the constant bias feature (``intercept_scaling``), 0.0 without an
+        intercept.
+    sqnorms : ndarray of shape (n_samples,), optional
+        The rows' ``V.row_sqnorms(X, bias)`` when the caller has them; computed
+        otherwise.
+
+    Returns
+    -------
+    str
+        "shrinking" or "avsf" for ``selection="auto"`` ("shrinking" when X has no
+        entries or uses fewer than ``AUTO_MIN_DIM_RATIO * n_samples`` columns, "avsf"
+        when the median of C_i (‖x_i‖² + bias²) is at least ``AUTO_MIN_SCALE``),
+        otherwise ``selection``.
     """
     if selection != "auto":
         return selection
@@ -221,14 +277,69 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
                  random_state=None, epsilon=0.0):
     """Train a binary L2-regularised linear SVM by dual coordinate descent.
 
-    Minimises ``½‖w‖² + C Σ_i s_i loss(y_i (w·x_i + b))`` with ``loss`` "hinge" or
-    "squared_hinge"; with ``fit_intercept`` the bias is a regularised extra weight on
-    a constant feature of value ``intercept_scaling`` (liblinear's ``-B``).
-    ``selection``: "uniform", "shrinking" (liblinear), "avsf" or "auto" (shrinking or
-    AVSF chosen from the data and C, see ``resolve_selection``).  ``y`` takes any two
-    label values; the positive side is the larger one (``result.classes[1]``).
-    Returns a :class:`LinearResult`; warns with ConvergenceWarning when ``max_iter``
-    sweeps did not reach ``tol``.
+    Minimises ``½‖w‖² + C Σ_i s_i loss(y_i (w·x_i + b))``.  With ``fit_intercept`` the
+    bias is a regularised extra weight on a constant feature of value
+    ``intercept_scaling`` (liblinear's ``-B``).
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Training data.
+    y : array-like of shape (n_samples,)
+        Labels, any two values; the positive side is the larger one
+        (``result.classes[1]``).
+    C : float, default=1.0
+        Regularisation parameter, > 0.
+    loss : {"hinge", "squared_hinge"}, default="hinge"
+        Loss function.
+    selection : {"auto", "uniform", "shrinking", "avsf"}, default="auto"
+        Coordinate selection: "uniform", "shrinking" (liblinear's hard shrinking),
+        "avsf" (adaptive variable selection frequencies) or "auto" (shrinking or AVSF
+        chosen from the data and C, see :func:`resolve_selection`).
+    tol : float, default=0.1
+        Stopping tolerance on the maximal projected gradient (KKT violation).
+    max_iter : int, default=1000
+        Maximum number of sweeps.
+    fit_intercept : bool, default=False
+        Whether to fit a (regularised) bias.
+    intercept_scaling : float, default=1.0
+        Value of the constant bias feature; used only with ``fit_intercept``.
+    sample_weight : array-like of shape (n_samples,), optional
+        Weights s_i >= 0 per row (ones when None); rows of weight 0 are not part of the
+        problem (their ``alpha`` is 0).
+    random_state : None, int, numpy.random.RandomState or numpy.random.Generator
+        Seed of the solver's random order.
+
+    Returns
+    -------
+    LinearResult
+        Solution and run statistics.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For invalid parameters, or ``y`` without exactly two classes.
+    ValueError
+        When C is so large for the data that the weights overflow.
+
+    Warns
+    -----
+    ConvergenceWarning
+        When ``max_iter`` sweeps did not reach ``tol``.
+
+    See Also
+    --------
+    LinearSVC : The estimator, with one-vs-rest for more than two classes.
+    linear_path : A warm-started grid of C.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from pybudget import solve_linear
+    >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
+    >>> res = solve_linear(X, y, C=1.0, random_state=0)
+    >>> res.coef.shape, res.classes.tolist()
+    ((5,), [0, 1])
     """
     C, tol, max_iter, bias = check_linear_params(C, loss, selection, tol, max_iter,
                                                  fit_intercept, intercept_scaling,
@@ -255,22 +366,82 @@ class LinearSVC(SVMClassifierBase):
     """Linear support vector classifier trained by dual coordinate descent.
 
     Like scikit-learn's ``LinearSVC`` (liblinear), with a choice of coordinate
-    selection: ``"auto"`` (default: hard shrinking or AVSF chosen from the data and C),
-    ``"avsf"`` (adaptive variable selection frequencies), ``"shrinking"`` (liblinear's
-    hard shrinking) or ``"uniform"``.  More than two classes are handled
-    one-vs-rest.  ``C_i = C * class_weight[y_i] * sample_weight_i``.
+    selection.  More than two classes are handled one-vs-rest.  Each row's box bound
+    is ``C_i = C * class_weight[y_i] * sample_weight_i``.
 
-    Attributes: ``classes_``, ``coef_`` (n_problems, n_features), ``intercept_``,
-    ``n_iter_`` (largest sweep count), ``n_steps_`` (total coordinate steps),
-    ``dual_objective_``, ``kkt_violation_`` and ``converged_`` (one per problem),
-    ``selection_`` (the strategy used, "auto" resolved), ``fit_time_`` (optimisation
-    seconds, summed).
+    Parameters
+    ----------
+    C : float, default=1.0
+        Regularisation parameter, > 0.
+    loss : {"hinge", "squared_hinge"}, default="hinge"
+        Loss function.
+    selection : {"auto", "avsf", "shrinking", "uniform"}, default="auto"
+        Coordinate selection: "auto" (hard shrinking or AVSF chosen from the data and C,
+        see :func:`resolve_selection`), "avsf" (adaptive variable selection
+        frequencies), "shrinking" (liblinear's hard shrinking) or "uniform".
+    tol : float, default=0.1
+        Stopping tolerance on the maximal projected gradient (KKT violation).
+    max_iter : int, default=1000
+        Maximum number of sweeps per binary problem.
+    fit_intercept : bool, default=True
+        Whether to fit a bias, as a regularised extra weight on a constant feature.
+    intercept_scaling : float, default=1.0
+        Value of that constant feature (liblinear's ``-B``).
+    class_weight : dict, "balanced" or None, default=None
+        Weight per class label multiplying C; "balanced" uses
+        ``n_samples / (n_classes * count(class))``.
+    warm_start : bool, default=False
+        With True a refit on the same data with a new C starts from the previous
+        solution: after two fits at increasing C, a third, larger C starts on the line
+        through their solutions (``linear_path``'s default ``carry="extrapolate"``),
+        otherwise from the dual variables rescaled by C_new/C_old; clipped to the new
+        box either way (:func:`linear_path` documents the choices; what they gain is
+        measured in docs/benchmarks.md).
+    random_state : None, int, numpy.random.RandomState or numpy.random.Generator
+        Seed of the solvers' random order.
+    verbose : int or bool, default=0
+        Progress on stderr: one line per binary problem, per-sweep detail from 2 on.
 
-    With ``warm_start=True`` a refit on the same data with a new C starts from the
-    previous solution: after two fits at increasing C, a third, larger C starts on the
-    line through their solutions (``linear_path``'s default ``carry="extrapolate"``),
-    otherwise from the dual variables rescaled by C_new/C_old; clipped to the new box
-    either way (``linear_path`` documents the choices and what they gain).
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    coef_ : ndarray of shape (n_problems, n_features)
+        Weights; one problem for two classes, else one per class.
+    intercept_ : ndarray of shape (n_problems,)
+        Biases.
+    n_iter_ : int
+        Largest sweep count over the problems.
+    n_steps_ : int
+        Total coordinate steps.
+    dual_objective_, kkt_violation_, converged_ : ndarray of shape (n_problems,)
+        Final dual objective, KKT violation and convergence flag per problem.
+    selection_ : str
+        The strategy used ("auto" resolved).
+    fit_time_ : float
+        Optimisation seconds, summed over problems.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+
+    Warns
+    -----
+    ConvergenceWarning
+        From ``fit`` when a problem reached ``max_iter`` sweeps before ``tol``.
+
+    See Also
+    --------
+    solve_linear : The functional interface for one binary problem.
+    cv_grid : Cross-validated accuracy over a grid of C.
+    pybudget.save, pybudget.load : Model files.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from pybudget import LinearSVC
+    >>> X, y = make_classification(n_samples=200, n_features=5, random_state=0)
+    >>> clf = LinearSVC(C=1.0, random_state=0).fit(X, y)
+    >>> clf.coef_.shape, clf.predict(X[:3]).shape
+    ((1, 5), (3,))
     """
 
     def __init__(self, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_iter=1000,
