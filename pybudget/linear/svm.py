@@ -275,23 +275,28 @@ def _solve_binary(X, y, cvec, C, *, sqnorms, selection, start=None, **kw):
 def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_iter=1000,
                  fit_intercept=False, intercept_scaling=1.0, sample_weight=None,
                  random_state=None, epsilon=0.0):
-    """Train a binary L2-regularised linear SVM by dual coordinate descent.
+    """Train a binary linear SVM or a linear SVR by dual coordinate descent.
 
-    Minimises ``½‖w‖² + C Σ_i s_i loss(y_i (w·x_i + b))``.  With ``fit_intercept`` the
-    bias is a regularised extra weight on a constant feature of value
-    ``intercept_scaling`` (liblinear's ``-B``).
+    Minimises ``½‖w‖² + C Σ_i s_i loss(y_i (w·x_i + b))`` for the classification
+    losses and ``½‖w‖² + C Σ_i s_i loss(y_i - w·x_i - b)`` for the regression losses.
+    With ``fit_intercept`` the bias is a regularised extra weight on a constant feature
+    of value ``intercept_scaling`` (liblinear's ``-B``).
 
     Parameters
     ----------
     X : {array-like, sparse matrix} of shape (n_samples, n_features)
         Training data.
     y : array-like of shape (n_samples,)
-        Labels, any two values; the positive side is the larger one
-        (``result.classes[1]``).
+        Classification: labels, any two values; the positive side is the larger one
+        (``result.classes[1]``).  Regression: finite targets (``result.classes`` is
+        None and ``alpha`` holds the signed dual variables beta).
     C : float, default=1.0
         Regularisation parameter, > 0.
-    loss : {"hinge", "squared_hinge"}, default="hinge"
-        Loss function.
+    loss : {"hinge", "squared_hinge", "epsilon_insensitive", \
+"squared_epsilon_insensitive"}, default="hinge"
+        Loss function: the SVM losses (liblinear ``-s 3``, ``-s 1``) or the support
+        vector regression losses ``max(0, |r| - epsilon)`` and its square (``-s 13``,
+        ``-s 12``).
     selection : {"auto", "uniform", "shrinking", "avsf"}, default="auto"
         Coordinate selection: "uniform", "shrinking" (liblinear's hard shrinking),
         "avsf" (adaptive variable selection frequencies) or "auto" (shrinking or AVSF
@@ -309,6 +314,9 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
         problem (their ``alpha`` is 0).
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
         Seed of the solver's random order.
+    epsilon : float, default=0.0
+        Half-width of the insensitive zone of the regression losses (liblinear's
+        ``-p``), >= 0; ignored by the classification losses.
 
     Returns
     -------
@@ -318,7 +326,8 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
     Raises
     ------
     ValueError, TypeError
-        For invalid parameters, or ``y`` without exactly two classes.
+        For invalid parameters, ``y`` without exactly two classes (classification) or
+        with non-finite targets (regression).
     ValueError
         When C is so large for the data that the weights overflow.
 
@@ -330,6 +339,7 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
     See Also
     --------
     LinearSVC : The estimator, with one-vs-rest for more than two classes.
+    LinearSVR : The regression estimator.
     linear_path : A warm-started grid of C.
 
     Examples
@@ -373,8 +383,11 @@ class LinearSVC(SVMClassifierBase):
     ----------
     C : float, default=1.0
         Regularisation parameter, > 0.
-    loss : {"hinge", "squared_hinge"}, default="hinge"
-        Loss function.
+    loss : {"hinge", "squared_hinge", "epsilon_insensitive", \
+"squared_epsilon_insensitive"}, default="hinge"
+        Loss function: the SVM losses (liblinear ``-s 3``, ``-s 1``) or the support
+        vector regression losses ``max(0, |r| - epsilon)`` and its square (``-s 13``,
+        ``-s 12``).
     selection : {"auto", "avsf", "shrinking", "uniform"}, default="auto"
         Coordinate selection: "auto" (hard shrinking or AVSF chosen from the data and C,
         see :func:`resolve_selection`), "avsf" (adaptive variable selection
