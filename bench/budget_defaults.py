@@ -32,7 +32,8 @@ from sklearn.datasets import load_svmlight_file
 sys.path.insert(0, str(Path(__file__).parent))
 from common import machine, results_dir, write_outputs  # noqa: E402
 
-from pybudget import BudgetSVC, _offset  # noqa: E402
+from pybudget import BudgetSVC  # noqa: E402
+from pybudget.budget import _offset  # noqa: E402
 from pybudget.datasets import EMBEDDED, external_data_dir  # noqa: E402
 from pybudget.datasets import load as load_embedded  # noqa: E402
 
