@@ -3,19 +3,21 @@
 Format ``pybudget-model``, version 2.  A model file is a ZIP archive (deflate) holding
 
 - ``header.json``: UTF-8 JSON with ``format`` ("pybudget-model"), ``version`` (2),
-  ``pybudget_version`` (writer), ``estimator`` ("LinearSVC" or "BudgetSVC"), ``params``
+  ``pybudget_version`` (writer), ``estimator`` ("LinearSVC", "LinearSVR" or "BudgetSVC"),
+  ``params``
   (``get_params()``; a numpy random generator is stored as null, a class_weight dict as a
   list of [label, weight] pairs), ``classes`` (``{"dtype": ..., "values": [...]}`` with
   the numpy dtype string, e.g. "<f8", "<i8", "|b1", "<U3", or "object" for Python
-  objects, and the labels as JSON numbers, strings or booleans), ``attributes`` (scalar
+  objects, and the labels as JSON numbers, strings or booleans; null for a regressor),
+  ``attributes`` (scalar
   fitted attributes, floats written with full round-trip precision) and ``arrays``
   (for each array: file name, dtype, shape and SHA-256 of its ``.npy`` bytes).
 - one ``<name>.npy`` file per array (``numpy.save`` with ``allow_pickle=False``):
   LinearSVC: ``coef_``, ``intercept_``, ``dual_objective_``, ``kkt_violation_``,
-  ``converged_``; BudgetSVC: ``support_vectors_``, ``dual_coef_``, ``intercept_`` (the
-  fitted offset, new in version 2) and, for a model trained by ``partial_fit``, the
-  reservoir sample its offset is refitted on (``offset_sample_data``, ``_indices``,
-  ``_indptr``, ``_xsq``, ``_codes``).
+  ``converged_``; LinearSVR: ``coef_``, ``intercept_``; BudgetSVC: ``support_vectors_``,
+  ``dual_coef_``, ``intercept_`` (the fitted offset, new in version 2) and, for a model
+  trained by ``partial_fit``, the reservoir sample its offset is refitted on
+  (``offset_sample_data``, ``_indices``, ``_indptr``, ``_xsq``, ``_codes``).
 
 Version 1 files (no ``intercept_``) still load: their BudgetSVC gets a zero offset and
 predicts exactly as before.
@@ -58,6 +60,14 @@ _LAYOUT = {
          ("selection_", "str"), ("n_features_in_", "int")),
         (),
     ),
+    "LinearSVR": (
+        ("coef_", "intercept_"),
+        (("n_iter_", "int"), ("n_steps_", "int"), ("fit_time_", "float"),
+         ("selection_", "str"), ("n_features_in_", "int"), ("dual_objective_", "float"),
+         ("primal_objective_", "float"), ("kkt_violation_", "float"),
+         ("converged_", "bool")),
+        (),
+    ),
     "BudgetSVC": (
         ("support_vectors_", "dual_coef_", "intercept_"),
         (("gamma_", "float"), ("n_iter_", "int"), ("n_merges_", "int"),
@@ -74,7 +84,11 @@ _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, zlib
 def _estimators():
     from pybudget.budget.svm import BudgetSVC
     from pybudget.linear.svm import LinearSVC
-    return {"LinearSVC": LinearSVC, "BudgetSVC": BudgetSVC}
+    from pybudget.linear.svr import LinearSVR
+    return {"LinearSVC": LinearSVC, "LinearSVR": LinearSVR, "BudgetSVC": BudgetSVC}
+
+
+_REGRESSORS = ("LinearSVR",)   # no classes_
 
 
 # ---------------------------------------------------------------------------- JSON values
@@ -198,14 +212,15 @@ def save(model, path):
     """
     kind = type(model).__name__
     if kind not in _LAYOUT or not isinstance(model, _estimators()[kind]):
-        raise TypeError(f"save supports LinearSVC and BudgetSVC, got {type(model).__name__}")
-    if not hasattr(model, "classes_"):
+        raise TypeError(f"save supports {', '.join(_LAYOUT)}; got {type(model).__name__}")
+    if not model.__sklearn_is_fitted__():
         raise ValueError(f"this {kind} is not fitted yet; call fit before save")
     arrays, scalars, private = _LAYOUT[kind]
     from pybudget import __version__
     header = {"format": FORMAT, "version": VERSION, "pybudget_version": __version__,
               "estimator": kind, "params": _encode_params(model.get_params()),
-              "classes": _encode_labels(model.classes_), "attributes": {}, "arrays": {}}
+              "classes": None if kind in _REGRESSORS else _encode_labels(model.classes_),
+              "attributes": {}, "arrays": {}}
     for name, _ in scalars + private:
         if hasattr(model, name):
             header["attributes"][name] = _plain(getattr(model, name), name)
@@ -392,7 +407,9 @@ def _load(path, shown):
                                    f"and {spec.get('shape')}")
             values[name] = a
         try:
-            classes = _decode_labels(header["classes"])
+            if (header["classes"] is None) != (kind in _REGRESSORS):
+                raise ValueError("a regressor has no classes, a classifier needs them")
+            classes = None if kind in _REGRESSORS else _decode_labels(header["classes"])
             params = _decode_params(header["params"])
         except (KeyError, TypeError, ValueError) as e:
             raise _fail(shown, f"bad classes or params in the header ({e})") from None
@@ -411,7 +428,8 @@ def _load(path, shown):
             raise _fail(shown, f"attribute {name} is missing")
         v = _unplain(attrs[name])
         try:
-            v = {"int": _strict_int, "float": float, "str": str}[kind_](v)
+            v = {"int": _strict_int, "float": float, "str": str,
+                 "bool": _strict_bool}[kind_](v)
         except (TypeError, ValueError):
             raise _fail(shown, f"attribute {name}={attrs[name]!r} is not a {kind_}") from None
         setattr(model, name, v)
@@ -424,7 +442,8 @@ def _load(path, shown):
         except (TypeError, ValueError):
             raise _fail(shown, f"attribute checkpoint_={attrs['checkpoint_']!r} is not a "
                         "list of integers") from None
-    model.classes_ = classes
+    if classes is not None:
+        model.classes_ = classes
     for name in arrays:
         if name in values:
             setattr(model, name, values[name])
@@ -459,6 +478,12 @@ def _sample_from(values, shown, model):
     return Xs, np.ascontiguousarray(xsq, dtype=np.float64), codes.astype(np.int32)
 
 
+def _strict_bool(v):
+    if not isinstance(v, bool):
+        raise TypeError(f"{v!r} is not a boolean")
+    return v
+
+
 def _strict_int(v):
     """int(v) for an integral value only (5.7 is not silently 5)."""
     if isinstance(v, bool) or (isinstance(v, float) and not v.is_integer()):
@@ -467,6 +492,11 @@ def _strict_int(v):
 
 
 def _check_consistent(m, kind, path):
+    if kind in _REGRESSORS:
+        if m.n_features_in_ < 1:
+            raise _fail(path, f"{m.n_features_in_} features")
+        return _check_arrays(m, path, {"coef_": (m.n_features_in_,), "intercept_": (1,)},
+                             ("coef_", "intercept_"), f"{m.n_features_in_} features")
     K, d = m.classes_.shape[0], m.n_features_in_
     n_prob = 1 if K == 2 else K
     if K < 2 or d < 1:
@@ -492,10 +522,15 @@ def _check_consistent(m, kind, path):
         finite = ("support_vectors_", "dual_coef_", "intercept_")
         if not (math.isfinite(m.gamma_) and m.gamma_ > 0):
             raise _fail(path, f"gamma_={m.gamma_!r} is not a positive number")
+    _check_arrays(m, path, shapes, finite, f"{K} classes and {d} features")
+
+
+def _check_arrays(m, path, shapes, finite, what):
+    """Shapes as expected (for `what`), finite real values where required."""
     for name, shape in shapes.items():
         if getattr(m, name).shape != shape:
             raise _fail(path, f"{name} has shape {getattr(m, name).shape}, expected {shape} "
-                              f"for {K} classes and {d} features")
+                              f"for {what}")
     for name in finite:
         if getattr(m, name).dtype.kind != "f":
             raise _fail(path, f"{name} is not a real float array")

@@ -152,3 +152,18 @@ def test_all_zero_rows_and_single_row():
             assert np.isfinite(est.coef_).all() and est.converged_
     one = LinearSVR().fit(np.array([[1.0, 2.0]]), [3.0])
     assert np.isfinite(one.predict([[1.0, 2.0]])).all()
+
+
+def test_model_file_round_trip(tmp_path):
+    from pybudget import load, save
+    X, y = _data(seed=7)
+    est = LinearSVR(C=0.5, epsilon=0.05, loss="squared_epsilon_insensitive",
+                    random_state=0).fit(X, y)
+    save(est, tmp_path / "svr.pbm")
+    back = load(tmp_path / "svr.pbm")
+    assert isinstance(back, LinearSVR) and not hasattr(back, "classes_")
+    assert back.get_params() == est.get_params()
+    assert back.predict(X).tobytes() == est.predict(X).tobytes()
+    assert back.converged_ is est.converged_ and back.n_iter_ == est.n_iter_
+    with pytest.raises(ValueError, match="not fitted"):
+        save(LinearSVR(), tmp_path / "unfitted.pbm")
