@@ -23,6 +23,8 @@ EMBEDDED = {
 # Benchmark names -> (train, test) file names in the external data directory.
 _EXTERNAL = {
     "debian-lib": ("debian-lib.train.bz2", "debian-lib.test.bz2"),
+    "debian-sections20": ("debian-sections20.train.bz2", "debian-sections20.test.bz2"),
+    "debian-size": ("debian-size.train.bz2", "debian-size.test.bz2"),
 }
 
 

@@ -1,0 +1,171 @@
+"""The rest of liblinear's dual family on the dual CD seam: correctness, speed against
+liblinear-official, and the C grid of the strategies.
+
+Problems (``--problem``): ``svr`` (liblinear -s 13, epsilon-insensitive) and ``svr2``
+(-s 12, squared), with epsilon = 0.1 (liblinear's default ``-p``).  Studies:
+
+- ``correct``: every strategy at C in {0.01, 1, 100} (tol 1e-3): dual objectives,
+  their spread relative to the best, exact final violation, converged; liblinear at
+  ``-e 1e-6`` and its primal objective next to ours.
+- ``speed``: the liblinear-style strategy ("shrinking") against liblinear-official's
+  ``train`` with the same -s at its default tolerance, C in {0.1, 1}, same prepared
+  problem, medians of r interleaved runs; both solutions' primal objective and exact
+  final violation (the stopping rules differ: liblinear's is relative to the first
+  sweep, ours absolute, see docs/user_guide.md).
+- ``cgrid``: C in {0.01, ..., 1000} at tol 0.01, shrinking / avsf / auto, medians of r.
+
+Data: a LIBSVM regression set name (``debian-size``) or ``a9a`` (its +-1 labels as
+targets).  Writes bench/results/linear_family/<stem>.json and .md.
+
+    python bench/linear_family.py --problem svr --data debian-size --study speed -r 5
+    python bench/linear_family.py --quick
+"""
+import argparse
+import time
+
+import numpy as np
+
+from common import liblinear_train, machine, results_dir, write_outputs
+from pybudget import solve_linear
+from pybudget._core import _validation as V
+from pybudget.datasets import load
+
+PROBLEMS = {  # name -> (our loss, liblinear -s)
+    "svr": ("epsilon_insensitive", 13),
+    "svr2": ("squared_epsilon_insensitive", 12),
+}
+EPSILON = 0.1
+STRATEGIES = ("uniform", "shrinking", "avsf", "auto")
+
+
+def ours(X, y, C, loss, selection, tol, seed=0, max_iter=100000):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = solve_linear(X, y, C, loss=loss, epsilon=EPSILON, selection=selection, tol=tol,
+                         max_iter=max_iter, random_state=seed)
+    return {"selection": r.selection, "time": r.time, "n_iter": r.n_iter,
+            "n_steps": r.n_steps, "dual": r.dual_objective, "primal": r.primal_objective,
+            "violation": r.kkt_violation, "converged": r.converged}
+
+
+def primal_and_violation(X, y, w, C, s):
+    """Our primal objective of liblinear's w; the violation needs the dual, which the
+    Python interface does not return, so only the primal is compared."""
+    r = np.maximum(np.abs(X @ w - y) - EPSILON, 0.0)
+    return 0.5 * float(w @ w) + C * float(np.sum(r * r if s == 12 else r))
+
+
+def theirs(prob, X, y, C, s, tol=None):
+    opts = f"-s {s} -c {C} -p {EPSILON}" + (f" -e {tol}" if tol else "")
+    model, elapsed, info = liblinear_train(prob, opts)
+    w = np.array([model.get_decfun_coef(j + 1) for j in range(X.shape[1])])
+    return {"time": elapsed, "n_iter": info["n_iter"], "capped": info["capped"],
+            "primal": primal_and_violation(X, y, w, C, s)}
+
+
+def study_correct(X, y, loss, s, prob, Cs):
+    rows = []
+    for C in Cs:
+        runs = {sel: ours(X, y, C, loss, sel, 1e-3) for sel in STRATEGIES}
+        best = max(r["dual"] for r in runs.values())
+        ll = theirs(prob, X, y, C, s, tol=1e-6)
+        for sel, r in runs.items():
+            rows.append({"C": C, "strategy": sel, **r,
+                         "dual_gap_to_best": (best - r["dual"]) / max(1.0, abs(best)),
+                         "liblinear_primal": ll["primal"], "liblinear_capped": ll["capped"],
+                         "primal_rel_diff": (r["primal"] - ll["primal"]) / ll["primal"]})
+    md = ["| C | strategy | sweeps | dual | (best - dual)/best | violation | converged "
+          "| primal | liblinear primal (-e 1e-6) | rel. diff |", "|---" * 10 + "|"]
+    md += [f"| {r['C']:g} | {r['strategy']} | {r['n_iter']} | {r['dual']:.8g} "
+           f"| {r['dual_gap_to_best']:.1e} | {r['violation']:.2e} | {r['converged']} "
+           f"| {r['primal']:.8g} | {r['liblinear_primal']:.8g}"
+           f"{' (capped)' if r['liblinear_capped'] else ''} | {r['primal_rel_diff']:.1e} |"
+           for r in rows]
+    return rows, md
+
+
+def study_speed(X, y, loss, s, prob, Cs, reps):
+    rows = []
+    for C in Cs:
+        a, b = [], []
+        for rep in range(reps):
+            a.append(ours(X, y, C, loss, "shrinking", 0.1, seed=rep))
+            b.append(theirs(prob, X, y, C, s))
+        ta, tb = np.median([r["time"] for r in a]), np.median([r["time"] for r in b])
+        rows.append({"C": C, "ours": a, "liblinear": b, "ours_median": float(ta),
+                     "liblinear_median": float(tb), "ratio": float(ta / tb),
+                     "ours_primal": a[0]["primal"], "liblinear_primal": b[0]["primal"],
+                     "ours_sweeps": a[0]["n_iter"], "liblinear_sweeps": b[0]["n_iter"],
+                     "ours_violation": a[0]["violation"]})
+    md = ["| C | ours (s) | liblinear (s) | ratio | sweeps ours / liblinear "
+          "| primal ours | primal liblinear | our final violation |", "|---" * 8 + "|"]
+    md += [f"| {r['C']:g} | {r['ours_median']:.3f} | {r['liblinear_median']:.3f} "
+           f"| {r['ratio']:.2f} | {r['ours_sweeps']} / {r['liblinear_sweeps']} "
+           f"| {r['ours_primal']:.8g} | {r['liblinear_primal']:.8g} "
+           f"| {r['ours_violation']:.3g} |" for r in rows]
+    return rows, md
+
+
+def study_cgrid(X, y, loss, Cs, reps, tol=0.01):
+    rows = []
+    for C in Cs:
+        for sel in ("shrinking", "avsf", "auto"):
+            runs = [ours(X, y, C, loss, sel, tol, seed=rep) for rep in range(reps)]
+            rows.append({"C": C, "strategy": sel, "runs": runs,
+                         "time": float(np.median([r["time"] for r in runs])),
+                         "n_iter": int(np.median([r["n_iter"] for r in runs])),
+                         "converged": all(r["converged"] for r in runs),
+                         "resolved": runs[0]["selection"]})
+    md = ["| strategy | " + " | ".join(f"C={C:g}" for C in Cs) + " | total |",
+          "|---" * (len(Cs) + 2) + "|"]
+    for sel in ("shrinking", "avsf", "auto"):
+        cells = [r for r in rows if r["strategy"] == sel]
+        md.append(f"| {sel} | " + " | ".join(
+            f"{r['time']:.3f}{'' if r['converged'] else '*'}" for r in cells)
+            + f" | {sum(r['time'] for r in cells):.2f} |")
+    by = {(r["C"], r["strategy"]): r["time"] for r in rows}
+    md.append("")
+    md.append("avsf / shrinking: " + ", ".join(
+        f"C={C:g}: {by[C, 'shrinking'] / by[C, 'avsf']:.2f}x" for C in Cs)
+        + "; `*` = not converged within the sweep cap.")
+    return rows, md
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--problem", choices=PROBLEMS, default="svr")
+    ap.add_argument("--data", default="debian-size")
+    ap.add_argument("--study", choices=("correct", "speed", "cgrid"), default="speed")
+    ap.add_argument("-r", "--repeats", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="smoke run on a9a, seconds")
+    ap.add_argument("--out", default=str(results_dir("linear_family")))
+    a = ap.parse_args()
+    from liblinear import liblinearutil as ll
+    loss, s = PROBLEMS[a.problem]
+    data = "a9a" if a.quick else a.data
+    X, y = load(data)[:2]
+    X, y = V.as_csr(X), np.asarray(y, dtype=np.float64)
+    prob = ll.problem(y, X)
+    reps = 1 if a.quick else a.repeats
+    t0 = time.perf_counter()
+    if a.study == "correct":
+        rows, md = study_correct(X, y, loss, s, prob, [0.01] if a.quick else [0.01, 1, 100])
+    elif a.study == "speed":
+        rows, md = study_speed(X, y, loss, s, prob, [0.1] if a.quick else [0.1, 1], reps)
+    else:
+        Cs = [0.01, 0.1] if a.quick else [0.01, 0.1, 1, 10, 100, 1000]
+        rows, md = study_cgrid(X, y, loss, Cs, reps)
+    title = (f"### {a.problem} ({loss}, liblinear -s {s}, epsilon {EPSILON}) on {data}: "
+             f"{a.study}" + ("" if a.study == "correct" else f", medians of {reps}"))
+    text = "\n".join([title, "", *md, ""])
+    stem = f"{a.problem}_{data}_{a.study}" + ("_quick" if a.quick else "")
+    write_outputs(stem, {"machine": machine(), "problem": a.problem, "data": data,
+                         "study": a.study, "repeats": reps, "epsilon": EPSILON, "rows": rows,
+                         "seconds": time.perf_counter() - t0}, text, a.out)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
