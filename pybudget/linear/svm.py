@@ -328,7 +328,9 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
         "avsf" (adaptive variable selection frequencies) or "auto" (shrinking or AVSF
         chosen from the data and C, see :func:`resolve_selection`).
     tol : float, default=0.1
-        Stopping tolerance on the maximal projected gradient (KKT violation).
+        Stopping tolerance on the maximal projected gradient (KKT violation); for the
+        logistic loss, whose dual variables stay strictly inside their box, the maximal
+        absolute dual gradient.
     max_iter : int, default=1000
         Maximum number of sweeps.
     fit_intercept : bool, default=False
