@@ -5,7 +5,7 @@
 #   SEL_AVSF      adaptive variable selection frequencies (Glasmachers & Dogan, Alg. 3-5)
 #
 # A problem is a struct (its DualData plus constants) with inline hooks (_dcd_svm.pxd,
-# _dcd_svr.pxd): gradient, violation, exact one-variable step and that step's dual
+# _dcd_svr.pxd, _dcd_lr.pxd): gradient, violation, exact one-variable step and that step's dual
 # gain, shrinking rule and final check.  The strategies are fused over the problem types,
 # so Cython compiles one specialised copy per problem and every hook is inlined: no
 # indirect call per step.  A new problem adds a struct, its hooks, one line to the
@@ -29,10 +29,16 @@ from pybudget.linear._dcd_svr cimport (
     SvrProblem, svr_gradient, svr_violation, svr_step, svr_gain, svr_final,
     svr_shrink_begin, svr_shrink_visit, svr_shrink_met, svr_shrink_roll, svr_shrink_reset,
     svr_shrink_shown)
+from pybudget.linear._dcd_lr cimport (
+    LrInner, LrProblem, lr_gradient, lr_violation, lr_step, lr_gain, lr_final,
+    lr_shrink_begin, lr_shrink_visit, lr_shrink_met, lr_shrink_roll, lr_shrink_reset,
+    lr_shrink_shown)
 from pybudget._core._rng cimport rng_shuffle, rng_uniform
 from pybudget._core._runtime cimport interrupted
 
 import sys
+
+import numpy as np
 
 cdef enum:
     SEL_UNIFORM = 0
@@ -40,7 +46,7 @@ cdef enum:
     SEL_AVSF = 2
 
 SELECTIONS = {"uniform": SEL_UNIFORM, "shrinking": SEL_SHRINKING, "avsf": SEL_AVSF}
-PROBLEMS = ("svm", "svr")
+PROBLEMS = ("svm", "svr", "lr")
 
 # AVSF constants from the paper: preference range and change rate.
 cdef double P_MIN = 1.0 / 20.0
@@ -51,6 +57,7 @@ cdef double LOG_RANGE = 5.991464547107982  # log(P_MAX / P_MIN): caps exp()
 ctypedef fused Problem:
     SvmProblem
     SvrProblem
+    LrProblem
 
 
 # ---- dispatch: resolved at compile time in each specialisation ---------------------
@@ -59,83 +66,105 @@ cdef inline double gradient(const Problem* P, const double* w, const double* a,
                             int i) noexcept nogil:
     if Problem is SvmProblem:
         return svm_gradient(P, w, a, i)
-    else:
+    elif Problem is SvrProblem:
         return svr_gradient(P, w, a, i)
+    else:
+        return lr_gradient(P, w, a, i)
 
 
 cdef inline double violation(const Problem* P, const double* a, int i,
                              double G) noexcept nogil:
     if Problem is SvmProblem:
         return svm_violation(P, a, i, G)
-    else:
+    elif Problem is SvrProblem:
         return svr_violation(P, a, i, G)
+    else:
+        return lr_violation(P, a, i, G)
 
 
 cdef inline double step(const Problem* P, double* w, double* a, int i, double G,
                         double q) noexcept nogil:
     if Problem is SvmProblem:
         return svm_step(P, w, a, i, G, q)
-    else:
+    elif Problem is SvrProblem:
         return svr_step(P, w, a, i, G, q)
+    else:
+        return lr_step(P, w, a, i, G, q)
 
 
 cdef inline double gain(const Problem* P, const double* a, int i, double G, double mu,
                         double q) noexcept nogil:
     if Problem is SvmProblem:
         return svm_gain(P, a, i, G, mu, q)
-    else:
+    elif Problem is SvrProblem:
         return svr_gain(P, a, i, G, mu, q)
+    else:
+        return lr_gain(P, a, i, G, mu, q)
 
 
 cdef inline double final_check(const Problem* P, const double* w, const double* a, int i,
                                double tol, bint* drop, double* loss_sum) noexcept nogil:
     if Problem is SvmProblem:
         return svm_final(P, w, a, i, tol, drop, loss_sum)
-    else:
+    elif Problem is SvrProblem:
         return svr_final(P, w, a, i, tol, drop, loss_sum)
+    else:
+        return lr_final(P, w, a, i, tol, drop, loss_sum)
 
 
 cdef inline void shrink_begin(const Problem* P, Shrink* sh) noexcept nogil:
     if Problem is SvmProblem:
         svm_shrink_begin(sh)
-    else:
+    elif Problem is SvrProblem:
         svr_shrink_begin(sh)
+    else:
+        lr_shrink_begin(P, sh)
 
 
 cdef inline int shrink_visit(const Problem* P, const double* a, int i, double G,
                              Shrink* sh) noexcept nogil:
     if Problem is SvmProblem:
         return svm_shrink_visit(P, a, i, G, sh)
-    else:
+    elif Problem is SvrProblem:
         return svr_shrink_visit(P, a, i, G, sh)
+    else:
+        return lr_shrink_visit(P, a, i, G, sh)
 
 
 cdef inline bint shrink_met(const Problem* P, Shrink* sh, double tol) noexcept nogil:
     if Problem is SvmProblem:
         return svm_shrink_met(sh, tol)
-    else:
+    elif Problem is SvrProblem:
         return svr_shrink_met(sh, tol)
+    else:
+        return lr_shrink_met(sh, tol)
 
 
 cdef inline void shrink_roll(const Problem* P, Shrink* sh) noexcept nogil:
     if Problem is SvmProblem:
         svm_shrink_roll(sh)
-    else:
+    elif Problem is SvrProblem:
         svr_shrink_roll(sh)
+    else:
+        lr_shrink_roll(P, sh)
 
 
 cdef inline void shrink_reset(const Problem* P, Shrink* sh) noexcept nogil:
     if Problem is SvmProblem:
         svm_shrink_reset(sh)
-    else:
+    elif Problem is SvrProblem:
         svr_shrink_reset(sh)
+    else:
+        lr_shrink_reset(sh)
 
 
 cdef inline double shrink_shown(const Problem* P, const Shrink* sh) noexcept nogil:
     if Problem is SvmProblem:
         return svm_shrink_shown(sh)
-    else:
+    elif Problem is SvrProblem:
         return svr_shrink_shown(sh)
+    else:
+        return lr_shrink_shown(sh)
 
 
 # ---- the solver state and the strategies ---------------------------------------------
@@ -409,11 +438,13 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
               const double[::1] cvec, double bias, double[::1] alpha, double[::1] w,
               double[::1] prefs, int[::1] perm, int n_active, double dref0,
               int selection, double tol, int max_iter, uint64_t seed, bint squared,
-              int verbose=0, str problem="svm", double epsilon=0.0):
+              int verbose=0, str problem="svm", double epsilon=0.0, comp=None):
     """Run dual CD in place on alpha and w, starting from the given state.
 
-    problem: "svm" (y = +-1 labels, alpha in [0, upper]) or "svr" (y = targets, alpha
-    holds beta in [-upper, upper], epsilon the insensitive zone).  w must equal the
+    problem: "svm" (y = +-1 labels, alpha in [0, upper]), "svr" (y = targets, alpha
+    holds beta in [-upper, upper], epsilon the insensitive zone) or "lr" (y = +-1
+    labels, alpha strictly inside (0, upper); comp, if given, holds upper - alpha,
+    computed from alpha otherwise, and is updated in place).  w must equal the
     model of alpha (sum_i alpha_i y_i x_i, or sum_i beta_i x_i, plus the bias column)
     on entry.  Warm-start state, updated in place: prefs (AVSF preferences), perm (a
     permutation of the rows whose first n_active entries are the shrinking active set)
@@ -436,9 +467,32 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     r.squared = squared
     cdef SvmProblem svm
     cdef SvrProblem svr
+    cdef LrProblem lr
+    cdef LrInner inner
+    cdef double[::1] comp_view
     svm.r = r
     svr.r = r
     svr.eps = epsilon
+    if problem == "lr":
+        if comp is None:
+            comp = np.subtract(upper, alpha)
+        comp_view = comp
+        if comp_view.shape[0] != n:
+            raise ValueError("comp must have one entry per row")
+        lr.r = r
+        lr.comp = &comp_view[0]
+        lr.inner = &inner
+        # liblinear's inner tolerance: loose at first under its own outer loop
+        # ("shrinking"), which tightens it as sweeps get cheap; the other strategies
+        # have no such schedule and solve each subproblem to the floor.
+        inner.eps_min = tol if tol < 1e-8 else 1e-8
+        inner.eps = 1e-2 if selection == SEL_SHRINKING else inner.eps_min
+        if inner.eps < inner.eps_min:
+            inner.eps = inner.eps_min
+        inner.newton = 0
+        inner.max_inner = 100
+        inner.old_a = 0.0
+        inner.old_c = 0.0
 
     cdef State S
     S.qd = <double*>malloc(n * sizeof(double))
@@ -470,11 +524,14 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     S.saved = False
 
     cdef Outcome out
+    cdef int which = PROBLEMS.index(problem)   # (no str comparison without the GIL)
     with nogil:
-        if problem == "svm":
+        if which == 0:
             out = run(&svm, &S, selection, tol, max_iter, verbose)
-        else:
+        elif which == 1:
             out = run(&svr, &S, selection, tol, max_iter, verbose)
+        else:
+            out = run(&lr, &S, selection, tol, max_iter, verbose)
 
     if not S.saved:
         memcpy(S.learned, S.pp, n * sizeof(double))

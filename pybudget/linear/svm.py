@@ -5,6 +5,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import xlogy
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.extmath import safe_sparse_dot
 
@@ -16,10 +17,12 @@ SELECTION_CHOICES = (*SELECTIONS, "auto")
 
 LOSSES = ("hinge", "squared_hinge")                                   # classification
 REGRESSION_LOSSES = ("epsilon_insensitive", "squared_epsilon_insensitive")
+LOGISTIC_LOSSES = ("logistic",)                                       # probabilistic
 # loss -> (dual CD problem, squared loss)
 PROBLEM_OF = {"hinge": ("svm", False), "squared_hinge": ("svm", True),
               "epsilon_insensitive": ("svr", False),
-              "squared_epsilon_insensitive": ("svr", True)}
+              "squared_epsilon_insensitive": ("svr", True),
+              "logistic": ("lr", False)}
 
 
 @dataclass
@@ -145,7 +148,8 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     """One problem on validated data: X canonical CSR, y ±1 floats (classification
     losses) or targets (regression losses, with ``epsilon`` the insensitive zone), cvec
     the per-sample C (> 0) derived from the scalar ``C`` (kept in the returned state).
-    ``start`` is a SolverState to warm-start from (its alpha is clipped to the box).
+    ``start`` is a SolverState to warm-start from (its alpha is clipped to the box;
+    for the logistic loss strictly inside it).
     ``checked``: the caller has refused overflowing squares already (V.row_sqnorms).
     Returns a LinearResult whose ``state`` continues the run."""
     n, d = X.shape
@@ -159,12 +163,18 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     else:
         upper = cvec
         diag = np.zeros(n)
-    # svm: alpha in [0, U], w = sum alpha_i y_i x_i; svr: beta in [-U, U], w = sum beta_i x_i
-    lower = 0.0 if problem == "svm" else -upper
+    # svm: alpha in [0, U], w = sum alpha_i y_i x_i; svr: beta in [-U, U], w = sum beta_i x_i;
+    # lr: alpha in (0, U) strictly (the entropy's logs), w as for svm
+    lower = -upper if problem == "svr" else 0.0
+    if problem == "lr":
+        # liblinear's start, min(0.001 C_i, 1e-8), doubles as the margin that keeps a
+        # warm start strictly inside the box.
+        lower = np.minimum(1e-3 * upper, 1e-8)
+        upper = upper - lower
     w = np.zeros(d + 1)
     if start is not None:
         with np.errstate(over="ignore", invalid="ignore"):   # checked just below
-            ay = np.clip(start.alpha, lower, upper) * (y if problem == "svm" else 1.0)
+            ay = np.clip(start.alpha, lower, upper) * (1.0 if problem == "svr" else y)
             w[:d] = safe_sparse_dot(ay, X)
             w[d] = bias * ay.sum()
         if not np.isfinite(w).all():
@@ -173,13 +183,20 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
             w[:] = 0.0
     if start is None:
         start = SolverState.fresh(np.zeros(n), C)
+        if problem == "lr":
+            w[:d] = safe_sparse_dot(lower * y, X)
+            w[d] = bias * np.sum(lower * y)
     alpha = np.clip(start.alpha, lower, upper)
+    comp = None
+    if problem == "lr":
+        upper = cvec
+        comp = upper - alpha     # C_i - alpha_i, kept exact by the solver from here
     prefs, perm = start.prefs.copy(), start.perm.copy()
     n_active, dref = start.n_active, start.dref
     t0 = time.perf_counter()
     out = dcd_solve(X, y, upper, diag, cvec, bias, alpha, w, prefs, perm, n_active, dref,
                     SELECTIONS[selection], tol, max_iter, seed, squared, verbose,
-                    problem, epsilon)
+                    problem, epsilon, comp)
     elapsed = time.perf_counter() - t0
     if not np.isfinite(w).all():
         raise ValueError(f"C={C:g} is too large for this data: the weights overflowed")
@@ -187,9 +204,16 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     # that spin for a while and slow the next solve on a busy machine.
     with np.errstate(over="ignore", invalid="ignore"):   # inf at absurd C, e.g. 1e308
         wsq = float(np.sum(w * w))
-        linear = (alpha.sum() if problem == "svm"
-                  else np.sum(y * alpha) - epsilon * np.abs(alpha).sum())
-        dual = float(linear - 0.5 * wsq - 0.5 * np.sum(diag * alpha * alpha))
+        if problem == "lr":
+            # -(1/2 |w|^2 + sum a log a + c log c - C log C), c = C - a: the maximised
+            # dual, equal to the primal at the optimum (written with a/C, c/C to
+            # avoid cancelling C log C)
+            dual = -float(0.5 * wsq + np.sum(xlogy(alpha, alpha / cvec)
+                                              + xlogy(comp, comp / cvec)))
+        else:
+            linear = (alpha.sum() if problem == "svm"
+                      else np.sum(y * alpha) - epsilon * np.abs(alpha).sum())
+            dual = float(linear - 0.5 * wsq - 0.5 * np.sum(diag * alpha * alpha))
         primal = 0.5 * wsq + out["loss_sum"]
     state = SolverState(alpha, prefs, perm, out["n_active"], out["dref"], C)
     return LinearResult(coef=w[:d].copy(), intercept=float(w[d] * bias), alpha=alpha,
@@ -275,7 +299,8 @@ def _solve_binary(X, y, cvec, C, *, sqnorms, selection, start=None, **kw):
 def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_iter=1000,
                  fit_intercept=False, intercept_scaling=1.0, sample_weight=None,
                  random_state=None, epsilon=0.0):
-    """Train a binary linear SVM or a linear SVR by dual coordinate descent.
+    """Train a binary linear SVM, logistic regression or a linear SVR by dual coordinate
+    descent.
 
     Minimises ``½‖w‖² + C Σ_i s_i loss(y_i (w·x_i + b))`` for the classification
     losses and ``½‖w‖² + C Σ_i s_i loss(y_i - w·x_i - b)`` for the regression losses.
@@ -292,9 +317,10 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
         None and ``alpha`` holds the signed dual variables beta).
     C : float, default=1.0
         Regularisation parameter, > 0.
-    loss : {"hinge", "squared_hinge", "epsilon_insensitive", \
+    loss : {"hinge", "squared_hinge", "logistic", "epsilon_insensitive", \
 "squared_epsilon_insensitive"}, default="hinge"
-        Loss function: the SVM losses (liblinear ``-s 3``, ``-s 1``) or the support
+        Loss function: the SVM losses (liblinear ``-s 3``, ``-s 1``), the logistic
+        loss ``log(1 + exp(-m))`` (``-s 7``, dual logistic regression) or the support
         vector regression losses ``max(0, |r| - epsilon)`` and its square (``-s 13``,
         ``-s 12``).
     selection : {"auto", "uniform", "shrinking", "avsf"}, default="auto"
@@ -302,7 +328,9 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
         "avsf" (adaptive variable selection frequencies) or "auto" (shrinking or AVSF
         chosen from the data and C, see :func:`resolve_selection`).
     tol : float, default=0.1
-        Stopping tolerance on the maximal projected gradient (KKT violation).
+        Stopping tolerance on the maximal projected gradient (KKT violation); for the
+        logistic loss, whose dual variables stay strictly inside their box, the maximal
+        absolute dual gradient.
     max_iter : int, default=1000
         Maximum number of sweeps.
     fit_intercept : bool, default=False
@@ -353,7 +381,8 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
     """
     C, tol, max_iter, bias = check_linear_params(C, loss, selection, tol, max_iter,
                                                  fit_intercept, intercept_scaling,
-                                                 LOSSES + REGRESSION_LOSSES)
+                                                 LOSSES + LOGISTIC_LOSSES
+                                                 + REGRESSION_LOSSES)
     X = V.as_csr(X)
     if loss in REGRESSION_LOSSES:
         classes, target = None, V.regression_targets(y, X.shape[0])
@@ -372,7 +401,98 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
     return res
 
 
-class LinearSVC(SVMClassifierBase):
+class LinearClassifierBase(SVMClassifierBase):
+    """What LinearSVC and LogisticRegression share: one binary dual CD problem per class
+    (one-vs-rest), class weights, warm starts and the linear decision function."""
+
+    def _fit(self, X, y, sample_weight, loss, losses):
+        """Fit with the given loss (checked against losses); sets the attributes."""
+        C, tol, max_iter, bias = check_linear_params(
+            self.C, loss, self.selection, self.tol, self.max_iter,
+            self.fit_intercept, self.intercept_scaling, losses)
+        verbose = V.verbosity(self.verbose)
+        V.boolean("warm_start", self.warm_start)
+        X, y = self._training_data(X, y)
+        classes, codes = V.encode_labels(y, X.shape[0])
+        cvec = (C * V.sample_weights(sample_weight, X.shape[0])
+                * self._class_weights(classes, codes)[codes])
+        K = classes.shape[0]
+        V.linear_weights_fit(len(binary_problems(K)), X.shape[1])
+        sqnorms = V.row_sqnorms(X, bias)
+        starts = dict(zip(binary_problems(K),
+                          self._warm_starts(X, classes, cvec, C, len(binary_problems(K)))))
+
+        def solve(k, seed):
+            res = _solve_binary(X, np.where(codes == k, 1.0, -1.0), cvec, C, sqnorms=sqnorms,
+                                loss=loss, selection=self.selection, tol=tol,
+                                max_iter=max_iter, bias=bias, seed=seed, start=starts[k],
+                                verbose=verbose)
+            if verbose:
+                print(f"[pybudget] class {classes[k]}: {res.n_iter} sweeps, "
+                      f"{res.n_steps} steps, dual {res.dual_objective:.6g}, "
+                      f"KKT {res.kkt_violation:.3g}, {res.time:.3f}s", file=sys.stderr)
+            return res
+
+        results = one_vs_rest(K, V.seed_from(self.random_state), solve)
+        self.classes_ = classes
+        self.coef_ = np.vstack([r.coef for r in results])
+        self.intercept_ = np.array([r.intercept for r in results])
+        self.n_iter_ = max(r.n_iter for r in results)
+        self.n_steps_ = sum(r.n_steps for r in results)
+        self.dual_objective_ = np.array([r.dual_objective for r in results])
+        self.kkt_violation_ = np.array([r.kkt_violation for r in results])
+        self.converged_ = np.array([r.converged for r in results])
+        self.fit_time_ = sum(r.time for r in results)
+        self.selection_ = results[0].selection
+        # private: what the next warm-started fit needs (and how to recognise the data)
+        same = starts[binary_problems(K)[0]] is not None   # the previous fit was on these data
+        self._warm = {"states": [r.state for r in results], "shape": X.shape,
+                      "classes": classes, "zero_weight": cvec == 0,
+                      "earlier": self._warm["states"] if same else None}
+        if not self.converged_.all():
+            warnings.warn(f"{type(self).__name__} reached max_iter={max_iter} sweeps before "
+                          f"tol={tol}; increase max_iter", ConvergenceWarning)
+        return self
+
+    def _warm_starts(self, X, classes, cvec, C, n_problems):
+        """Per-problem start states for a warm-started fit, or Nones."""
+        prev = getattr(self, "_warm", None) if self.warm_start else None
+        if (prev is None or prev["shape"] != X.shape
+                or not np.array_equal(prev["classes"], classes)
+                or not np.array_equal(prev["zero_weight"], cvec == 0)
+                or len(prev["states"]) != n_problems):
+            return [None] * n_problems
+        earlier = prev.get("earlier") or [None] * n_problems
+        return [next_start(st, e, C, "extrapolate") for st, e in zip(prev["states"], earlier)]
+
+    def _class_weights(self, classes, codes):
+        """Weight per class (index-aligned with classes) from class_weight."""
+        cw = self.class_weight
+        if cw is None:
+            return np.ones(classes.shape[0])
+        if isinstance(cw, str):
+            if cw != "balanced":
+                raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {cw!r}")
+            counts = np.bincount(codes, minlength=classes.shape[0])
+            return codes.shape[0] / (classes.shape[0] * counts)
+        if not isinstance(cw, dict):
+            raise TypeError(f"class_weight must be None, 'balanced' or a dict, got {cw!r}")
+        out = np.ones(classes.shape[0])
+        known = set(classes.tolist())
+        for label, weight in cw.items():
+            if label not in known:
+                raise ValueError(f"class_weight has label {label!r}, not among the classes "
+                                 f"{classes.tolist()}")
+            out[np.searchsorted(classes, label)] = V.positive(f"class_weight[{label!r}]", weight)
+        return out
+
+    def decision_function(self, X):
+        X = self._prediction_data(X)
+        scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+
+class LinearSVC(LinearClassifierBase):
     """Linear support vector classifier trained by dual coordinate descent.
 
     Like scikit-learn's ``LinearSVC`` (liblinear), with a choice of coordinate
@@ -473,86 +593,4 @@ class LinearSVC(SVMClassifierBase):
         self.verbose = verbose
 
     def fit(self, X, y, sample_weight=None):
-        C, tol, max_iter, bias = check_linear_params(
-            self.C, self.loss, self.selection, self.tol, self.max_iter,
-            self.fit_intercept, self.intercept_scaling)
-        verbose = V.verbosity(self.verbose)
-        V.boolean("warm_start", self.warm_start)
-        X, y = self._training_data(X, y)
-        classes, codes = V.encode_labels(y, X.shape[0])
-        cvec = (C * V.sample_weights(sample_weight, X.shape[0])
-                * self._class_weights(classes, codes)[codes])
-        K = classes.shape[0]
-        V.linear_weights_fit(len(binary_problems(K)), X.shape[1])
-        sqnorms = V.row_sqnorms(X, bias)
-        starts = dict(zip(binary_problems(K),
-                          self._warm_starts(X, classes, cvec, C, len(binary_problems(K)))))
-
-        def solve(k, seed):
-            res = _solve_binary(X, np.where(codes == k, 1.0, -1.0), cvec, C, sqnorms=sqnorms,
-                                loss=self.loss, selection=self.selection, tol=tol,
-                                max_iter=max_iter, bias=bias, seed=seed, start=starts[k],
-                                verbose=verbose)
-            if verbose:
-                print(f"[pybudget] class {classes[k]}: {res.n_iter} sweeps, "
-                      f"{res.n_steps} steps, dual {res.dual_objective:.6g}, "
-                      f"KKT {res.kkt_violation:.3g}, {res.time:.3f}s", file=sys.stderr)
-            return res
-
-        results = one_vs_rest(K, V.seed_from(self.random_state), solve)
-        self.classes_ = classes
-        self.coef_ = np.vstack([r.coef for r in results])
-        self.intercept_ = np.array([r.intercept for r in results])
-        self.n_iter_ = max(r.n_iter for r in results)
-        self.n_steps_ = sum(r.n_steps for r in results)
-        self.dual_objective_ = np.array([r.dual_objective for r in results])
-        self.kkt_violation_ = np.array([r.kkt_violation for r in results])
-        self.converged_ = np.array([r.converged for r in results])
-        self.fit_time_ = sum(r.time for r in results)
-        self.selection_ = results[0].selection
-        # private: what the next warm-started fit needs (and how to recognise the data)
-        same = starts[binary_problems(K)[0]] is not None   # the previous fit was on these data
-        self._warm = {"states": [r.state for r in results], "shape": X.shape,
-                      "classes": classes, "zero_weight": cvec == 0,
-                      "earlier": self._warm["states"] if same else None}
-        if not self.converged_.all():
-            warnings.warn(f"LinearSVC reached max_iter={max_iter} sweeps before tol={tol}; "
-                          "increase max_iter", ConvergenceWarning)
-        return self
-
-    def _warm_starts(self, X, classes, cvec, C, n_problems):
-        """Per-problem start states for a warm-started fit, or Nones."""
-        prev = getattr(self, "_warm", None) if self.warm_start else None
-        if (prev is None or prev["shape"] != X.shape
-                or not np.array_equal(prev["classes"], classes)
-                or not np.array_equal(prev["zero_weight"], cvec == 0)
-                or len(prev["states"]) != n_problems):
-            return [None] * n_problems
-        earlier = prev.get("earlier") or [None] * n_problems
-        return [next_start(st, e, C, "extrapolate") for st, e in zip(prev["states"], earlier)]
-
-    def _class_weights(self, classes, codes):
-        """Weight per class (index-aligned with classes) from class_weight."""
-        cw = self.class_weight
-        if cw is None:
-            return np.ones(classes.shape[0])
-        if isinstance(cw, str):
-            if cw != "balanced":
-                raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {cw!r}")
-            counts = np.bincount(codes, minlength=classes.shape[0])
-            return codes.shape[0] / (classes.shape[0] * counts)
-        if not isinstance(cw, dict):
-            raise TypeError(f"class_weight must be None, 'balanced' or a dict, got {cw!r}")
-        out = np.ones(classes.shape[0])
-        known = set(classes.tolist())
-        for label, weight in cw.items():
-            if label not in known:
-                raise ValueError(f"class_weight has label {label!r}, not among the classes "
-                                 f"{classes.tolist()}")
-            out[np.searchsorted(classes, label)] = V.positive(f"class_weight[{label!r}]", weight)
-        return out
-
-    def decision_function(self, X):
-        X = self._prediction_data(X)
-        scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
-        return scores.ravel() if scores.shape[1] == 1 else scores
+        return self._fit(X, y, sample_weight, self.loss, LOSSES)
