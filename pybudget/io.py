@@ -3,8 +3,8 @@
 Format ``pybudget-model``, version 2.  A model file is a ZIP archive (deflate) holding
 
 - ``header.json``: UTF-8 JSON with ``format`` ("pybudget-model"), ``version`` (2),
-  ``pybudget_version`` (writer), ``estimator`` ("LinearSVC", "LinearSVR" or "BudgetSVC"),
-  ``params``
+  ``pybudget_version`` (writer), ``estimator`` ("LinearSVC", "LogisticRegression",
+  "LinearSVR" or "BudgetSVC"), ``params``
   (``get_params()``; a numpy random generator is stored as null, a class_weight dict as a
   list of [label, weight] pairs), ``classes`` (``{"dtype": ..., "values": [...]}`` with
   the numpy dtype string, e.g. "<f8", "<i8", "|b1", "<U3", or "object" for Python
@@ -13,11 +13,12 @@ Format ``pybudget-model``, version 2.  A model file is a ZIP archive (deflate) h
   fitted attributes, floats written with full round-trip precision) and ``arrays``
   (for each array: file name, dtype, shape and SHA-256 of its ``.npy`` bytes).
 - one ``<name>.npy`` file per array (``numpy.save`` with ``allow_pickle=False``):
-  LinearSVC: ``coef_``, ``intercept_``, ``dual_objective_``, ``kkt_violation_``,
-  ``converged_``; LinearSVR: ``coef_``, ``intercept_``; BudgetSVC: ``support_vectors_``,
-  ``dual_coef_``, ``intercept_`` (the fitted offset, new in version 2) and, for a model
-  trained by ``partial_fit``, the reservoir sample its offset is refitted on
-  (``offset_sample_data``, ``_indices``, ``_indptr``, ``_xsq``, ``_codes``).
+  LinearSVC and LogisticRegression: ``coef_``, ``intercept_``, ``dual_objective_``,
+  ``kkt_violation_``, ``converged_``; LinearSVR: ``coef_``, ``intercept_``; BudgetSVC:
+  ``support_vectors_``, ``dual_coef_``, ``intercept_`` (the fitted offset, new in
+  version 2) and, for a model trained by ``partial_fit``, the reservoir sample its
+  offset is refitted on (``offset_sample_data``, ``_indices``, ``_indptr``, ``_xsq``,
+  ``_codes``).
 
 Version 1 files (no ``intercept_``) still load: their BudgetSVC gets a zero offset and
 predicts exactly as before.
@@ -60,6 +61,12 @@ _LAYOUT = {
          ("selection_", "str"), ("n_features_in_", "int")),
         (),
     ),
+    "LogisticRegression": (
+        ("coef_", "intercept_", "dual_objective_", "kkt_violation_", "converged_"),
+        (("n_iter_", "int"), ("n_steps_", "int"), ("fit_time_", "float"),
+         ("selection_", "str"), ("n_features_in_", "int")),
+        (),
+    ),
     "LinearSVR": (
         ("coef_", "intercept_"),
         (("n_iter_", "int"), ("n_steps_", "int"), ("fit_time_", "float"),
@@ -84,8 +91,10 @@ _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, zlib
 def _estimators():
     from pybudget.budget.svm import BudgetSVC
     from pybudget.linear.svm import LinearSVC
+    from pybudget.linear.logistic import LogisticRegression
     from pybudget.linear.svr import LinearSVR
-    return {"LinearSVC": LinearSVC, "LinearSVR": LinearSVR, "BudgetSVC": BudgetSVC}
+    return {"LinearSVC": LinearSVC, "LogisticRegression": LogisticRegression,
+            "LinearSVR": LinearSVR, "BudgetSVC": BudgetSVC}
 
 
 _REGRESSORS = ("LinearSVR",)   # no classes_
@@ -506,7 +515,7 @@ def _check_consistent(m, kind, path):
         raise _fail(path, "classes are not sorted and distinct")
     if kind == "BudgetSVC" and not 0 <= getattr(m, "_t", 0) < 2**62:
         raise _fail(path, f"step count {m._t} out of range")
-    if kind == "LinearSVC":
+    if kind in ("LinearSVC", "LogisticRegression"):
         shapes = {"coef_": (n_prob, d), "intercept_": (n_prob,),
                   "dual_objective_": (n_prob,), "kkt_violation_": (n_prob,),
                   "converged_": (n_prob,)}

@@ -232,3 +232,16 @@ def test_solve_linear_needs_two_classes():
         solve_linear(X, np.arange(30) % 3, loss="logistic")
     with pytest.raises(ValueError):
         solve_linear(X, y, loss="logistic", C=0.0)
+
+
+def test_model_file_round_trip(tmp_path):
+    from sklearn.datasets import load_iris
+
+    from pybudget import load, save
+    X, y = load_iris(return_X_y=True)
+    est = LogisticRegression(C=2.0, random_state=0).fit(X, y)
+    save(est, tmp_path / "lr.pbm")
+    back = load(tmp_path / "lr.pbm")
+    assert isinstance(back, LogisticRegression)
+    assert back.predict_proba(X).tobytes() == est.predict_proba(X).tobytes()
+    assert (back.predict(X) == est.predict(X)).all()
