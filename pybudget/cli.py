@@ -18,15 +18,20 @@ import scipy.sparse as sp
 from pybudget.cgrid import (DEFAULT_CS, DEFAULT_SELECTIONS, cgrid, cgrid_cv,
                              format_cv_table, format_table)
 from pybudget.budget.svm import AVERAGING, MAINTENANCE, SEARCHES, SOLVERS
-from pybudget.linear.svm import LOSSES, SELECTION_CHOICES
+from pybudget.linear.svm import LOSSES, REGRESSION_LOSSES, SELECTION_CHOICES
 
 LINEAR_OPTS = {"loss": "-s/--loss", "tol": "-e", "bias": "-B", "selection": "--selection",
-               "max_iter": "--max-iter"}
+               "max_iter": "--max-iter", "epsilon": "-p"}
 KERNEL_OPTS = {"gamma": "-g", "budget": "--budget", "maintenance": "--maintenance",
                "merge_size": "--merge-size", "merge_search": "--merge-search",
                "epochs": "--epochs", "checkpoints": "--checkpoints", "offset": "--no-offset",
                "averaging": "--averaging"}
-LIBLINEAR_S = {"1": "squared_hinge", "3": "hinge"}
+# liblinear's -s -> our loss; the loss picks the estimator (ESTIMATOR_OF)
+LIBLINEAR_S = {"1": "squared_hinge", "3": "hinge", "7": "logistic",
+               "12": "squared_epsilon_insensitive", "13": "epsilon_insensitive"}
+ALL_LOSSES = (*LOSSES, "logistic", *REGRESSION_LOSSES)
+ESTIMATOR_OF = {**{loss: "LinearSVC" for loss in LOSSES}, "logistic": "LogisticRegression",
+                **{loss: "LinearSVR" for loss in REGRESSION_LOSSES}}
 
 
 def _finite(text):
@@ -116,20 +121,28 @@ def _make_estimator(args, kernel):
     """The estimator with the options given; anything not given keeps the estimator's
     own default (so the command and the Python API agree)."""
     from pybudget.budget.svm import BudgetSVC
-    from pybudget.linear.svm import LinearSVC
     verbose = 0 if args.quiet else (2 if args.verbose and kernel == "linear" else 1)
 
     def given(names):
         return {k: getattr(args, k) for k in names if getattr(args, k) is not None}
 
     if kernel == "linear":
-        kw = given(("loss", "tol", "selection", "max_iter"))
+        loss = args.loss or "hinge"
+        name = ESTIMATOR_OF[loss]
+        kw = given(("tol", "selection", "max_iter"))
+        if name != "LogisticRegression":
+            kw["loss"] = loss
+        if args.epsilon is not None:
+            if name != "LinearSVR":
+                raise CLIError("-p (epsilon) applies only to regression (-s 12 or 13)")
+            kw["epsilon"] = args.epsilon
         if args.bias is not None:
             kw.update(fit_intercept=args.bias > 0,
                       intercept_scaling=args.bias if args.bias > 0 else 1.0)
         else:
             kw.update(fit_intercept=False)  # liblinear's default -B -1: no bias
-        return LinearSVC(C=args.c, random_state=args.seed, verbose=verbose, **kw)
+        return _estimator_class(name)(C=args.c, random_state=args.seed, verbose=verbose,
+                                      **kw)
     kw = given(("budget", "solver", "epochs", "maintenance", "merge_size", "merge_search",
                 "checkpoints", "offset", "averaging"))
     if args.gamma is not None:
@@ -138,21 +151,30 @@ def _make_estimator(args, kernel):
 
 
 def _check_params(est):
-    if type(est).__name__ == "LinearSVC":
-        from pybudget.linear.svm import check_linear_params
-        check_linear_params(est.C, est.loss, est.selection, est.tol, est.max_iter,
-                            est.fit_intercept, est.intercept_scaling)
-    else:
+    if type(est).__name__ == "BudgetSVC":
         est._params()
+        return
+    from pybudget.linear.svm import check_linear_params
+    check_linear_params(est.C, getattr(est, "loss", "logistic"), est.selection, est.tol,
+                        est.max_iter, est.fit_intercept, est.intercept_scaling, ALL_LOSSES)
+    if _is_regressor(est):
+        from pybudget._core._validation import nonnegative
+        nonnegative("epsilon", est.epsilon)
+
+
+def _estimator_class(name):
+    from pybudget import BudgetSVC, LinearSVC, LinearSVR, LogisticRegression
+    return {"LinearSVC": LinearSVC, "LogisticRegression": LogisticRegression,
+            "LinearSVR": LinearSVR, "BudgetSVC": BudgetSVC}[name]
+
+
+def _is_regressor(model):
+    return type(model).__name__ == "LinearSVR"
 
 
 def _default(estimator, name):
     import inspect
-
-    from pybudget.budget.svm import BudgetSVC
-    from pybudget.linear.svm import LinearSVC
-    cls = {"LinearSVC": LinearSVC, "BudgetSVC": BudgetSVC}[estimator]
-    return inspect.signature(cls).parameters[name].default
+    return inspect.signature(_estimator_class(estimator)).parameters[name].default
 
 
 def _option(group, flag, estimator, text, **kw):
@@ -175,8 +197,8 @@ def _gamma(text):
 def _liblinear_s(text):
     if text not in LIBLINEAR_S:
         raise argparse.ArgumentTypeError(
-            f"only the dual linear SVM types are available: 3 (L1-loss, hinge) or 1 "
-            f"(L2-loss, squared hinge), got {text!r}")
+            f"the liblinear types available are the dual solvers 1, 3, 7, 12 and 13, "
+            f"got {text!r}")
     return LIBLINEAR_S[text]
 
 
@@ -243,16 +265,18 @@ def _train(args):
 
 def _describe(est):
     name = type(est).__name__
-    if name == "LinearSVC":
+    if name != "BudgetSVC":
         bias = "%g" % est.intercept_scaling if est.fit_intercept else "none"
-        return (f"LinearSVC(C={est.C:g}, loss={est.loss}, selection={est.selection}, "
+        loss = f"loss={est.loss}, " if hasattr(est, "loss") else ""
+        eps = f"epsilon={est.epsilon:g}, " if _is_regressor(est) else ""
+        return (f"{name}(C={est.C:g}, {loss}{eps}selection={est.selection}, "
                 f"tol={est.tol:g}, bias={bias})")
     return (f"BudgetSVC(C={est.C:g}, solver={est.solver}, budget={est.budget}, "
             f"gamma={est.gamma}, epochs={est.epochs}, maintenance={est.maintenance})")
 
 
 def _summary(est):
-    if type(est).__name__ == "LinearSVC":
+    if type(est).__name__ != "BudgetSVC":
         return (f"{est.n_iter_} sweeps, {est.n_steps_} steps, "
                 f"KKT violation {np.max(est.kkt_violation_):.3g}")
     return (f"{est.support_vectors_.shape[0]} support vectors, gamma {est.gamma_:.4g}, "
@@ -260,7 +284,19 @@ def _summary(est):
 
 
 def _cross_validate(args, est, X, y):
-    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    from sklearn.model_selection import KFold, StratifiedKFold, cross_val_score
+    if _is_regressor(est):
+        if X.shape[0] < args.cv:
+            raise CLIError(f"-v {args.cv} needs at least {args.cv} rows")
+        est.set_params(verbose=0)
+        folds = KFold(args.cv, shuffle=True, random_state=args.seed)
+        with _warnings_as_lines(args):
+            mse = -cross_val_score(est, X, y, cv=folds, error_score="raise",
+                                   scoring="neg_mean_squared_error")
+            r2 = cross_val_score(est, X, y, cv=folds, error_score="raise")
+        print(f"Cross Validation Mean squared error = {mse.mean():g}")
+        print(f"Cross Validation R2 = {r2.mean():g}")
+        return 0
     counts = np.unique(y, return_counts=True)[1]
     if counts.min() < args.cv:
         raise CLIError(f"-v {args.cv} needs at least {args.cv} rows of every class")
@@ -280,22 +316,37 @@ def _predict(args):
     from pybudget.stream import iter_svmlight_chunks
     model = load(args.model_file)
     d = model.n_features_in_
+    regression = _is_regressor(model)
     n = correct = 0
+    sums = np.zeros(6)   # regression: error^2, p, y, p^2, y^2, p*y (liblinear's report)
     extra = False
     with open(args.output_file, "w") as out:
         for X, y in iter_svmlight_chunks(args.test_file, 10000, zero_based=args.zero_based):
             extra = extra or X.shape[1] > d
             pred = model.predict(_fit_width(X, d))
-            texts = [_label_text(p) for p in pred]
+            if regression:
+                texts = [f"{p:.17g}" for p in pred]
+                sums += [np.sum((pred - y) ** 2), pred.sum(), y.sum(), np.sum(pred * pred),
+                         np.sum(y * y), np.sum(pred * y)]
+            else:
+                texts = [_label_text(p) for p in pred]
+                correct += sum(t == _label_text(v) for t, v in zip(texts, y))
             out.write("\n".join(texts) + "\n")
-            correct += sum(t == _label_text(v) for t, v in zip(texts, y))
             n += X.shape[0]
     if extra and not args.quiet:
         print(f"pybudget: warning: {args.test_file} has features beyond the {d} of the "
               "model; they were ignored", file=sys.stderr)
     if n == 0:
         raise CLIError(f"{args.test_file}: no data rows")
-    if not args.quiet:
+    if args.quiet:
+        return 0
+    if regression:
+        se, p, y, pp, yy, py = sums
+        den = (n * pp - p * p) * (n * yy - y * y)
+        r2 = (n * py - p * y) ** 2 / den if den > 0 else float("nan")
+        print(f"Mean squared error = {se / n:g} (regression)")
+        print(f"Squared correlation coefficient = {r2:g} (regression)")
+    else:
         print(f"Accuracy = {100.0 * correct / n:g}% ({correct}/{n})")
     return 0
 
@@ -306,22 +357,29 @@ def _info(args):
     from pybudget.io import load, read_header
     header = read_header(args.model_file)
     model = load(args.model_file)  # verifies checksums and shapes
-    classes = [_label_text(c) for c in model.classes_]
+    if _is_regressor(model):
+        targets = "targets: real (regression)"
+    else:
+        classes = [_label_text(c) for c in model.classes_]
+        targets = (f"classes ({len(classes)}): {' '.join(classes[:20])}"
+                   f"{' ...' if len(classes) > 20 else ''}")
     lines = [
         f"file: {args.model_file} ({os.path.getsize(args.model_file)} bytes)",
         f"format: {header['format']} version {header['version']} "
         f"(written by pybudget {header.get('pybudget_version', '?')}); checksums ok",
         f"estimator: {header['estimator']}",
-        f"classes ({len(classes)}): {' '.join(classes[:20])}{' ...' if len(classes) > 20 else ''}",
+        targets,
         f"features: {model.n_features_in_}",
     ]
-    if header["estimator"] == "LinearSVC":
-        lines += [f"weights: {model.coef_.shape[0]} x {model.coef_.shape[1]}, "
-                  f"{int(np.count_nonzero(model.coef_))} nonzero",
+    if header["estimator"] != "BudgetSVC":
+        coef = np.atleast_2d(model.coef_)
+        lines += [f"weights: {coef.shape[0]} x {coef.shape[1]}, "
+                  f"{int(np.count_nonzero(coef))} nonzero",
                   f"intercept: {' '.join(f'{b:.6g}' for b in model.intercept_[:10])}",
                   f"training: {model.n_iter_} sweeps, {model.n_steps_} steps, "
                   f"selection {model.selection_}, KKT violation "
-                  f"{np.max(model.kkt_violation_):.3g}, converged {bool(model.converged_.all())}"]
+                  f"{np.max(model.kkt_violation_):.3g}, converged "
+                  f"{bool(np.all(model.converged_))}"]
     else:
         lines += [f"support vectors: {model.support_vectors_.shape[0]} "
                   f"(budget {model.budget}), dual coefficients {model.dual_coef_.shape[0]} "
@@ -421,10 +479,16 @@ def build_parser():
                    help="per-sweep trace of the linear solver on stderr")
     lin = t.add_argument_group("linear models (--kernel linear)")
     lin.add_argument("-s", dest="loss", type=_liblinear_s, default=None, metavar="TYPE",
-                     help="liblinear solver type: 3 = L1-loss (hinge) SVM dual (default), "
-                          "1 = L2-loss (squared hinge) SVM dual")
-    lin.add_argument("--loss", dest="loss", choices=LOSSES,
-                     help="same as -s 3 / -s 1")
+                     help="liblinear solver type (dual solvers): 3 = L1-loss (hinge) SVM "
+                          "(default), 1 = L2-loss (squared hinge) SVM, 7 = logistic "
+                          "regression (LogisticRegression), 13 = L1-loss (epsilon-"
+                          "insensitive) and 12 = L2-loss support vector regression "
+                          "(LinearSVR)")
+    lin.add_argument("--loss", dest="loss", choices=ALL_LOSSES,
+                     help="the loss by name, instead of -s")
+    lin.add_argument("-p", dest="epsilon", type=float, default=None, metavar="EPSILON",
+                     help="epsilon of the regression losses (default %s)"
+                     % _default("LinearSVR", "epsilon"))
     _option(lin, "-e", "LinearSVC", "tolerance on the final KKT violation", dest="tol",
             type=float, metavar="EPS")
     lin.add_argument("-B", dest="bias", type=_finite, default=None, metavar="BIAS",

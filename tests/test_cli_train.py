@@ -258,3 +258,47 @@ def test_readme_command_line_example_runs(tmp_path):
     joined = "\n".join(outputs)
     assert re.search(r"^Accuracy = [0-9.]+% \(\d+/\d+\)$", joined, flags=re.M)
     assert "estimator: LinearSVC" in joined
+
+
+def test_regression_train_predict_info_and_cv(tmp_path, capsys):
+    from sklearn.datasets import make_regression
+
+    from pybudget import LinearSVR
+    X, y = make_regression(300, 8, noise=1.0, random_state=0)
+    y = y / 50.0
+    dump_svmlight_file(X[:200], y[:200], str(tmp_path / "r.train"), zero_based=False)
+    dump_svmlight_file(X[200:], y[200:], str(tmp_path / "r.test"), zero_based=False)
+    code, _, _ = run(["train", "-s", "12", "-p", "0.05", "-B", "1", "-q", tmp_path / "r.train",
+                      tmp_path / "r.model"], capsys)
+    assert code == 0
+    model = load(tmp_path / "r.model")
+    assert isinstance(model, LinearSVR) and model.epsilon == 0.05
+    assert model.loss == "squared_epsilon_insensitive"
+    code, out, _ = run(["predict", tmp_path / "r.test", tmp_path / "r.model",
+                        tmp_path / "r.pred"], capsys)
+    pred = np.loadtxt(tmp_path / "r.pred")
+    mse = float(re.search(r"Mean squared error = (\S+) \(regression\)", out).group(1))
+    assert mse == pytest.approx(np.mean((pred - y[200:]) ** 2), rel=1e-5)
+    assert "Squared correlation coefficient = 0.99" in out
+    assert "targets: real (regression)" in run(["info", tmp_path / "r.model"], capsys)[1]
+    code, out, _ = run(["train", "-s", "13", "-v", "3", "-q", tmp_path / "r.train"], capsys)
+    assert code == 0 and "Cross Validation Mean squared error = " in out
+
+
+def test_logistic_train_predict(files, capsys):
+    from pybudget import LogisticRegression
+    d, train, test = files
+    assert run(["train", "-s", "7", "-B", "1", "-q", train, d / "lr.model"], capsys)[0] == 0
+    assert isinstance(load(d / "lr.model"), LogisticRegression)
+    _, out, _ = run(["predict", test, d / "lr.model", d / "lr.pred"], capsys)
+    assert 80.0 < read_accuracy(out)[0] < 90.0
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["-s", "3", "-p", "0.1"], "-p (epsilon) applies only to regression"),
+    (["-s", "5"], "dual solvers 1, 3, 7, 12 and 13"),
+])
+def test_liblinear_types_refused(files, capsys, argv, message):
+    d, train, _ = files
+    code, _, err = run(["train", *argv, train, d / "x.model"], capsys)
+    assert code == 2 and message in err
