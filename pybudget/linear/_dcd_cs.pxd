@@ -163,13 +163,13 @@ cdef inline double cs_gain(const CsProblem* P, const double* a, int i, double G,
 # bound whose gradient is below that of every class off its bound cannot move in this
 # block's step and leaves the block's active set; an example left with one active class
 # leaves the active set.  sh.max_new is the sweep's largest block violation (over the
-# active blocks and classes); sh.max_old is the margin below the free classes' smallest
-# gradient that shrinks a class: infinite (nothing shrinks) in the first sweep after a
-# restore, 0 (liblinear's rule) after it.  That sweep over the whole set is what lets
-# the strategy stop with every example active (the SVM's rule gets the same from its
-# infinite thresholds); liblinear instead shrinks in it too and stops on its flag.  Once it falls below eps_shrink (P.limit, starting at
-# max(10 tol, 1) and halved at each such sweep) everything is restored, and the run
-# stops when it is below tol with nothing shrunk.
+# active blocks and classes).  Once it falls below eps_shrink (P.limit, starting at
+# max(10 tol, 1), halved at each such sweep) everything is restored, and the run stops
+# when it is below tol with nothing shrunk.  sh.max_old is the margin below the free
+# classes' smallest gradient that shrinks a class: infinite (nothing shrinks) in the
+# first sweep after a restore, 0 (liblinear's rule) after it.  That sweep over the whole
+# set is what lets the strategy stop with every example active (the SVM's rule gets the
+# same from its infinite thresholds); liblinear shrinks in it too and stops on a flag.
 cdef inline void cs_shrink_begin(Shrink* sh) noexcept nogil:
     sh.max_new = -INFINITY
 

@@ -154,11 +154,11 @@ def solve_crammer_singer(X, y, C=1.0, *, selection="auto", tol=0.1, max_iter=100
                          random_state=None, warm_start=None):
     """Train Crammer & Singer's multi-class linear SVM by dual coordinate descent.
 
-    Minimises ``½ Σ_m ‖w_m‖² + C Σ_i s_i max(0, max_m (w_m·x_i + [m ≠ y_i]) - w_{y_i}·x_i)``
-    jointly over the K classes (liblinear ``-s 4``); the dual has one block of K
-    variables per example, which each step solves exactly.  With ``fit_intercept`` each
-    class's bias is a regularised extra weight on a constant feature of value
-    ``intercept_scaling``.
+    Minimises ``½ Σ_m ‖w_m‖² + C Σ_i s_i (max_m (w_m·x_i + [m ≠ y_i]) - w_{y_i}·x_i)``
+    (the multi-class hinge, >= 0 as m = y_i is in the max) jointly over the K classes
+    (liblinear ``-s 4``); the dual has one block of K variables per example, which each
+    step solves exactly.  With ``fit_intercept`` each class's bias is a regularised
+    extra weight on a constant feature of value ``intercept_scaling``.
 
     Parameters
     ----------
