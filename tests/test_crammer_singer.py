@@ -14,7 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC as SkLinearSVC
 from sklearn.utils.estimator_checks import check_estimator
 
-from pybudget import LinearSVC, solve_crammer_singer
+from pybudget import LinearSVC, load, save, solve_crammer_singer
 from pybudget.linear._dcd import SELECTIONS, dcd_solve
 from pybudget.linear.crammer_singer import project_blocks
 
@@ -243,3 +243,13 @@ def test_bad_parameters_are_refused():
         dcd_solve(Xs, yf, *args, np.zeros(n), np.zeros(3 * (d + 1)), *rest, 3)
     with pytest.raises(ValueError, match="labels in 0..2"):
         dcd_solve(Xs, yf + 0.5, *args, np.zeros(3 * n), np.zeros(3 * (d + 1)), *rest, 3)
+
+
+def test_save_and_load(tmp_path):
+    X, y = _data(n=60, d=5, K=3, seed=5)
+    est = LinearSVC(multi_class="crammer_singer", random_state=0).fit(X, y)
+    save(est, tmp_path / "cs.json")
+    back = load(tmp_path / "cs.json")
+    assert back.multi_class == "crammer_singer"
+    np.testing.assert_array_equal(back.coef_, est.coef_)
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
