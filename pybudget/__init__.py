@@ -42,8 +42,9 @@ else:
 
     from pybudget.budget import BudgetResult, BudgetSVC, merging, solve_budget
     from pybudget.io import load, save
-    from pybudget.linear import (CVGridResult, LinearResult, LinearSVC, LinearSVR,
-                                 LogisticRegression, cv_grid, linear_path, solve_linear)
+    from pybudget.linear import (CrammerSingerResult, CVGridResult, LinearResult, LinearSVC,
+                                 LinearSVR, LogisticRegression, cv_grid, linear_path,
+                                 solve_crammer_singer, solve_linear)
     from pybudget.stream import stream_fit
 
     # ``import pybudget.merging`` keeps working where it always did
@@ -51,5 +52,6 @@ else:
 
     __version__ = "0.1.0"
     __all__ = ["LinearSVC", "LinearSVR", "LogisticRegression", "LinearResult", "solve_linear",
-               "linear_path", "cv_grid", "CVGridResult", "BudgetSVC", "BudgetResult",
-               "solve_budget", "merging", "save", "load", "stream_fit", "__version__"]
+               "solve_crammer_singer", "CrammerSingerResult", "linear_path", "cv_grid",
+               "CVGridResult", "BudgetSVC", "BudgetResult", "solve_budget", "merging", "save",
+               "load", "stream_fit", "__version__"]

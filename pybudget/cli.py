@@ -27,10 +27,11 @@ KERNEL_OPTS = {"gamma": "-g", "budget": "--budget", "maintenance": "--maintenanc
                "epochs": "--epochs", "checkpoints": "--checkpoints", "offset": "--no-offset",
                "averaging": "--averaging"}
 # liblinear's -s -> our loss; the loss picks the estimator (ESTIMATOR_OF)
-LIBLINEAR_S = {"1": "squared_hinge", "3": "hinge", "7": "logistic",
+LIBLINEAR_S = {"1": "squared_hinge", "3": "hinge", "4": "crammer_singer", "7": "logistic",
                "12": "squared_epsilon_insensitive", "13": "epsilon_insensitive"}
-ALL_LOSSES = (*LOSSES, "logistic", *REGRESSION_LOSSES)
-ESTIMATOR_OF = {**{loss: "LinearSVC" for loss in LOSSES}, "logistic": "LogisticRegression",
+ALL_LOSSES = (*LOSSES, "crammer_singer", "logistic", *REGRESSION_LOSSES)
+ESTIMATOR_OF = {**{loss: "LinearSVC" for loss in LOSSES}, "crammer_singer": "LinearSVC",
+                "logistic": "LogisticRegression",
                 **{loss: "LinearSVR" for loss in REGRESSION_LOSSES}}
 
 
@@ -130,7 +131,9 @@ def _make_estimator(args, kernel):
         loss = args.loss or "hinge"
         name = ESTIMATOR_OF[loss]
         kw = given(("tol", "selection", "max_iter"))
-        if name != "LogisticRegression":
+        if loss == "crammer_singer":   # the multi-class hinge loss, one joint problem
+            kw["multi_class"] = "crammer_singer"
+        elif name != "LogisticRegression":
             kw["loss"] = loss
         if args.epsilon is not None:
             if name != "LinearSVR":
@@ -197,7 +200,7 @@ def _gamma(text):
 def _liblinear_s(text):
     if text not in LIBLINEAR_S:
         raise argparse.ArgumentTypeError(
-            f"the liblinear types available are the dual solvers 1, 3, 7, 12 and 13, "
+            f"the liblinear types available are the dual solvers 1, 3, 4, 7, 12 and 13, "
             f"got {text!r}")
     return LIBLINEAR_S[text]
 
@@ -480,7 +483,8 @@ def build_parser():
     lin = t.add_argument_group("linear models (--kernel linear)")
     lin.add_argument("-s", dest="loss", type=_liblinear_s, default=None, metavar="TYPE",
                      help="liblinear solver type (dual solvers): 3 = L1-loss (hinge) SVM "
-                          "(default), 1 = L2-loss (squared hinge) SVM, 7 = logistic "
+                          "(default), 1 = L2-loss (squared hinge) SVM, 4 = Crammer-Singer "
+                          "multi-class SVM, 7 = logistic "
                           "regression (LogisticRegression), 13 = L1-loss (epsilon-"
                           "insensitive) and 12 = L2-loss support vector regression "
                           "(LinearSVR)")

@@ -516,9 +516,11 @@ def _check_consistent(m, kind, path):
     if kind == "BudgetSVC" and not 0 <= getattr(m, "_t", 0) < 2**62:
         raise _fail(path, f"step count {m._t} out of range")
     if kind in ("LinearSVC", "LogisticRegression"):
+        # crammer_singer solves one joint problem for every row of coef_
+        n_runs = 1 if getattr(m, "multi_class", "ovr") == "crammer_singer" else n_prob
         shapes = {"coef_": (n_prob, d), "intercept_": (n_prob,),
-                  "dual_objective_": (n_prob,), "kkt_violation_": (n_prob,),
-                  "converged_": (n_prob,)}
+                  "dual_objective_": (n_runs,), "kkt_violation_": (n_runs,),
+                  "converged_": (n_runs,)}
         finite = ("coef_", "intercept_")
     else:
         n_sv = m.support_vectors_.shape[0]

@@ -195,7 +195,7 @@ def test_usage_errors_exit_2(capsys):
     with pytest.raises(SystemExit) as e:
         main(["train", "-s", "2", "x"])
     assert e.value.code == 2
-    assert "only the dual linear SVM types" in capsys.readouterr().err
+    assert "the liblinear types available are the dual solvers" in capsys.readouterr().err
     for argv in (["train", "-B", "nan", "x"], ["cgrid", "-B", "inf"]):   # not "no bias"
         with pytest.raises(SystemExit) as e:
             main(argv)
@@ -294,11 +294,25 @@ def test_logistic_train_predict(files, capsys):
     assert 80.0 < read_accuracy(out)[0] < 90.0
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["-s", "3", "-p", "0.1"], "-p (epsilon) applies only to regression"),
-    (["-s", "5"], "dual solvers 1, 3, 7, 12 and 13"),
-])
-def test_liblinear_types_refused(files, capsys, argv, message):
+def test_liblinear_types_refused(files, capsys):
     d, train, _ = files
-    code, _, err = run(["train", *argv, train, d / "x.model"], capsys)
-    assert code == 2 and message in err
+    code, _, err = run(["train", "-s", "3", "-p", "0.1", train, d / "x.model"], capsys)
+    assert code == 2 and "-p (epsilon) applies only to regression" in err
+    with pytest.raises(SystemExit) as e:       # argparse's own usage error
+        main(["train", "-s", "5", str(train)])
+    assert e.value.code == 2
+    assert "dual solvers 1, 3, 4, 7, 12 and 13" in capsys.readouterr().err
+
+
+def test_crammer_singer_train_predict(tmp_path, capsys):
+    from sklearn.datasets import make_blobs
+    X, y = make_blobs(300, centers=4, n_features=5, random_state=0)
+    dump_svmlight_file(X[:200], y[:200], str(tmp_path / "m.train"), zero_based=False)
+    dump_svmlight_file(X[200:], y[200:], str(tmp_path / "m.test"), zero_based=False)
+    assert run(["train", "-s", "4", "-q", tmp_path / "m.train", tmp_path / "m.model"],
+               capsys)[0] == 0
+    model = load(tmp_path / "m.model")
+    assert model.multi_class == "crammer_singer" and model.coef_.shape == (4, 5)
+    _, out, _ = run(["predict", tmp_path / "m.test", tmp_path / "m.model",
+                     tmp_path / "m.pred"], capsys)
+    assert read_accuracy(out)[0] > 90.0

@@ -29,6 +29,9 @@ from pybudget.linear._dcd_svr cimport (
     SvrProblem, svr_gradient, svr_violation, svr_step, svr_gain, svr_final,
     svr_shrink_begin, svr_shrink_visit, svr_shrink_met, svr_shrink_roll, svr_shrink_reset,
     svr_shrink_shown)
+from pybudget.linear._dcd_cs cimport (
+    CsProblem, cs_gradient, cs_violation, cs_step, cs_gain, cs_final, cs_shrink_begin,
+    cs_shrink_visit, cs_shrink_met, cs_shrink_roll, cs_shrink_reset, cs_shrink_shown)
 from pybudget.linear._dcd_lr cimport (
     LrInner, LrProblem, lr_gradient, lr_violation, lr_step, lr_gain, lr_final,
     lr_shrink_begin, lr_shrink_visit, lr_shrink_met, lr_shrink_roll, lr_shrink_reset,
@@ -46,7 +49,7 @@ cdef enum:
     SEL_AVSF = 2
 
 SELECTIONS = {"uniform": SEL_UNIFORM, "shrinking": SEL_SHRINKING, "avsf": SEL_AVSF}
-PROBLEMS = ("svm", "svr", "lr")
+PROBLEMS = ("svm", "svr", "lr", "cs")
 
 # AVSF constants from the paper: preference range and change rate.
 cdef double P_MIN = 1.0 / 20.0
@@ -58,6 +61,7 @@ ctypedef fused Problem:
     SvmProblem
     SvrProblem
     LrProblem
+    CsProblem
 
 
 # ---- dispatch: resolved at compile time in each specialisation ---------------------
@@ -68,6 +72,8 @@ cdef inline double gradient(const Problem* P, const double* w, const double* a,
         return svm_gradient(P, w, a, i)
     elif Problem is SvrProblem:
         return svr_gradient(P, w, a, i)
+    elif Problem is CsProblem:
+        return cs_gradient(P, w, a, i)
     else:
         return lr_gradient(P, w, a, i)
 
@@ -78,6 +84,8 @@ cdef inline double violation(const Problem* P, const double* a, int i,
         return svm_violation(P, a, i, G)
     elif Problem is SvrProblem:
         return svr_violation(P, a, i, G)
+    elif Problem is CsProblem:
+        return cs_violation(P, a, i, G)
     else:
         return lr_violation(P, a, i, G)
 
@@ -88,6 +96,8 @@ cdef inline double step(const Problem* P, double* w, double* a, int i, double G,
         return svm_step(P, w, a, i, G, q)
     elif Problem is SvrProblem:
         return svr_step(P, w, a, i, G, q)
+    elif Problem is CsProblem:
+        return cs_step(P, w, a, i, G, q)
     else:
         return lr_step(P, w, a, i, G, q)
 
@@ -98,6 +108,8 @@ cdef inline double gain(const Problem* P, const double* a, int i, double G, doub
         return svm_gain(P, a, i, G, mu, q)
     elif Problem is SvrProblem:
         return svr_gain(P, a, i, G, mu, q)
+    elif Problem is CsProblem:
+        return cs_gain(P, a, i, G, mu, q)
     else:
         return lr_gain(P, a, i, G, mu, q)
 
@@ -108,6 +120,8 @@ cdef inline double final_check(const Problem* P, const double* w, const double* 
         return svm_final(P, w, a, i, tol, drop, loss_sum)
     elif Problem is SvrProblem:
         return svr_final(P, w, a, i, tol, drop, loss_sum)
+    elif Problem is CsProblem:
+        return cs_final(P, w, a, i, tol, drop, loss_sum)
     else:
         return lr_final(P, w, a, i, tol, drop, loss_sum)
 
@@ -117,6 +131,8 @@ cdef inline void shrink_begin(const Problem* P, Shrink* sh) noexcept nogil:
         svm_shrink_begin(sh)
     elif Problem is SvrProblem:
         svr_shrink_begin(sh)
+    elif Problem is CsProblem:
+        cs_shrink_begin(sh)
     else:
         lr_shrink_begin(P, sh)
 
@@ -127,6 +143,8 @@ cdef inline int shrink_visit(const Problem* P, const double* a, int i, double G,
         return svm_shrink_visit(P, a, i, G, sh)
     elif Problem is SvrProblem:
         return svr_shrink_visit(P, a, i, G, sh)
+    elif Problem is CsProblem:
+        return cs_shrink_visit(P, a, i, G, sh)
     else:
         return lr_shrink_visit(P, a, i, G, sh)
 
@@ -136,6 +154,8 @@ cdef inline bint shrink_met(const Problem* P, Shrink* sh, double tol) noexcept n
         return svm_shrink_met(sh, tol)
     elif Problem is SvrProblem:
         return svr_shrink_met(sh, tol)
+    elif Problem is CsProblem:
+        return cs_shrink_met(P, sh, tol)
     else:
         return lr_shrink_met(sh, tol)
 
@@ -145,6 +165,8 @@ cdef inline void shrink_roll(const Problem* P, Shrink* sh) noexcept nogil:
         svm_shrink_roll(sh)
     elif Problem is SvrProblem:
         svr_shrink_roll(sh)
+    elif Problem is CsProblem:
+        cs_shrink_roll(sh)
     else:
         lr_shrink_roll(P, sh)
 
@@ -154,6 +176,8 @@ cdef inline void shrink_reset(const Problem* P, Shrink* sh) noexcept nogil:
         svm_shrink_reset(sh)
     elif Problem is SvrProblem:
         svr_shrink_reset(sh)
+    elif Problem is CsProblem:
+        cs_shrink_reset(P, sh)
     else:
         lr_shrink_reset(sh)
 
@@ -163,6 +187,8 @@ cdef inline double shrink_shown(const Problem* P, const Shrink* sh) noexcept nog
         return svm_shrink_shown(sh)
     elif Problem is SvrProblem:
         return svr_shrink_shown(sh)
+    elif Problem is CsProblem:
+        return cs_shrink_shown(sh)
     else:
         return lr_shrink_shown(sh)
 
@@ -434,19 +460,57 @@ cdef Outcome run(const Problem* P, State* S, int selection, double tol, int max_
     return out
 
 
+cdef int* cs_setup(CsProblem* cs, DualData r, int K, const double[::1] y, Py_ssize_t n_alpha,
+                   Py_ssize_t n_w, double tol, double** buf) except? NULL:
+    """Check the Crammer-Singer inputs and allocate the problem's scratch (returned: the
+    int buffer; buf: the double one; both for free())."""
+    cdef Py_ssize_t i, n = r.n
+    if K < 2:
+        raise ValueError(f"problem 'cs' needs n_classes >= 2, got {K}")
+    if n_alpha != n * K or n_w != K * (<Py_ssize_t>r.d + 1):
+        raise ValueError(f"problem 'cs' needs alpha of size n * n_classes = {n * K} and w "
+                         f"of size n_classes * (d + 1) = {K * (r.d + 1)}, got {n_alpha} "
+                         f"and {n_w}")
+    for i in range(n):
+        if not (0 <= y[i] < K) or y[i] != <int>y[i]:
+            raise ValueError(f"problem 'cs' needs labels in 0..{K - 1}, got {y[i]}")
+        if r.diag[i] != 0.0:
+            raise ValueError("problem 'cs' needs diag = 0")
+    cdef double* d = <double*>malloc((3 * K + 1) * sizeof(double))
+    cdef int* ib = <int*>malloc((n * K + n + 1) * sizeof(int))
+    if d == NULL or ib == NULL:
+        free(d)
+        free(ib)
+        raise MemoryError()
+    cs.r = r
+    cs.K = K
+    cs.stride = r.d + 1
+    cs.G, cs.D, cs.delta, cs.limit = d, d + K, d + 2 * K, d + 3 * K
+    cs.cls, cs.nact, cs.partial = ib, ib + n * K, ib + n * K + n
+    for i in range(n * K):
+        ib[i] = i % K
+    cs.limit[0] = 10.0 * tol if 10.0 * tol > 1.0 else 1.0    # liblinear's eps_shrink
+    buf[0] = d
+    return ib
+
+
 def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1] diag,
               const double[::1] cvec, double bias, double[::1] alpha, double[::1] w,
               double[::1] prefs, int[::1] perm, int n_active, double dref0,
               int selection, double tol, int max_iter, uint64_t seed, bint squared,
-              int verbose=0, str problem="svm", double epsilon=0.0, comp=None):
+              int verbose=0, str problem="svm", double epsilon=0.0, comp=None,
+              int n_classes=0):
     """Run dual CD in place on alpha and w, starting from the given state.
 
     problem: "svm" (y = +-1 labels, alpha in [0, upper]), "svr" (y = targets, alpha
-    holds beta in [-upper, upper], epsilon the insensitive zone) or "lr" (y = +-1
+    holds beta in [-upper, upper], epsilon the insensitive zone), "lr" (y = +-1
     labels, alpha strictly inside (0, upper); comp, if given, holds upper - alpha,
-    computed from alpha otherwise, and is updated in place).  w must equal the
-    model of alpha (sum_i alpha_i y_i x_i, or sum_i beta_i x_i, plus the bias column)
-    on entry.  Warm-start state, updated in place: prefs (AVSF preferences), perm (a
+    computed from alpha otherwise, and is updated in place) or "cs" (Crammer-Singer:
+    y = class indices 0..n_classes-1, alpha of n * n_classes example-major block
+    variables with alpha_i^m <= upper_i [m == y_i] and sum_m alpha_i^m = 0, w of
+    n_classes rows of d + 1; diag must be 0).  w must equal the model of alpha
+    (sum_i alpha_i y_i x_i, sum_i beta_i x_i or w_m = sum_i alpha_i^m x_i, plus the bias
+    column) on entry.  Warm-start state, updated in place: prefs (AVSF preferences), perm (a
     permutation of the rows whose first n_active entries are the shrinking active set)
     and dref0 (AVSF reference gain; <= 0 means "learn it in the first sweep").  Returns
     a dict with n_iter (sweeps), n_steps (coordinate visits), converged, kkt_violation
@@ -493,6 +557,11 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
         inner.max_inner = 100
         inner.old_a = 0.0
         inner.old_c = 0.0
+    cdef CsProblem cs
+    cdef double* cs_buf = NULL
+    cdef int* cs_ibuf = NULL
+    if problem == "cs":
+        cs_ibuf = cs_setup(&cs, r, n_classes, y, alpha.shape[0], w.shape[0], tol, &cs_buf)
 
     cdef State S
     S.qd = <double*>malloc(n * sizeof(double))
@@ -501,6 +570,8 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     # were before the final reset-to-uniform, which is what a warm start wants.
     S.pp = <double*>malloc(n * sizeof(double))
     if S.qd == NULL or S.sched == NULL or S.pp == NULL:
+        free(cs_buf)
+        free(cs_ibuf)
         free(S.qd)
         free(S.sched)
         free(S.pp)
@@ -530,11 +601,15 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
             out = run(&svm, &S, selection, tol, max_iter, verbose)
         elif which == 1:
             out = run(&svr, &S, selection, tol, max_iter, verbose)
-        else:
+        elif which == 2:
             out = run(&lr, &S, selection, tol, max_iter, verbose)
+        else:
+            out = run(&cs, &S, selection, tol, max_iter, verbose)
 
     if not S.saved:
         memcpy(S.learned, S.pp, n * sizeof(double))
+    free(cs_buf)
+    free(cs_ibuf)
     free(S.qd)
     free(S.sched)
     free(S.pp)

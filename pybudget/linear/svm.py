@@ -14,6 +14,7 @@ from pybudget._core._estimator import SVMClassifierBase, binary_problems, one_vs
 from pybudget.linear._dcd import SELECTIONS, dcd_solve
 
 SELECTION_CHOICES = (*SELECTIONS, "auto")
+MULTI_CLASS = ("ovr", "crammer_singer")
 
 LOSSES = ("hinge", "squared_hinge")                                   # classification
 REGRESSION_LOSSES = ("epsilon_insensitive", "squared_epsilon_insensitive")
@@ -405,8 +406,9 @@ class LinearClassifierBase(SVMClassifierBase):
     """What LinearSVC and LogisticRegression share: one binary dual CD problem per class
     (one-vs-rest), class weights, warm starts and the linear decision function."""
 
-    def _fit(self, X, y, sample_weight, loss, losses):
-        """Fit with the given loss (checked against losses); sets the attributes."""
+    def _fit(self, X, y, sample_weight, loss, losses, joint=False):
+        """Fit with the given loss (checked against losses); sets the attributes.
+        ``joint``: one multi-class problem (``_fit_crammer_singer``), not one-vs-rest."""
         C, tol, max_iter, bias = check_linear_params(
             self.C, loss, self.selection, self.tol, self.max_iter,
             self.fit_intercept, self.intercept_scaling, losses)
@@ -417,6 +419,9 @@ class LinearClassifierBase(SVMClassifierBase):
         cvec = (C * V.sample_weights(sample_weight, X.shape[0])
                 * self._class_weights(classes, codes)[codes])
         K = classes.shape[0]
+        if joint:
+            self._fit_crammer_singer(X, classes, codes, cvec, C, tol, max_iter, bias, verbose)
+            return self
         V.linear_weights_fit(len(binary_problems(K)), X.shape[1])
         sqnorms = V.row_sqnorms(X, bias)
         starts = dict(zip(binary_problems(K),
@@ -444,20 +449,26 @@ class LinearClassifierBase(SVMClassifierBase):
         self.converged_ = np.array([r.converged for r in results])
         self.fit_time_ = sum(r.time for r in results)
         self.selection_ = results[0].selection
-        # private: what the next warm-started fit needs (and how to recognise the data)
         same = starts[binary_problems(K)[0]] is not None   # the previous fit was on these data
+        self._remember(results, X, classes, cvec, same, max_iter, tol)
+        return self
+
+    def _remember(self, results, X, classes, cvec, same, max_iter, tol):
+        """Keep what the next warm-started fit needs (and how to recognise the data);
+        warn when a problem did not converge."""
         self._warm = {"states": [r.state for r in results], "shape": X.shape,
                       "classes": classes, "zero_weight": cvec == 0,
+                      "multi_class": getattr(self, "multi_class", "ovr"),
                       "earlier": self._warm["states"] if same else None}
         if not self.converged_.all():
             warnings.warn(f"{type(self).__name__} reached max_iter={max_iter} sweeps before "
                           f"tol={tol}; increase max_iter", ConvergenceWarning)
-        return self
 
     def _warm_starts(self, X, classes, cvec, C, n_problems):
         """Per-problem start states for a warm-started fit, or Nones."""
         prev = getattr(self, "_warm", None) if self.warm_start else None
         if (prev is None or prev["shape"] != X.shape
+                or prev.get("multi_class") != getattr(self, "multi_class", "ovr")
                 or not np.array_equal(prev["classes"], classes)
                 or not np.array_equal(prev["zero_weight"], cvec == 0)
                 or len(prev["states"]) != n_problems):
@@ -496,8 +507,9 @@ class LinearSVC(LinearClassifierBase):
     """Linear support vector classifier trained by dual coordinate descent.
 
     Like scikit-learn's ``LinearSVC`` (liblinear), with a choice of coordinate
-    selection.  More than two classes are handled one-vs-rest.  Each row's box bound
-    is ``C_i = C * class_weight[y_i] * sample_weight_i``.
+    selection.  More than two classes are handled one-vs-rest or, with
+    ``multi_class="crammer_singer"``, jointly.  Each row's box bound is
+    ``C_i = C * class_weight[y_i] * sample_weight_i``.
 
     Parameters
     ----------
@@ -508,6 +520,12 @@ class LinearSVC(LinearClassifierBase):
         Loss function: the SVM losses (liblinear ``-s 3``, ``-s 1``) or the support
         vector regression losses ``max(0, |r| - epsilon)`` and its square (``-s 13``,
         ``-s 12``).
+    multi_class : {"ovr", "crammer_singer"}, default="ovr"
+        "ovr": one binary problem per class (one for two classes); "crammer_singer":
+        Crammer & Singer's joint multi-class hinge (liblinear ``-s 4``, see
+        :func:`~pybudget.linear.crammer_singer.solve_crammer_singer`), which needs
+        ``loss="hinge"``.  As in scikit-learn, two classes then give one weight vector,
+        ``coef_[1] - coef_[0]`` of the two fitted ones.
     selection : {"auto", "avsf", "shrinking", "uniform"}, default="auto"
         Coordinate selection: "auto" (hard shrinking or AVSF chosen from the data and C,
         see :func:`resolve_selection`), "avsf" (adaptive variable selection
@@ -540,7 +558,8 @@ class LinearSVC(LinearClassifierBase):
     classes_ : ndarray of shape (n_classes,)
         Class labels.
     coef_ : ndarray of shape (n_problems, n_features)
-        Weights; one problem for two classes, else one per class.
+        Weights; one row for two classes, else one per class (one-vs-rest: one binary
+        problem per row; crammer_singer: one joint problem).
     intercept_ : ndarray of shape (n_problems,)
         Biases.
     n_iter_ : int
@@ -548,7 +567,8 @@ class LinearSVC(LinearClassifierBase):
     n_steps_ : int
         Total coordinate steps.
     dual_objective_, kkt_violation_, converged_ : ndarray of shape (n_problems,)
-        Final dual objective, KKT violation and convergence flag per problem.
+        Final dual objective, KKT violation and convergence flag per problem (one entry
+        with crammer_singer).
     selection_ : str
         The strategy used ("auto" resolved).
     fit_time_ : float
@@ -577,11 +597,12 @@ class LinearSVC(LinearClassifierBase):
     ((1, 5), (3,))
     """
 
-    def __init__(self, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_iter=1000,
-                 fit_intercept=True, intercept_scaling=1.0, class_weight=None,
-                 warm_start=False, random_state=None, verbose=0):
+    def __init__(self, C=1.0, *, loss="hinge", multi_class="ovr", selection="auto", tol=0.1,
+                 max_iter=1000, fit_intercept=True, intercept_scaling=1.0,
+                 class_weight=None, warm_start=False, random_state=None, verbose=0):
         self.C = C
         self.loss = loss
+        self.multi_class = multi_class
         self.selection = selection
         self.tol = tol
         self.max_iter = max_iter
@@ -593,4 +614,39 @@ class LinearSVC(LinearClassifierBase):
         self.verbose = verbose
 
     def fit(self, X, y, sample_weight=None):
-        return self._fit(X, y, sample_weight, self.loss, LOSSES)
+        joint = V.choice("multi_class", self.multi_class, MULTI_CLASS) == "crammer_singer"
+        if joint and self.loss != "hinge":
+            raise ValueError("multi_class='crammer_singer' uses the multi-class hinge loss: "
+                             f"loss must be 'hinge', got {self.loss!r}")
+        return self._fit(X, y, sample_weight, self.loss, LOSSES, joint=joint)
+
+    def _fit_crammer_singer(self, X, classes, codes, cvec, C, tol, max_iter, bias, verbose):
+        """The K classes as one Crammer-Singer problem (one problem for the warm start)."""
+        from pybudget.linear.crammer_singer import solve_cs_rows
+
+        K = classes.shape[0]
+        V.linear_weights_fit(K, X.shape[1])
+        start = self._warm_starts(X, classes, cvec, C, 1)[0]
+        res = solve_cs_rows(X, codes, K, cvec, C, sqnorms=V.row_sqnorms(X, bias),
+                            selection=self.selection, tol=tol, max_iter=max_iter, bias=bias,
+                            seed=V.seed_from(self.random_state), start=start,
+                            verbose=verbose)
+        if verbose:
+            print(f"[pybudget] crammer_singer: {res.n_iter} sweeps, {res.n_steps} steps, "
+                  f"dual {res.dual_objective:.6g}, KKT {res.kkt_violation:.3g}, "
+                  f"{res.time:.3f}s", file=sys.stderr)
+        self.classes_ = classes
+        if K == 2:
+            # scikit-learn's convention: one vector, positive side classes_[1]
+            self.coef_ = (res.coef[1] - res.coef[0])[None, :]
+            self.intercept_ = np.array([res.intercept[1] - res.intercept[0]])
+        else:
+            self.coef_, self.intercept_ = res.coef, res.intercept
+        self.n_iter_ = res.n_iter
+        self.n_steps_ = res.n_steps
+        self.dual_objective_ = np.array([res.dual_objective])
+        self.kkt_violation_ = np.array([res.kkt_violation])
+        self.converged_ = np.array([res.converged])
+        self.fit_time_ = res.time
+        self.selection_ = res.selection
+        self._remember([res], X, classes, cvec, start is not None, max_iter, tol)
