@@ -15,7 +15,7 @@ construction when the change is a refactoring (tests/test_fingerprints.py); this
 script checks the speed.
 
     git worktree add /tmp/old <commit> && (cd /tmp/old && python setup.py build_ext -i)
-    python bench/build_compare.py --before /tmp/old [-r 5] [--quick]
+    PYBUDGET_DATA=<data folder> python bench/build_compare.py --before /tmp/old [-r 5]
 """
 import argparse
 import json
@@ -71,7 +71,9 @@ def run_child(path, workloads):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(path), str(HERE)]))
     r = subprocess.run([sys.executable, str(HERE / "build_compare.py"), "--child",
                         json.dumps(workloads)], env=env, capture_output=True, text=True,
-                       check=True, cwd=str(HERE))
+                       cwd=str(HERE))
+    if r.returncode:
+        raise RuntimeError(f"the child importing {path} failed:\n{r.stderr[-2000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 

@@ -2,7 +2,8 @@
 liblinear-official, and the C grid of the strategies.
 
 Problems (``--problem``): ``svr`` (liblinear -s 13, epsilon-insensitive) and ``svr2``
-(-s 12, squared), with epsilon = 0.1 (liblinear's default ``-p``).  Studies:
+(-s 12, squared), with epsilon = 0.1 (liblinear's default ``-p``); ``cs``
+(Crammer-Singer, -s 4); ``lr`` (logistic regression, -s 7).  Studies:
 
 - ``correct``: every strategy at C in {0.01, 1, 100} (tol 1e-3): dual objectives,
   their spread relative to the best, exact final violation, converged; liblinear at
@@ -14,8 +15,10 @@ Problems (``--problem``): ``svr`` (liblinear -s 13, epsilon-insensitive) and ``s
   sweep, ours absolute, see docs/user_guide.md).
 - ``cgrid``: C in {0.01, ..., 1000} at tol 0.01, shrinking / avsf / auto, medians of r.
 
-Data: a LIBSVM regression set name (``debian-size``) or ``a9a`` (its +-1 labels as
-targets).  Writes bench/results/linear_family/<stem>.json and .md.
+Data: for regression a LIBSVM regression set (``debian-size``) or ``a9a`` (its +-1
+labels as targets); for ``cs`` a multi-class set (``debian-sections20``, ``pendigits``);
+for ``lr`` a binary one (``debian-lib``, ``a9a``).  Writes
+bench/results/linear_family/<stem>.json and .md.
 
     python bench/linear_family.py --problem svr --data debian-size --study speed -r 5
     python bench/linear_family.py --quick
@@ -26,13 +29,15 @@ import time
 import numpy as np
 
 from common import liblinear_train, machine, results_dir, write_outputs
-from pybudget import solve_linear
+from pybudget import solve_crammer_singer, solve_linear
 from pybudget._core import _validation as V
 from pybudget.datasets import load
 
 PROBLEMS = {  # name -> (our loss, liblinear -s)
     "svr": ("epsilon_insensitive", 13),
     "svr2": ("squared_epsilon_insensitive", 12),
+    "cs": ("crammer_singer", 4),
+    "lr": ("logistic", 7),
 }
 EPSILON = 0.1
 STRATEGIES = ("uniform", "shrinking", "avsf", "auto")
@@ -42,26 +47,48 @@ def ours(X, y, C, loss, selection, tol, seed=0, max_iter=100000):
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = solve_linear(X, y, C, loss=loss, epsilon=EPSILON, selection=selection, tol=tol,
-                         max_iter=max_iter, random_state=seed)
+        if loss == "crammer_singer":
+            r = solve_crammer_singer(X, y, C, selection=selection, tol=tol,
+                                     max_iter=max_iter, random_state=seed)
+        else:
+            r = solve_linear(X, y, C, loss=loss, epsilon=EPSILON, selection=selection,
+                             tol=tol, max_iter=max_iter, random_state=seed)
     return {"selection": r.selection, "time": r.time, "n_iter": r.n_iter,
             "n_steps": r.n_steps, "dual": r.dual_objective, "primal": r.primal_objective,
             "violation": r.kkt_violation, "converged": r.converged}
 
 
-def primal_and_violation(X, y, w, C, s):
-    """Our primal objective of liblinear's w; the violation needs the dual, which the
-    Python interface does not return, so only the primal is compared."""
+def liblinear_primal(model, X, y, C, s):
+    """Our primal objective of liblinear's model (its dual is not exposed to Python, so
+    the primal is what we compare)."""
+    d = X.shape[1]
+    if s == 4:
+        labels = model.get_labels()
+        W = np.array([[model.get_decfun_coef(j + 1, k) for j in range(d)]
+                      for k in range(len(labels))])
+        yi = np.searchsorted(np.sort(labels), y)
+        order = np.argsort(labels)              # rows of W in increasing label order
+        W = W[order]
+        S = np.asarray(X @ W.T)
+        own = S[np.arange(X.shape[0]), yi]
+        S += 1.0
+        S[np.arange(X.shape[0]), yi] -= 1.0
+        return 0.5 * float(np.sum(W * W)) + C * float(np.sum(S.max(axis=1) - own))
+    w = np.array([model.get_decfun_coef(j + 1) for j in range(d)])
+    if s == 7:
+        sign = 1.0 if model.get_labels()[0] == max(model.get_labels()) else -1.0
+        m = sign * y * (X @ w)
+        return 0.5 * float(w @ w) + C * float(np.sum(np.logaddexp(0.0, -m)))
     r = np.maximum(np.abs(X @ w - y) - EPSILON, 0.0)
     return 0.5 * float(w @ w) + C * float(np.sum(r * r if s == 12 else r))
 
 
 def theirs(prob, X, y, C, s, tol=None):
-    opts = f"-s {s} -c {C} -p {EPSILON}" + (f" -e {tol}" if tol else "")
+    opts = f"-s {s} -c {C}" + (f" -p {EPSILON}" if s in (12, 13) else "")
+    opts += f" -e {tol}" if tol else ""
     model, elapsed, info = liblinear_train(prob, opts)
-    w = np.array([model.get_decfun_coef(j + 1) for j in range(X.shape[1])])
     return {"time": elapsed, "n_iter": info["n_iter"], "capped": info["capped"],
-            "primal": primal_and_violation(X, y, w, C, s)}
+            "primal": liblinear_primal(model, X, y, C, s)}
 
 
 def study_correct(X, y, loss, s, prob, Cs):
@@ -157,7 +184,8 @@ def main():
     else:
         Cs = [0.01, 0.1] if a.quick else [0.01, 0.1, 1, 10, 100, 1000]
         rows, md = study_cgrid(X, y, loss, Cs, reps)
-    title = (f"### {a.problem} ({loss}, liblinear -s {s}, epsilon {EPSILON}) on {data}: "
+    eps = f", epsilon {EPSILON}" if s in (12, 13) else ""
+    title = (f"### {a.problem} ({loss}, liblinear -s {s}{eps}) on {data}: "
              f"{a.study}" + ("" if a.study == "correct" else f", medians of {reps}"))
     text = "\n".join([title, "", *md, ""])
     stem = f"{a.problem}_{data}_{a.study}" + ("_quick" if a.quick else "")
