@@ -43,7 +43,10 @@ EPSILON = 0.1
 STRATEGIES = ("uniform", "shrinking", "avsf", "auto")
 
 
-def ours(X, y, C, loss, selection, tol, seed=0, max_iter=100000):
+MAX_ITER = 3000   # sweeps; a run that hits it is reported as not converged ("*")
+
+
+def ours(X, y, C, loss, selection, tol, seed=0, max_iter=MAX_ITER):
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
