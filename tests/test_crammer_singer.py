@@ -51,7 +51,7 @@ def _one_block(K, bias, seed, selection):
     xb = np.r_[x, bias]
     W = W0 + np.outer(a0, xb)
     a = a0.copy()
-    w = W.reshape(-1).copy()
+    w = W.T.reshape(-1).copy()          # the solver's layout: feature-major, (d + 1) x K
     e = np.ones(K)
     e[y] = 0.0
 
@@ -65,8 +65,8 @@ def _one_block(K, bias, seed, selection):
     A = xb @ xb
     B = W0 @ xb + e
     U = np.where(np.arange(K) == y, C, 0.0)
-    after = dual(w.reshape(K, d + 1), a)
-    np.testing.assert_allclose(w.reshape(K, d + 1), W0 + np.outer(a, xb), atol=1e-12)
+    after = dual(w.reshape(d + 1, K).T, a)
+    np.testing.assert_allclose(w.reshape(d + 1, K).T, W0 + np.outer(a, xb), atol=1e-12)
     return a0, a, A, B, U, before, after, out["dref"]
 
 

@@ -476,19 +476,19 @@ cdef int* cs_setup(CsProblem* cs, DualData r, int K, const double[::1] y, Py_ssi
             raise ValueError(f"problem 'cs' needs labels in 0..{K - 1}, got {y[i]}")
         if r.diag[i] != 0.0:
             raise ValueError("problem 'cs' needs diag = 0")
-    cdef double* d = <double*>malloc((3 * K + 1) * sizeof(double))
-    cdef int* ib = <int*>malloc((n * K + n + 1) * sizeof(int))
+    cdef double* d = <double*>malloc((4 * K + 1) * sizeof(double))
+    cdef int* ib = <int*>malloc((n * K + n + 1 + K) * sizeof(int))
     if d == NULL or ib == NULL:
         free(d)
         free(ib)
         raise MemoryError()
     cs.r = r
     cs.K = K
-    cs.stride = r.d + 1
-    cs.G, cs.D, cs.delta, cs.limit = d, d + K, d + 2 * K, d + 3 * K
+    cs.G, cs.D, cs.delta, cs.limit = d, d + K, d + 3 * K, d + 4 * K
     cs.cls, cs.nact, cs.partial = ib, ib + n * K, ib + n * K + n
-    for i in range(n * K):
-        ib[i] = i % K
+    cs.all_cls = ib + n * K + n + 1
+    for i in range(n * K + K):
+        ib[i if i < n * K else i + n + 1] = i % K
     cs.limit[0] = 10.0 * tol if 10.0 * tol > 1.0 else 1.0    # liblinear's eps_shrink
     buf[0] = d
     return ib

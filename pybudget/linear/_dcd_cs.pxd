@@ -2,7 +2,9 @@
 # dual CD problem whose "variable" is an example's block of K dual variables:
 #   min_a  1/2 sum_m ||w_m||^2 + sum_i sum_m e_i^m a_i^m,   w_m = sum_i a_i^m x_i,
 #   a_i^m <= U_i^m = C_i [m == y_i],  sum_m a_i^m = 0,     e_i^m = [m != y_i].
-# alpha is example-major (a[i*K + m]); w holds K rows of d + 1 (the bias weight last).
+# alpha is example-major (a[i*K + m]); w is feature-major, (d + 1) x K (w[j*K + m], the
+# bias weights last), as in liblinear: a row's K margins and updates then read and write
+# K adjacent weights per non-zero instead of K scattered rows.
 # upper[i] is C_i, y[i] the class index (as a double); the curvature of every class in
 # block i is A = ||x_i||^2 + bias^2 (the State's qd with diag = 0).
 #
@@ -14,28 +16,43 @@
 # set when one class is left.
 from libc.math cimport fabs, INFINITY
 
-from pybudget._core._csr cimport csr_row, sparse_axpy, sparse_dot_dense
+from pybudget._core._csr cimport csr_row
 from pybudget.linear._dcd_rows cimport (DualData, Shrink, VISIT_DROP, VISIT_SKIP, VISIT_STEP)
 
 
 cdef struct CsProblem:
     DualData r
     int K
-    int stride          # d + 1: one row of w per class
     double* G           # scratch K: gradients of the visited block, by active position
-    double* D           # scratch K: the sort buffer of the block solve
+    double* D           # scratch 2 K: the sort buffer of the block solve, then its moves
     double* delta       # scratch K: the last step's moves, by active position
     int* cls            # n*K: each example's classes, its active ones first
+    int* all_cls        # K: 0, 1, ..., K - 1
     int* nact           # n: each example's number of active classes
     double* limit       # [0]: liblinear's eps_shrink, below which everything is restored
     int* partial        # [0]: a class was shrunk since the last restore
 
 
-cdef inline double cs_margin(const CsProblem* P, const double* w, const double* xd,
-                             const int* xi, int nnz, int m) noexcept nogil:
-    """w_m . x_i (with the bias feature)."""
-    cdef const double* wm = w + <Py_ssize_t>m * P.stride
-    return sparse_dot_dense(xd, xi, nnz, wm) + P.r.bias * wm[P.r.d]
+cdef inline void cs_margins(const CsProblem* P, const double* w, int i, const int* cls,
+                            int n_cls, double* out) noexcept nogil:
+    """out[k] = w_{cls[k]} . x_i + e_i^{cls[k]} (with the bias feature), one pass over
+    the row."""
+    cdef const double* xd
+    cdef const int* xi
+    cdef const double* wj
+    cdef int nnz, t, k, K = P.K, y = <int>P.r.y[i]
+    cdef double v
+    csr_row(&P.r.X, i, &xd, &xi, &nnz)
+    for k in range(n_cls):
+        out[k] = 0.0
+    for t in range(nnz):
+        wj = w + <Py_ssize_t>xi[t] * K
+        v = xd[t]
+        for k in range(n_cls):
+            out[k] += v * wj[cls[k]]
+    wj = w + <Py_ssize_t>P.r.d * K
+    for k in range(n_cls):
+        out[k] += P.r.bias * wj[cls[k]] + (0.0 if cls[k] == y else 1.0)
 
 
 cdef inline double cs_spread(const CsProblem* P, const double* ai, int i, int n_act,
@@ -61,15 +78,9 @@ cdef inline double cs_spread(const CsProblem* P, const double* ai, int i, int n_
 cdef inline double cs_gradient(const CsProblem* P, const double* w, const double* a,
                                int i) noexcept nogil:
     """Gradients of block i's active classes into P.G; returns the block violation."""
-    cdef const double* xd
-    cdef const int* xi
-    cdef int nnz, k, m, y = <int>P.r.y[i], n_act = P.nact[i]
-    cdef const int* cls = P.cls + <Py_ssize_t>i * P.K
+    cdef int n_act = P.nact[i]
     cdef double lo
-    csr_row(&P.r.X, i, &xd, &xi, &nnz)
-    for k in range(n_act):
-        m = cls[k]
-        P.G[k] = cs_margin(P, w, xd, xi, nnz, m) + (0.0 if m == y else 1.0)
+    cs_margins(P, w, i, P.cls + <Py_ssize_t>i * P.K, n_act, P.G)
     return cs_spread(P, a + <Py_ssize_t>i * P.K, i, n_act, &lo)
 
 
@@ -87,10 +98,11 @@ cdef inline double cs_step(const CsProblem* P, double* w, double* a, int i, doub
     cdef const int* cls = P.cls + <Py_ssize_t>i * K
     cdef double* ai = a + <Py_ssize_t>i * K
     cdef double* D = P.D
-    cdef double C = P.r.upper[i], U, t, beta, new, dk, moved = 0.0
+    cdef double C = P.r.upper[i], U, t, beta, new, dk, v, moved = 0.0
     cdef const double* xd
     cdef const int* xi
-    cdef int nnz
+    cdef double* wj
+    cdef int nnz, n_moved = 0
     for k in range(n_act):
         P.delta[k] = 0.0
     if A <= 0.0:
@@ -128,7 +140,8 @@ cdef inline double cs_step(const CsProblem* P, double* w, double* a, int i, doub
         beta += D[r]
         r += 1
     beta /= r
-    csr_row(&P.r.X, i, &xd, &xi, &nnz)
+    # The moves, compacted in the sort buffer (no longer needed): classes as doubles in
+    # D[0:n_moved], moves in D[K:K + n_moved] (D has room for 2 K; see cs_setup).
     for k in range(n_act):
         m = cls[k]
         U = C if m == y else 0.0
@@ -139,9 +152,20 @@ cdef inline double cs_step(const CsProblem* P, double* w, double* a, int i, doub
         if dk != 0.0:
             P.delta[k] = dk
             ai[m] = new
-            sparse_axpy(dk, xd, xi, nnz, w + <Py_ssize_t>m * P.stride)
-            w[<Py_ssize_t>m * P.stride + P.r.d] += dk * P.r.bias
+            D[n_moved] = m
+            D[K + n_moved] = dk
+            n_moved += 1
             moved += fabs(dk)
+    if n_moved:
+        csr_row(&P.r.X, i, &xd, &xi, &nnz)
+        for j in range(nnz):
+            wj = w + <Py_ssize_t>xi[j] * K
+            v = xd[j]
+            for k in range(n_moved):
+                wj[<int>D[k]] += D[K + k] * v
+        wj = w + <Py_ssize_t>P.r.d * K
+        for k in range(n_moved):
+            wj[<int>D[k]] += D[K + k] * P.r.bias
     return moved
 
 
@@ -238,15 +262,12 @@ cdef inline double cs_final(const CsProblem* P, const double* w, const double* a
     """Exact violation of block i over all K classes; whether shrinking at tol would
     leave it with one active class; adds C_i * (max_m (w_m.x_i + e_i^m) - w_{y_i}.x_i)
     (the multi-class hinge) to loss_sum."""
-    cdef const double* xd
-    cdef const int* xi
-    cdef int nnz, m, y = <int>P.r.y[i], kept = 0
+    cdef int m, y = <int>P.r.y[i], kept = 0
     cdef const double* ai = a + <Py_ssize_t>i * P.K
     cdef double C = P.r.upper[i], hi = -INFINITY, lo = INFINITY, g
-    csr_row(&P.r.X, i, &xd, &xi, &nnz)
+    cs_margins(P, w, i, P.all_cls, P.K, P.G)
     for m in range(P.K):
-        g = cs_margin(P, w, xd, xi, nnz, m) + (0.0 if m == y else 1.0)
-        P.G[m] = g
+        g = P.G[m]
         if g > hi:
             hi = g
         if g < lo and ai[m] < (C if m == y else 0.0):

@@ -96,12 +96,12 @@ def cs_dual_cd(X, codes, n_classes, cvec, *, selection, tol, max_iter, bias, see
     V.linear_weights_fit(K, d)
     if not checked:
         V.check_squares(X, bias)
-    W = np.zeros((K, d + 1))
+    W = np.zeros((d + 1, K))       # feature-major, as the solver keeps it (liblinear's)
     if start is not None:
         with np.errstate(over="ignore", invalid="ignore"):   # checked just below
             alpha = project_blocks(np.asarray(start.alpha, dtype=float), codes, cvec)
-            W[:, :d] = safe_sparse_dot(alpha.T, X, dense_output=True)
-            W[:, d] = bias * alpha.sum(axis=0)
+            W[:d] = safe_sparse_dot(X.T, alpha, dense_output=True)
+            W[d] = bias * alpha.sum(axis=0)
         if not (np.isfinite(W).all() and np.isfinite(alpha).all()):
             start = None           # a start rescaled to a far larger C can overflow
             W[:] = 0.0
@@ -126,7 +126,7 @@ def cs_dual_cd(X, codes, n_classes, cvec, *, selection, tol, max_iter, bias, see
         primal = 0.5 * wsq + out["loss_sum"]
     state = SolverState(alpha, prefs, perm, out["n_active"], out["dref"], C)
     return CrammerSingerResult(
-        coef=W[:, :d].copy(), intercept=W[:, d] * bias, alpha=alpha, n_iter=out["n_iter"],
+        coef=W[:d].T.copy(), intercept=W[d] * bias, alpha=alpha, n_iter=out["n_iter"],
         n_steps=out["n_steps"], dual_objective=dual, primal_objective=primal,
         kkt_violation=out["kkt_violation"], converged=out["converged"], time=elapsed,
         state=state)
