@@ -46,8 +46,9 @@ STRATEGIES = ("uniform", "shrinking", "avsf", "auto")
 MAX_ITER = 3000   # sweeps; a run that hits it is reported as not converged ("*")
 
 
-def ours(X, y, C, loss, selection, tol, seed=0, max_iter=MAX_ITER):
+def ours(X, y, C, loss, selection, tol, seed=0, max_iter=None):
     import warnings
+    max_iter = MAX_ITER if max_iter is None else max_iter
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if loss == "crammer_singer":
@@ -163,15 +164,19 @@ def study_cgrid(X, y, loss, Cs, reps, tol=0.01):
 
 
 def main():
+    global MAX_ITER
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--problem", choices=PROBLEMS, default="svr")
     ap.add_argument("--data", default="debian-size")
     ap.add_argument("--study", choices=("correct", "speed", "cgrid"), default="speed")
     ap.add_argument("-r", "--repeats", type=int, default=5)
+    ap.add_argument("--max-iter", type=int, default=MAX_ITER,
+                    help="sweep cap per run (default %(default)s); capped runs are marked *")
     ap.add_argument("--quick", action="store_true", help="smoke run on a9a, seconds")
     ap.add_argument("--out", default=str(results_dir("linear_family")))
     a = ap.parse_args()
+    MAX_ITER = a.max_iter
     from liblinear import liblinearutil as ll
     loss, s = PROBLEMS[a.problem]
     data = "a9a" if a.quick else a.data
@@ -193,7 +198,8 @@ def main():
     text = "\n".join([title, "", *md, ""])
     stem = f"{a.problem}_{data}_{a.study}" + ("_quick" if a.quick else "")
     write_outputs(stem, {"machine": machine(), "problem": a.problem, "data": data,
-                         "study": a.study, "repeats": reps, "epsilon": EPSILON, "rows": rows,
+                         "study": a.study, "repeats": reps, "epsilon": EPSILON,
+                         "max_iter": MAX_ITER, "rows": rows,
                          "seconds": time.perf_counter() - t0}, text, a.out)
     print(text)
 
