@@ -11,11 +11,12 @@ from sklearn.utils.extmath import safe_sparse_dot
 
 from pybudget._core import _validation as V
 from pybudget.linear._dcd import SELECTIONS, dcd_solve
-from pybudget.linear.svm import SolverState, check_linear_params, resolve_selection
+from pybudget.linear.svm import (LinearResult, SolverState, check_linear_params,
+                                 resolve_selection)
 
 
 @dataclass
-class CrammerSingerResult:
+class CrammerSingerResult(LinearResult):
     """Outcome of one Crammer–Singer dual coordinate descent run.
 
     The decision function of class ``classes[m]`` is ``X @ coef[m] + intercept[m]``.
@@ -50,20 +51,6 @@ class CrammerSingerResult:
     C : float
         The C of this run.
     """
-    coef: np.ndarray
-    intercept: np.ndarray
-    alpha: np.ndarray
-    n_iter: int
-    n_steps: int
-    dual_objective: float
-    primal_objective: float
-    kkt_violation: float
-    converged: bool
-    time: float
-    classes: np.ndarray = None
-    state: SolverState = None
-    selection: str = None
-    C: float = None
 
 
 def project_blocks(alpha, codes, cvec):
