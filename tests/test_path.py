@@ -175,3 +175,32 @@ def test_auto_rule_with_empty_rows():
     assert resolve_selection("auto", X, np.full(5, 1e6), 0.0) == "shrinking"
     assert resolve_selection("auto", X, np.full(5, 1e6), 1.0) == "avsf"
     assert LinearSVC().fit([[1e-8], [0.0]], [-1, 1]).coef_.shape == (1, 1)
+
+
+@pytest.mark.parametrize("loss", ["epsilon_insensitive", "squared_epsilon_insensitive",
+                                  "logistic"])
+def test_path_for_the_dual_family_matches_cold_solves(loss):
+    from sklearn.datasets import make_regression
+    if loss == "logistic":
+        X, y = make_problem(n=80, d=30, seed=21)
+    else:
+        X, y = make_regression(80, 30, noise=1.0, random_state=21)
+        y = y / 30.0
+    Cs = [0.1, 1.0, 4.0]
+    path = linear_path(X, y, Cs, loss=loss, epsilon=0.05, tol=1e-8, max_iter=100000,
+                       random_state=0)
+    for res, C in zip(path, Cs):
+        cold = solve_linear(X, y, C, loss=loss, epsilon=0.05, tol=1e-8, max_iter=100000,
+                            random_state=0)
+        assert res.converged and res.C == C
+        assert res.dual_objective == pytest.approx(cold.dual_objective, rel=1e-7)
+
+
+def test_cv_grid_regression_and_logistic():
+    from sklearn.datasets import make_regression
+    X, y = make_regression(120, 10, noise=1.0, random_state=3)
+    res = cv_grid(X, y / 30.0, [0.1, 10.0], cv=3, loss="squared_epsilon_insensitive")
+    assert res.mean_accuracy.shape == (2,) and res.mean_accuracy[1] > 0.95   # R²
+    Xc, yc = make_problem(n=90, d=10, seed=4)
+    res = cv_grid(Xc, yc, [0.1, 1.0], cv=3, loss="logistic", tol=1e-4)
+    assert np.all((0.5 < res.mean_accuracy) & (res.mean_accuracy <= 1.0))

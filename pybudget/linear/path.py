@@ -14,12 +14,14 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.model_selection import StratifiedKFold
+from sklearn.model_selection import KFold, StratifiedKFold
 
 from pybudget._core import _validation as V
 from pybudget._core._estimator import problem_seed
-from pybudget.linear.svm import (LinearSVC, _solve_binary, check_linear_params,
-                                 next_start, resolve_selection)
+from pybudget.linear.svm import (LOSSES, REGRESSION_LOSSES, LinearSVC, _solve_binary,
+                                 check_linear_params, next_start, resolve_selection)
+
+PATH_LOSSES = (*LOSSES, "logistic", *REGRESSION_LOSSES)
 
 CARRY = ("none", "alpha", "all", "extrapolate")
 
@@ -33,8 +35,9 @@ def check_grid(Cs):
 
 def linear_path(X, y, Cs, *, loss="hinge", selection="auto", tol=0.1, max_iter=1000,
                 fit_intercept=False, intercept_scaling=1.0, sample_weight=None,
-                random_state=None, carry="extrapolate"):
-    """Solve a binary linear SVM for every C of a grid, each warm-started.
+                random_state=None, carry="extrapolate", epsilon=0.0):
+    """Solve a binary linear problem (SVM, logistic regression or SVR) for every C of a
+    grid, each warm-started.
 
     The values of ``Cs`` are sorted increasingly (duplicates dropped) and each C starts
     from the solution at the previous one.
@@ -44,11 +47,13 @@ def linear_path(X, y, Cs, *, loss="hinge", selection="auto", tol=0.1, max_iter=1
     X : {array-like, sparse matrix} of shape (n_samples, n_features)
         Training data.
     y : array-like of shape (n_samples,)
-        Labels, any two values; the positive side is the larger one.
+        Labels, any two values (the positive side is the larger one), or targets for
+        the regression losses.
     Cs : sequence of float
         Non-empty 1-d sequence of positive C values.
-    loss, selection, tol, max_iter, fit_intercept, intercept_scaling, sample_weight
-        As in :func:`solve_linear` (same defaults).
+    loss, selection, tol, max_iter, fit_intercept, intercept_scaling, sample_weight, \
+epsilon
+        As in :func:`solve_linear` (same defaults; ``loss`` may also be "logistic").
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
         Seed; the k-th C of the grid runs with its own seed derived from it.
     carry : {"extrapolate", "alpha", "all", "none"}, default="extrapolate"
@@ -98,10 +103,16 @@ def linear_path(X, y, Cs, *, loss="hinge", selection="auto", tol=0.1, max_iter=1
     """
     Cs = check_grid(Cs)
     _, tol, max_iter, bias = check_linear_params(Cs[0], loss, selection, tol, max_iter,
-                                                 fit_intercept, intercept_scaling)
+                                                 fit_intercept, intercept_scaling,
+                                                 PATH_LOSSES)
     V.choice("carry", carry, CARRY)
     X = V.as_csr(X)
-    classes, ypm = V.binary_labels(y, X.shape[0])
+    extra = {}
+    if loss in REGRESSION_LOSSES:
+        classes, ypm = None, V.regression_targets(y, X.shape[0])
+        extra["epsilon"] = V.nonnegative("epsilon", epsilon)
+    else:
+        classes, ypm = V.binary_labels(y, X.shape[0])
     weights = V.sample_weights(sample_weight, X.shape[0])
     seed = V.seed_from(random_state)
     sqnorms = V.row_sqnorms(X, bias)
@@ -110,7 +121,7 @@ def linear_path(X, y, Cs, *, loss="hinge", selection="auto", tol=0.1, max_iter=1
         start = next_start(state, earlier, C, carry)
         res = _solve_binary(X, ypm, C * weights, C, sqnorms=sqnorms, loss=loss,
                             selection=selection, tol=tol, max_iter=max_iter, bias=bias,
-                            seed=problem_seed(seed, k), start=start)
+                            seed=problem_seed(seed, k), start=start, **extra)
         res.classes = classes
         earlier, state = state, res.state
         results.append(res)
@@ -183,8 +194,27 @@ def _chains(Cs, estimator, X_train):
     return ([chain] if chain else []) + [[C] for C in singles]
 
 
+def _grid_estimator(params, random_state):
+    """The estimator cv_grid fits: LinearSVR for the regression losses (scored by R²),
+    LogisticRegression for loss="logistic", LinearSVC otherwise (scored by accuracy)."""
+    from pybudget.linear.logistic import LogisticRegression
+    from pybudget.linear.svr import LinearSVR
+    loss = params.get("loss")
+    if loss in REGRESSION_LOSSES:
+        return LinearSVR(random_state=random_state, **params)
+    if loss == "logistic":
+        rest = {k: v for k, v in params.items() if k != "loss"}
+        return LogisticRegression(random_state=random_state, **rest)
+    return LinearSVC(random_state=random_state, **params)
+
+
 def cv_grid(X, y, Cs, cv=5, *, n_jobs=None, random_state=0, **params):
-    """k-fold cross-validated accuracy of ``LinearSVC(**params)`` for every C in ``Cs``.
+    """k-fold cross-validated score of a linear estimator for every C in ``Cs``.
+
+    The estimator is ``LinearSVC(**params)`` (scored by accuracy, stratified folds),
+    ``LogisticRegression`` for ``loss="logistic"`` (accuracy) or ``LinearSVR`` for the
+    regression losses (R², plain shuffled folds); the result's ``*_accuracy`` fields
+    then hold those scores.
 
     Each fold's grid runs as joblib tasks: the C values where hard shrinking runs form
     one warm-started chain, each C where AVSF runs is its own task; the largest C go
@@ -240,15 +270,23 @@ def cv_grid(X, y, Cs, cv=5, *, n_jobs=None, random_state=0, **params):
     cv = V.positive_int("cv", cv, minimum=2)
     t0 = time.perf_counter()
     X = V.as_csr(X)
-    classes, codes = V.encode_labels(y, X.shape[0])
-    if np.bincount(codes).min() < cv:
-        raise ValueError(f"cv={cv} folds need at least {cv} samples of every class")
+    regression = params.get("loss") in REGRESSION_LOSSES
+    if regression:
+        codes = V.regression_targets(y, X.shape[0])
+        if X.shape[0] < cv:
+            raise ValueError(f"cv={cv} folds need at least {cv} rows")
+    else:
+        _, codes = V.encode_labels(y, X.shape[0])
+        if np.bincount(codes).min() < cv:
+            raise ValueError(f"cv={cv} folds need at least {cv} samples of every class")
     y = np.asarray(y)
-    estimator = LinearSVC(random_state=random_state, **params)
-    check_linear_params(Cs[0], estimator.loss, estimator.selection, estimator.tol,
-                        estimator.max_iter, estimator.fit_intercept,
-                        estimator.intercept_scaling)
-    folds = list(StratifiedKFold(cv, shuffle=True, random_state=random_state).split(X, codes))
+    estimator = _grid_estimator(params, random_state)
+    check_linear_params(Cs[0], getattr(estimator, "loss", "logistic"), estimator.selection,
+                        estimator.tol, estimator.max_iter, estimator.fit_intercept,
+                        estimator.intercept_scaling, PATH_LOSSES)
+    splitter = (KFold if regression else StratifiedKFold)(cv, shuffle=True,
+                                                          random_state=random_state)
+    folds = list(splitter.split(X, codes))
     tasks = [(f, chain) for f, (tr, _) in enumerate(folds)
              for chain in _chains(Cs, estimator, X[tr])]
     tasks.sort(key=lambda t: -max(t[1]))
