@@ -13,35 +13,45 @@ from sklearn.exceptions import ConvergenceWarning
 
 from pybudget._core import _validation as V
 from pybudget.datasets import load
-from pybudget.linear.svm import SELECTION_CHOICES, solve_linear
+from pybudget.linear.crammer_singer import solve_crammer_singer
+from pybudget.linear.svm import LOSSES, REGRESSION_LOSSES, SELECTION_CHOICES, solve_linear
 
 DEFAULT_CS = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
 DEFAULT_SELECTIONS = ("shrinking", "avsf")
+# every problem of the dual family: the SVM losses, Crammer-Singer, logistic, regression
+CGRID_LOSSES = (*LOSSES, "crammer_singer", "logistic", *REGRESSION_LOSSES)
 
 
 def accuracy(res, X, y):
-    """Test accuracy of a binary LinearResult.
+    """Test score of a result: accuracy for classification, R² for regression.
 
     Parameters
     ----------
-    res : LinearResult
-        A result of ``solve_linear``.
+    res : LinearResult or CrammerSingerResult
+        A result of ``solve_linear`` or ``solve_crammer_singer``.
     X : sparse matrix or ndarray of shape (n_samples, n_features)
         Test data.
     y : array-like of shape (n_samples,)
-        Test labels.
+        Test labels or targets.
 
     Returns
     -------
     float
-        The fraction of rows predicted correctly.
+        The fraction of rows predicted correctly, or R² (``res.classes`` is None).
     """
+    if res.classes is None:                   # regression: R² of the predictions
+        y = np.asarray(y, dtype=float)
+        residual = y - (X @ res.coef + res.intercept)
+        return float(1.0 - residual @ residual / np.sum((y - y.mean()) ** 2))
+    if np.ndim(res.coef) == 2:                 # Crammer-Singer: one vector per class
+        scores = X @ res.coef.T + res.intercept
+        return float(np.mean(res.classes[np.argmax(scores, axis=1)] == y))
     scores = X @ res.coef + res.intercept
     return float(np.mean(res.classes[(scores > 0).astype(int)] == y))
 
 
 def run_cell(X, y, C, selection, *, tol, loss="hinge", max_iter=100000, fit_intercept=False,
-             random_state=0, X_test=None, y_test=None):
+             random_state=0, X_test=None, y_test=None, epsilon=0.1):
     """One ``solve_linear`` run as a flat record.
 
     Runs stopped by ``max_iter`` are recorded (``converged`` False), not warned about.
@@ -57,7 +67,10 @@ def run_cell(X, y, C, selection, *, tol, loss="hinge", max_iter=100000, fit_inte
     tol : float
         Stopping tolerance.
     loss, max_iter, fit_intercept, random_state
-        As in ``solve_linear``; defaults "hinge", 100000, False, 0.
+        As in ``solve_linear``; defaults "hinge", 100000, False, 0 (``loss``: see
+        :func:`run_cell`).  ``loss`` is any of
+        ``CGRID_LOSSES``: "crammer_singer" runs ``solve_crammer_singer``; the regression
+        losses use epsilon 0.1 (liblinear's default) and score by R².
     X_test, y_test : optional
         Test data; without them ``test_accuracy`` is None.
 
@@ -70,15 +83,21 @@ def run_cell(X, y, C, selection, *, tol, loss="hinge", max_iter=100000, fit_inte
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        res = solve_linear(X, y, C, loss=loss, selection=selection, tol=tol,
-                           max_iter=max_iter, fit_intercept=fit_intercept,
-                           random_state=random_state)
+        if loss == "crammer_singer":
+            res = solve_crammer_singer(X, y, C, selection=selection, tol=tol,
+                                       max_iter=max_iter, fit_intercept=fit_intercept,
+                                       random_state=random_state)
+        else:
+            res = solve_linear(X, y, C, loss=loss, selection=selection, tol=tol,
+                               max_iter=max_iter, fit_intercept=fit_intercept,
+                               random_state=random_state, epsilon=epsilon)
     return {
         "C": C, "selection": selection, "tol": tol, "time": res.time,
         "n_iter": res.n_iter, "n_steps": res.n_steps,
         "dual_objective": res.dual_objective, "primal_objective": res.primal_objective,
         "kkt_violation": res.kkt_violation, "converged": res.converged,
         "test_accuracy": None if X_test is None else accuracy(res, X_test, y_test),
+        "loss": loss,
     }
 
 
@@ -204,10 +223,12 @@ def format_table(rows, title=None):
     out = [f"### {title}", ""] if title else []
     out += strategy_table(rows)
     out += ["", "| C | strategy | time s | sweeps | steps | dual objective | KKT viol. "
-                "| converged | test acc. |",
+                "| converged | test score |",
             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        acc = "—" if r["test_accuracy"] is None else f"{100 * r['test_accuracy']:.2f} %"
+        acc = ("—" if r["test_accuracy"] is None
+               else f"R² {r['test_accuracy']:.4f}" if r.get("loss") in REGRESSION_LOSSES
+               else f"{100 * r['test_accuracy']:.2f} %")
         out.append(f"| {r['C']:g} | {r['selection']} | {r['time']:.3f} | {r['n_iter']} | "
                    f"{r['n_steps']} | {r['dual_objective']:.8g} | {r['kkt_violation']:.2e} | "
                    f"{'yes' if r['converged'] else 'no (max_iter)'} | {acc} |")

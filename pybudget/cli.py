@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from pybudget.cgrid import (DEFAULT_CS, DEFAULT_SELECTIONS, cgrid, cgrid_cv,
+from pybudget.cgrid import (CGRID_LOSSES, DEFAULT_CS, DEFAULT_SELECTIONS, cgrid, cgrid_cv,
                              format_cv_table, format_table)
 from pybudget.budget.svm import AVERAGING, MAINTENANCE, SEARCHES, SOLVERS
 from pybudget.linear.svm import LOSSES, REGRESSION_LOSSES, SELECTION_CHOICES
@@ -443,7 +443,9 @@ def build_parser():
     g.add_argument("--tol", type=float, default=0.01, help="KKT tolerance (default %(default)s)")
     g.add_argument("--selection", nargs="+", default=list(DEFAULT_SELECTIONS),
                    choices=SELECTION_CHOICES, help="strategies to compare")
-    g.add_argument("--loss", default="hinge", choices=LOSSES)
+    g.add_argument("--loss", default="hinge", choices=CGRID_LOSSES,
+                   help="the problem: an SVM loss, crammer_singer, logistic or a regression "
+                        "loss (epsilon 0.1, liblinear's default; test score R2)")
     g.add_argument("--max-iter", type=int, default=100000, help="sweep cap per run")
     g.add_argument("-B", "--bias", type=_finite, default=-1,
                    help="bias feature value (liblinear -B); <= 0 means no bias (default)")

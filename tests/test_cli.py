@@ -111,3 +111,11 @@ def test_unbuilt_checkout_alone_says_how_to_build(tmp_path):
     out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
                          cwd=root, timeout=60)
     assert out.returncode != 0 and "pip install ." in out.stderr
+
+
+@pytest.mark.parametrize("loss,score", [("crammer_singer", " %"), ("logistic", " %"),
+                                        ("squared_epsilon_insensitive", "R² ")])
+def test_cli_cgrid_every_problem(capsys, loss, score):
+    assert main(["cgrid", "--data", "a9a", "--C", "0.01", "0.1", "--loss", loss, "-q"]) == 0
+    out = capsys.readouterr().out
+    assert f"loss {loss}" in out and "| shrinking / avsf |" in out and score in out
