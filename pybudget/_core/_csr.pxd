@@ -34,12 +34,14 @@ cdef inline void csr_prefetch_row(const CsrView* X, int i) noexcept nogil:
         PB_PREFETCH(X.indices + k)
 
 
-cdef inline void csr_prefetch_dense(const CsrView* X, int i, const double* w) noexcept nogil:
-    """Hint the entries of a dense vector that row i will touch (its indices must be
-    cached already, e.g. by csr_prefetch_row one step earlier)."""
+cdef inline void csr_prefetch_dense(const CsrView* X, int i, const double* w,
+                                    int stride) noexcept nogil:
+    """Hint the entries of a dense vector (stride doubles per feature) that row i will
+    touch (its indices must be cached already, e.g. by csr_prefetch_row one step
+    earlier)."""
     cdef int k
     for k in range(X.indptr[i], X.indptr[i + 1]):
-        PB_PREFETCH_W(w + X.indices[k])
+        PB_PREFETCH_W(w + <Py_ssize_t>X.indices[k] * stride)
 
 
 cdef inline double sparse_dot_dense(const double* data, const int* indices, int nnz,

@@ -66,6 +66,14 @@ ctypedef fused Problem:
 
 # ---- dispatch: resolved at compile time in each specialisation ---------------------
 
+cdef inline int stride(const Problem* P) noexcept nogil:
+    """Weights per feature in w: K for Crammer-Singer's feature-major model, else 1."""
+    if Problem is CsProblem:
+        return P.K
+    else:
+        return 1
+
+
 cdef inline double gradient(const Problem* P, const double* w, const double* a,
                             int i) noexcept nogil:
     if Problem is SvmProblem:
@@ -234,7 +242,7 @@ cdef double uniform_sweep(const Problem* P, State* S) noexcept nogil:
     rng_shuffle(&S.rng, order, n)
     for s in range(n):
         i = order[s]
-        prefetch_ahead(&P.r.X, order, s, n, w)
+        prefetch_ahead(&P.r.X, order, s, n, w, stride(P))
         G = gradient(P, w, a, i)
         pg = violation(P, a, i, G)
         if pg > v:
@@ -260,7 +268,7 @@ cdef int shrinking_sweep(const Problem* P, State* S, double tol) noexcept nogil:
     shrink_begin(P, &sh)
     while s < active:
         i = order[s]
-        prefetch_ahead(&P.r.X, order, s, active, w)
+        prefetch_ahead(&P.r.X, order, s, active, w, stride(P))
         steps += 1
         G = gradient(P, w, a, i)
         code = shrink_visit(P, a, i, G, &sh)
@@ -329,7 +337,7 @@ cdef bint avsf_sweep(const Problem* P, State* S, double tol) noexcept nogil:
     make_schedule(&S.rng, pp, psum, n, S.sched)
     for s in range(n):
         i = sched[s]
-        prefetch_ahead(&P.r.X, sched, s, n, w)
+        prefetch_ahead(&P.r.X, sched, s, n, w, stride(P))
         G = gradient(P, w, a, i)
         pg = violation(P, a, i, G)
         if pg > v:

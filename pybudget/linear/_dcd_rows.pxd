@@ -59,10 +59,11 @@ cdef inline double dual_qd(const DualData* r, int i) noexcept nogil:
 
 
 cdef inline void prefetch_ahead(const CsrView* X, const int* order, int s, int end,
-                                const double* w) noexcept nogil:
+                                const double* w, int stride) noexcept nogil:
     # Rows are visited in random order, so each step waits on memory: fetch the row
-    # two steps ahead and the weights of the row one step ahead.
+    # two steps ahead and the weights of the row one step ahead (stride weights per
+    # feature: 1, or K for a feature-major K-class model).
     if s + 2 < end:
         csr_prefetch_row(X, order[s + 2])
     if s + 1 < end:
-        csr_prefetch_dense(X, order[s + 1], w)
+        csr_prefetch_dense(X, order[s + 1], w, stride)
