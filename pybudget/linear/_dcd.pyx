@@ -5,11 +5,12 @@
 #   SEL_AVSF      adaptive variable selection frequencies (Glasmachers & Dogan, Alg. 3-5)
 #
 # A problem is a struct (its DualData plus constants) with inline hooks (_dcd_svm.pxd,
-# _dcd_svr.pxd, _dcd_lr.pxd): gradient, violation, exact one-variable step and that step's dual
-# gain, shrinking rule and final check.  The strategies are fused over the problem types,
-# so Cython compiles one specialised copy per problem and every hook is inlined: no
-# indirect call per step.  A new problem adds a struct, its hooks, one line to the
-# fused type and one branch to each dispatcher below.
+# _dcd_svr.pxd, _dcd_lr.pxd, _dcd_cs.pxd): gradient, violation, exact one-variable (or
+# one-block) step and that step's dual gain, shrinking rule and final check.  The
+# strategies are fused over the problem types, so Cython compiles one specialised copy
+# per problem and every hook is inlined: no indirect call per step.  A new problem adds
+# a struct, its hooks, one line to the fused type and one branch to each dispatcher
+# below.
 #
 # Everything here runs without the GIL on inputs validated in Python (linear/svm.py).
 # With bias > 0 the model has one extra weight w[n_cols] for a constant feature.
