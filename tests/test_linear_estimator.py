@@ -1,38 +1,13 @@
 import pickle
-import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.estimator_checks import check_estimator
 
 from helpers import make_problem
 from pybudget import LinearSVC, solve_linear
-
-
-# Weighting a sample by k equals repeating it k times only at the exact optimum, so the
-# defaults (tol=0.1) cannot pass sklearn's sample-weight equivalence checks (sklearn's
-# own LinearSVC declares them as expected failures).  A tight tolerance passes all.
-LOOSE_TOL_FAILS = {
-    "check_sample_weight_equivalence_on_dense_data": "tol=0.1 is far from the optimum",
-    "check_sample_weight_equivalence_on_sparse_data": "tol=0.1 is far from the optimum",
-}
-
-
-@pytest.mark.parametrize("selection", ["uniform", "shrinking", "avsf"])
-def test_check_estimator_tight_tolerance(selection):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        check_estimator(LinearSVC(selection=selection, tol=1e-10, max_iter=100000,
-                                  random_state=0))
-
-
-def test_check_estimator_defaults():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        check_estimator(LinearSVC(random_state=0), expected_failed_checks=LOOSE_TOL_FAILS)
 
 
 def test_binary_matches_solve_linear():

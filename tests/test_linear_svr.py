@@ -7,7 +7,6 @@ import pytest
 import scipy.sparse as sp
 from sklearn.datasets import make_regression
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.estimator_checks import check_estimator
 
 from pybudget import LinearSVR, solve_linear
 
@@ -20,28 +19,6 @@ def _data(n=200, d=30, seed=0, sparse=True):
         rng = np.random.default_rng(seed)
         X = sp.csr_matrix(X * (rng.random(X.shape) < 0.4))
     return X, y / 10.0
-
-
-# As for LinearSVC: weighting a sample by k equals repeating it k times only at the
-# exact optimum, so the default tolerance fails those two checks; a tight one passes.
-LOOSE_TOL_FAILS = {
-    "check_sample_weight_equivalence_on_dense_data": "equal only at the exact optimum",
-    "check_sample_weight_equivalence_on_sparse_data": "equal only at the exact optimum",
-}
-
-
-@pytest.mark.parametrize("selection", ["uniform", "shrinking", "avsf"])
-def test_check_estimator_tight_tolerance(selection):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        check_estimator(LinearSVR(selection=selection, tol=1e-10, max_iter=100000,
-                                  random_state=0))
-
-
-def test_check_estimator_defaults():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        check_estimator(LinearSVR(random_state=0), expected_failed_checks=LOOSE_TOL_FAILS)
 
 
 @pytest.mark.parametrize("loss", LOSSES)

@@ -1,7 +1,6 @@
 """Dual logistic regression (_dcd_lr.pxd, LogisticRegression, solve_linear's "logistic"
 loss): the one-variable Newton step and its gain against numpy, every strategy against
 the others and a zero duality gap, scikit-learn's liblinear, check_estimator."""
-import warnings
 
 import numpy as np
 import pytest
@@ -10,7 +9,6 @@ from scipy.optimize import minimize_scalar
 from scipy.special import xlogy
 from sklearn.datasets import load_iris, make_classification
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.estimator_checks import check_estimator
 
 from pybudget import LogisticRegression, solve_linear
 from pybudget.linear._dcd import SELECTIONS, dcd_solve
@@ -182,29 +180,6 @@ def test_extreme_margins_stay_finite():
     assert res.converged and np.isfinite(res.dual_objective)
     assert np.all(res.alpha > 0) and np.all(res.alpha < 1e4)
     assert res.primal_objective - res.dual_objective <= 1e-6 * res.primal_objective
-
-
-# As for LinearSVC: weighting a sample by k equals repeating it k times only at the
-# exact optimum, so the default tolerance fails those two checks; a tight one passes.
-LOOSE_TOL_FAILS = {
-    "check_sample_weight_equivalence_on_dense_data": "equal only at the exact optimum",
-    "check_sample_weight_equivalence_on_sparse_data": "equal only at the exact optimum",
-}
-
-
-@pytest.mark.parametrize("selection", ["uniform", "shrinking", "avsf"])
-def test_check_estimator_tight_tolerance(selection):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        check_estimator(LogisticRegression(selection=selection, tol=1e-10, max_iter=100000,
-                                           random_state=0))
-
-
-def test_check_estimator_defaults():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        check_estimator(LogisticRegression(random_state=0),
-                        expected_failed_checks=LOOSE_TOL_FAILS)
 
 
 def test_convergence_warning_at_the_cap():
