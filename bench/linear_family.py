@@ -11,8 +11,9 @@ Problems (``--problem``): ``svr`` (liblinear -s 13, epsilon-insensitive) and ``s
 - ``speed``: the liblinear-style strategy ("shrinking") against liblinear-official's
   ``train`` with the same -s at its default tolerance, C in {0.1, 1}, same prepared
   problem, medians of r interleaved runs; both solutions' primal objective and exact
-  final violation (the stopping rules differ: liblinear's is relative to the first
-  sweep, ours absolute, see docs/user_guide.md).
+  final violation (the stopping rules differ: liblinear's bounds the sum of the
+  violations relative to the first sweep's, ours the largest violation, for regression
+  relative to its value at zero, see docs/user_guide.md).
 - ``cgrid``: C in {0.01, ..., 1000} at tol 0.01, shrinking / avsf / auto, medians of r.
 
 Data: for regression a LIBSVM regression set (``debian-size``) or ``a9a`` (its +-1

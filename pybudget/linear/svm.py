@@ -194,6 +194,8 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
         comp = upper - alpha     # C_i - alpha_i, kept exact by the solver from here
     prefs, perm = start.prefs.copy(), start.perm.copy()
     n_active, dref = start.n_active, start.dref
+    if problem == "svr":
+        tol = tol * regression_tol_scale(y, epsilon)
     t0 = time.perf_counter()
     out = dcd_solve(X, y, upper, diag, cvec, bias, alpha, w, prefs, perm, n_active, dref,
                     SELECTIONS[selection], tol, max_iter, seed, squared, verbose,
@@ -221,6 +223,15 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
                         n_iter=out["n_iter"], n_steps=out["n_steps"], dual_objective=dual,
                         primal_objective=primal, kkt_violation=out["kkt_violation"],
                         converged=out["converged"], time=elapsed, state=state)
+
+
+def regression_tol_scale(y, epsilon):
+    """The unit of regression's ``tol``: the largest violation at beta = 0,
+    max_i |y_i| - epsilon (1.0 when beta = 0 is optimal).  A tolerance relative to it
+    does not depend on the units of the targets, as liblinear's -s 11/12/13 tolerance
+    (relative to its first sweep) does not."""
+    ref = float(np.max(np.abs(y))) - epsilon if y.size else 0.0
+    return ref if ref > 0 else 1.0
 
 
 def resolve_selection(selection, X, cvec, bias, sqnorms=None):
@@ -331,7 +342,9 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
     tol : float, default=0.1
         Stopping tolerance on the maximal projected gradient (KKT violation); for the
         logistic loss, whose dual variables stay strictly inside their box, the maximal
-        absolute dual gradient.
+        absolute dual gradient.  For the regression losses it is relative to the largest
+        violation at the zero start, ``max_i |y_i| - epsilon`` (``kkt_violation`` stays
+        in the units of the targets).
     max_iter : int, default=1000
         Maximum number of sweeps.
     fit_intercept : bool, default=False
@@ -531,7 +544,9 @@ class LinearSVC(LinearClassifierBase):
         see :func:`resolve_selection`), "avsf" (adaptive variable selection
         frequencies), "shrinking" (liblinear's hard shrinking) or "uniform".
     tol : float, default=0.1
-        Stopping tolerance on the maximal projected gradient (KKT violation).
+        Stopping tolerance on the maximal projected gradient (KKT violation); relative
+        to ``max_i |y_i| - epsilon`` for the regression losses, as in
+        :func:`solve_linear`.
     max_iter : int, default=1000
         Maximum number of sweeps per binary problem.
     fit_intercept : bool, default=True

@@ -36,7 +36,10 @@ class LinearSVR(RegressorMixin, SVMBase):
     tol : float, default=0.1
         Stop when the largest violation of the optimality conditions (the distance of
         0 from the subdifferential of the dual objective, over all variables) is below
-        ``tol``.  It is absolute, in the units of the targets.
+        ``tol`` times its value at the zero start, ``max_i |y_i| - epsilon``: rescaling
+        the targets does not change when the fit stops (liblinear's ``-s 12/13``
+        tolerance is relative too, to the first sweep's violations).
+        ``kkt_violation_`` is reported in the units of the targets.
     max_iter : int, default=1000
         Cap on sweeps; a ConvergenceWarning says when it was reached.
     fit_intercept : bool, default=True
