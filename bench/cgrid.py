@@ -2,16 +2,19 @@
 
 For each data set, tolerance, C and strategy, trains r times (seeds 0..r-1) and records
 time (median/min/max), sweeps, steps, dual objective, exact final KKT violation,
-converged or capped, and test accuracy.  Strategies: uniform, shrinking, avsf (and
-auto when available) from pybudget, and liblinear = liblinear-official's
-``train(problem, "-s 3 -c C -e tol")`` with its own defaults (its iteration cap
-included, reported as "capped"; its dual objective parsed from its output; its KKT
-violation is not observable and left empty).
+converged or capped, and test score (accuracy; R² for regression).  Strategies: uniform,
+shrinking, avsf and auto from pybudget, and liblinear = liblinear-official's
+``train(problem, "-s S -c C -e tol")`` with the same problem (``--loss``: -s 3, 1, 7,
+4, 13, 12; epsilon 0.1 for regression) and its own defaults (its iteration cap included,
+reported as "capped"; the objective it prints, sign flipped; its KKT violation is not
+observable and left empty).  liblinear's tolerance means something else for each -s.
 
 Writes bench/results/cgrid/<stem>.json (machine, versions, parameters, raw runs), .md and
 .png.
 
     python bench/cgrid.py --data debian-lib --tol 0.01 0.001 -r 3
+    python bench/cgrid.py --loss epsilon_insensitive --data debian-size \
+        --selection shrinking avsf auto -r 3
     python bench/cgrid.py --quick          # smoke run, a few seconds
 """
 import argparse
@@ -20,20 +23,32 @@ import time
 
 import numpy as np
 
-from common import (have_liblinear, liblinear_coef, liblinear_train, machine,
-                    median_min_max, results_dir, write_outputs)
+from common import (have_liblinear, liblinear_train, machine, median_min_max, results_dir,
+                    write_outputs)
 from pybudget._core import _validation as V
 from pybudget.linear._dcd import SELECTIONS
-from pybudget.cgrid import DEFAULT_CS, run_cell, strategy_table
+from pybudget.cgrid import CGRID_LOSSES, DEFAULT_CS, run_cell, strategy_table
 from pybudget.datasets import load
+from pybudget.linear.svm import REGRESSION_LOSSES
+
+# liblinear's solver for each of our problems (the dual CD ones)
+LIBLINEAR_S = {"hinge": 3, "squared_hinge": 1, "logistic": 7, "crammer_singer": 4,
+               "epsilon_insensitive": 13, "squared_epsilon_insensitive": 12}
+EPSILON = 0.1   # run_cell's (liblinear's default -p)
 
 
-def liblinear_cell(prob, X_test, y_test, n_features, C, tol, labels):
-    model, elapsed, info = liblinear_train(prob, f"-s 3 -c {C} -e {tol}")
-    w, b = liblinear_coef(model, n_features)
+def liblinear_cell(prob, X_test, y_test, C, tol, loss):
+    from liblinear import liblinearutil as ll
+    opts = f"-s {LIBLINEAR_S[loss]} -c {C} -e {tol}"
+    opts += f" -p {EPSILON}" if loss in REGRESSION_LOSSES else ""
+    model, elapsed, info = liblinear_train(prob, opts)
     acc = None
     if X_test is not None:
-        acc = float(np.mean(labels[(X_test @ w + b > 0).astype(int)] == y_test))
+        pred = np.asarray(ll.predict(y_test, X_test, model, "-q")[0])
+        if loss in REGRESSION_LOSSES:
+            acc = float(1 - np.sum((y_test - pred) ** 2) / np.sum((y_test - y_test.mean()) ** 2))
+        else:
+            acc = float(np.mean(pred == y_test))
     return {"C": C, "selection": "liblinear", "tol": tol, "time": elapsed,
             "n_iter": info["n_iter"], "n_steps": None, "dual_objective": info["objective"],
             "primal_objective": None, "kkt_violation": None, "converged": not info["capped"],
@@ -62,8 +77,9 @@ def summarise(runs):
     return rows
 
 
-def markdown(rows):
-    out = ["# C-grid benchmark", "",
+def markdown(rows, loss="hinge"):
+    score = "test R²" if loss in REGRESSION_LOSSES else "test acc."
+    out = [f"# C-grid benchmark ({loss})", "",
            "Median time in seconds over the runs, median coordinate steps in brackets; "
            "`*` = stopped by the iteration cap (liblinear: its own cap).", ""]
     for data in dict.fromkeys(r["data"] for r in rows):
@@ -71,11 +87,13 @@ def markdown(rows):
             sub = [r for r in rows if r["data"] == data and r["tol"] == tol]
             out += [f"## {data}, tol {tol:g}", ""] + strategy_table(sub, "time_median")
             out += ["", "| C | strategy | time median [min, max] | sweeps | dual objective | "
-                    "max final KKT | converged | dual spread | test acc. |",
+                    f"max final KKT | converged | dual spread | {score} |",
                     "|---|---|---|---|---|---|---|---|---|"]
             for r in sub:
                 kkt = "—" if r["kkt_violation"] is None else f"{r['kkt_violation']:.2e}"
-                acc = "—" if r["test_accuracy"] is None else f"{100 * r['test_accuracy']:.2f} %"
+                acc = ("—" if r["test_accuracy"] is None
+                       else f"{r['test_accuracy']:.4f}" if loss in REGRESSION_LOSSES
+                       else f"{100 * r['test_accuracy']:.2f} %")
                 dual = "—" if r["dual_objective"] is None else f"{r['dual_objective']:.9g}"
                 out.append(f"| {r['C']:g} | {r['selection']} | {r['time_median']:.3f} "
                            f"[{r['time_min']:.3f}, {r['time_max']:.3f}] | {r['n_iter']:.0f} | "
@@ -85,7 +103,7 @@ def markdown(rows):
     return "\n".join(out) + "\n"
 
 
-def plot(rows, path):
+def plot(rows, path, loss="hinge"):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -106,7 +124,7 @@ def plot(rows, path):
                 ax.loglog([r["C"] for r in sub], [r["time_median"] for r in sub],
                           styles[ti % 4], marker="os^vd"[si % 5], color=f"C{si}",
                           label=f"{s}, tol {tol:g}")
-        ax.set_title(data)
+        ax.set_title(data if loss == "hinge" else f"{data}, {loss}")
         ax.set_xlabel("C")
         ax.set_ylabel("training time [s]")
         ax.grid(True, which="both", alpha=0.3)
@@ -120,6 +138,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", nargs="+", default=["debian-lib"])
+    ap.add_argument("--loss", choices=CGRID_LOSSES, default="hinge",
+                    help="problem (default %(default)s); see pybudget.cgrid.run_cell")
     ap.add_argument("--C", type=float, nargs="+", default=list(DEFAULT_CS))
     ap.add_argument("--tol", type=float, nargs="+", default=[0.01])
     ap.add_argument("--selection", nargs="+", default=["shrinking", "avsf", "liblinear"],
@@ -133,12 +153,13 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.quick:
         a.data, a.C, a.tol, a.repeats = ["a9a"], [0.01, 0.1], [0.1], 1
+    if a.loss in REGRESSION_LOSSES and a.data == ["debian-lib"]:
+        a.data = ["debian-size"]
     runs = []
     for data in a.data:
         X, y, Xt, yt = load(data)
         X = V.as_csr(X)
         Xt = None if Xt is None else V.as_csr(Xt)
-        labels = np.unique(y)
         prob = None
         if "liblinear" in a.selection:
             if have_liblinear():
@@ -154,22 +175,24 @@ def main(argv=None):
                         if s == "liblinear":
                             if prob is None:
                                 continue
-                            r = liblinear_cell(prob, Xt, yt, X.shape[1], C, tol, labels)
+                            r = liblinear_cell(prob, Xt, yt, C, tol, a.loss)
                         else:
-                            r = run_cell(X, y, C, s, tol=tol, max_iter=a.max_iter,
-                                         random_state=rep, X_test=Xt, y_test=yt)
+                            r = run_cell(X, y, C, s, tol=tol, loss=a.loss,
+                                         max_iter=a.max_iter, random_state=rep, X_test=Xt,
+                                         y_test=yt, epsilon=EPSILON)
                         r.update(data=data, repeat=rep)
                         runs.append(r)
                         print(f"{data} tol={tol:g} C={C:g} {s} #{rep}: {r['time']:.3f}s "
                               f"sweeps={r['n_iter']}{'' if r['converged'] else ' capped'}",
                               file=sys.stderr, flush=True)
     rows = summarise(runs)
-    stem = a.stem or ("cgrid_quick" if a.quick else "cgrid_" + "_".join(a.data))
+    name = "_".join(a.data) if a.loss == "hinge" else f"{a.loss}_" + "_".join(a.data)
+    stem = a.stem or ("cgrid_quick" if a.quick else "cgrid_" + name)
     record = {"machine": machine(), "params": vars(a), "summary": rows, "runs": runs,
               "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
-    write_outputs(stem, record, markdown(rows), a.out)
+    write_outputs(stem, record, markdown(rows, a.loss), a.out)
     from pathlib import Path
-    plot(rows, Path(a.out) / f"{stem}.png")
+    plot(rows, Path(a.out) / f"{stem}.png", a.loss)
 
 
 if __name__ == "__main__":

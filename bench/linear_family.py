@@ -14,7 +14,8 @@ Problems (``--problem``): ``svr`` (liblinear -s 13, epsilon-insensitive) and ``s
   final violation (the stopping rules differ: liblinear's bounds the sum of the
   violations relative to the first sweep's, ours the largest violation, for regression
   relative to its value at zero, see docs/user_guide.md).
-- ``cgrid``: C in {0.01, ..., 1000} at tol 0.01, shrinking / avsf / auto, medians of r.
+
+The C grids of these problems are bench/cgrid.py's (``--loss``), which also plots them.
 
 Data: for regression a LIBSVM regression set (``debian-size``) or ``a9a`` (its +-1
 labels as targets); for ``cs`` a multi-class set (``debian-sections20``, ``pendigits``);
@@ -129,38 +130,16 @@ def study_speed(X, y, loss, s, prob, Cs, reps):
                      "liblinear_median": float(tb), "ratio": float(ta / tb),
                      "ours_primal": a[0]["primal"], "liblinear_primal": b[0]["primal"],
                      "ours_sweeps": a[0]["n_iter"], "liblinear_sweeps": b[0]["n_iter"],
-                     "ours_violation": a[0]["violation"]})
-    md = ["| C | ours (s) | liblinear (s) | ratio | sweeps ours / liblinear "
-          "| primal ours | primal liblinear | our final violation |", "|---" * 8 + "|"]
+                     "ours_violation": a[0]["violation"],
+                     # per sweep: the stopping rules differ, the sweeps do not
+                     "sweep_ratio": float((ta / a[0]["n_iter"]) / (tb / b[0]["n_iter"]))})
+    md = ["| C | ours (s) | liblinear (s) | ratio | sweeps ours / liblinear | per sweep ratio "
+          "| primal ours | primal liblinear | our final violation |", "|---" * 9 + "|"]
     md += [f"| {r['C']:g} | {r['ours_median']:.3f} | {r['liblinear_median']:.3f} "
            f"| {r['ratio']:.2f} | {r['ours_sweeps']} / {r['liblinear_sweeps']} "
+           f"| {r['sweep_ratio']:.2f} "
            f"| {r['ours_primal']:.8g} | {r['liblinear_primal']:.8g} "
            f"| {r['ours_violation']:.3g} |" for r in rows]
-    return rows, md
-
-
-def study_cgrid(X, y, loss, Cs, reps, tol=0.01):
-    rows = []
-    for C in Cs:
-        for sel in ("shrinking", "avsf", "auto"):
-            runs = [ours(X, y, C, loss, sel, tol, seed=rep) for rep in range(reps)]
-            rows.append({"C": C, "strategy": sel, "runs": runs,
-                         "time": float(np.median([r["time"] for r in runs])),
-                         "n_iter": int(np.median([r["n_iter"] for r in runs])),
-                         "converged": all(r["converged"] for r in runs),
-                         "resolved": runs[0]["selection"]})
-    md = ["| strategy | " + " | ".join(f"C={C:g}" for C in Cs) + " | total |",
-          "|---" * (len(Cs) + 2) + "|"]
-    for sel in ("shrinking", "avsf", "auto"):
-        cells = [r for r in rows if r["strategy"] == sel]
-        md.append(f"| {sel} | " + " | ".join(
-            f"{r['time']:.3f}{'' if r['converged'] else '*'}" for r in cells)
-            + f" | {sum(r['time'] for r in cells):.2f} |")
-    by = {(r["C"], r["strategy"]): r["time"] for r in rows}
-    md.append("")
-    md.append("avsf / shrinking: " + ", ".join(
-        f"C={C:g}: {by[C, 'shrinking'] / by[C, 'avsf']:.2f}x" for C in Cs)
-        + "; `*` = not converged within the sweep cap.")
     return rows, md
 
 
@@ -170,7 +149,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--problem", choices=PROBLEMS, default="svr")
     ap.add_argument("--data", default="debian-size")
-    ap.add_argument("--study", choices=("correct", "speed", "cgrid"), default="speed")
+    ap.add_argument("--study", choices=("correct", "speed"), default="speed")
     ap.add_argument("-r", "--repeats", type=int, default=5)
     ap.add_argument("--max-iter", type=int, default=MAX_ITER,
                     help="sweep cap per run (default %(default)s); capped runs are marked *")
@@ -188,11 +167,8 @@ def main():
     t0 = time.perf_counter()
     if a.study == "correct":
         rows, md = study_correct(X, y, loss, s, prob, [0.01] if a.quick else [0.01, 1, 100])
-    elif a.study == "speed":
-        rows, md = study_speed(X, y, loss, s, prob, [0.1] if a.quick else [0.1, 1], reps)
     else:
-        Cs = [0.01, 0.1] if a.quick else [0.01, 0.1, 1, 10, 100, 1000]
-        rows, md = study_cgrid(X, y, loss, Cs, reps)
+        rows, md = study_speed(X, y, loss, s, prob, [0.1] if a.quick else [0.1, 1], reps)
     eps = f", epsilon {EPSILON}" if s in (12, 13) else ""
     title = (f"### {a.problem} ({loss}, liblinear -s {s}{eps}) on {data}: "
              f"{a.study}" + ("" if a.study == "correct" else f", medians of {reps}"))

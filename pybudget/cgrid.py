@@ -165,8 +165,8 @@ def strategy_table(rows, time_key="time"):
     """Markdown lines in the AVSF paper's layout.
 
     Strategies as rows, C as columns, time (``time_key``) with coordinate steps below
-    (* = stopped by its cap), a total, and the shrinking/avsf time ratio when both are
-    present.
+    (* = stopped by its cap), a total, the shrinking/avsf time ratio when both are
+    present, and auto's time over the faster of the two when all three are.
 
     Parameters
     ----------
@@ -201,6 +201,11 @@ def strategy_table(rows, time_key="time"):
         ratios = [a / b for a, b in zip(t["shrinking"], t["avsf"])]
         out.append("| shrinking / avsf | " + " | ".join(f"{x:.2f}×" for x in ratios)
                    + f" | {sum(t['shrinking']) / sum(t['avsf']):.2f}× |")
+        if all((c, "auto") in cell for c in Cs):
+            best = [min(a, b) for a, b in zip(t["shrinking"], t["avsf"])]
+            auto = [cell[(c, "auto")][time_key] for c in Cs]
+            out.append("| auto / faster of the two | " + " | ".join(
+                f"{a / b:.2f}×" for a, b in zip(auto, best)) + f" | {sum(auto) / sum(best):.2f}× |")
     return out
 
 
