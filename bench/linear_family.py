@@ -14,6 +14,10 @@ Problems (``--problem``): ``svr`` (liblinear -s 13, epsilon-insensitive) and ``s
   final violation (the stopping rules differ: liblinear's bounds the sum of the
   violations relative to the first sweep's, ours the largest violation, for regression
   relative to its value at zero, see docs/user_guide.md).
+- ``sklearn``: our estimator against scikit-learn's liblinear-backed counterpart
+  (LinearSVR, LinearSVC(multi_class="crammer_singer"), LogisticRegression(solver=
+  "liblinear")) at tight tolerances (ours 1e-4, theirs 1e-6) on the training split, C =
+  ``--C`` (default 1): agreement of the test predictions and the test scores.
 
 The C grids of these problems are bench/cgrid.py's (``--loss``), which also plots them.
 
@@ -143,13 +147,66 @@ def study_speed(X, y, loss, s, prob, Cs, reps):
     return rows, md
 
 
+def study_sklearn(problem, X, y, Xt, yt, C):
+    """Our estimator and scikit-learn's counterpart, both tight, on the same split."""
+    import warnings
+
+    import sklearn.linear_model as skl
+    import sklearn.svm as sks
+
+    import pybudget
+    loss = PROBLEMS[problem][0]
+    if problem.startswith("svr"):
+        pair = (pybudget.LinearSVR(C=C, epsilon=EPSILON, loss=loss, tol=1e-4,
+                                   max_iter=100000, random_state=0),
+                sks.LinearSVR(C=C, epsilon=EPSILON, loss=loss, tol=1e-6, max_iter=100000,
+                              dual=True, random_state=0))
+    elif problem == "cs":
+        pair = (pybudget.LinearSVC(C=C, multi_class="crammer_singer", tol=1e-4,
+                                   max_iter=100000, random_state=0),
+                sks.LinearSVC(C=C, multi_class="crammer_singer", tol=1e-6,
+                              max_iter=100000, random_state=0))
+    else:
+        pair = (pybudget.LogisticRegression(C=C, tol=1e-4, max_iter=100000, random_state=0),
+                skl.LogisticRegression(C=C, solver="liblinear", tol=1e-6, max_iter=100000))
+    fits = []
+    for est in pair:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            t0 = time.perf_counter()
+            est.fit(X, y)
+            elapsed = time.perf_counter() - t0
+        fits.append({"time": elapsed, "score": float(est.score(Xt, yt)),
+                     "warnings": [str(w.message)[:120] for w in caught],
+                     "pred": est.predict(Xt)})
+    a, b = fits[0]["pred"], fits[1]["pred"]
+    row = {"C": C, "ours_score": fits[0]["score"], "sklearn_score": fits[1]["score"],
+           "ours_time": fits[0]["time"], "sklearn_time": fits[1]["time"],
+           "ours_warnings": fits[0]["warnings"], "sklearn_warnings": fits[1]["warnings"]}
+    if problem.startswith("svr"):
+        row["agreement"] = float(np.max(np.abs(a - b)))
+        what = "max abs. difference of the test predictions"
+    else:
+        row["agreement"] = float(np.mean(a == b))
+        what = "fraction of identical test predictions"
+    md = [f"| C | test score ours | test score scikit-learn | {what} | fit s ours / sklearn |",
+          "|---" * 5 + "|",
+          f"| {C:g} | {row['ours_score']:.6f} | {row['sklearn_score']:.6f} "
+          f"| {row['agreement']:.6g} | {row['ours_time']:.2f} / {row['sklearn_time']:.2f} |"]
+    if row["ours_warnings"] or row["sklearn_warnings"]:
+        md += ["", f"Warnings: ours {row['ours_warnings']}, scikit-learn "
+                   f"{row['sklearn_warnings']}"]
+    return [row], md
+
+
 def main():
     global MAX_ITER
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--problem", choices=PROBLEMS, default="svr")
     ap.add_argument("--data", default="debian-size")
-    ap.add_argument("--study", choices=("correct", "speed"), default="speed")
+    ap.add_argument("--study", choices=("correct", "speed", "sklearn"), default="speed")
+    ap.add_argument("--C", type=float, default=1.0, help="C of the sklearn study")
     ap.add_argument("-r", "--repeats", type=int, default=5)
     ap.add_argument("--max-iter", type=int, default=MAX_ITER,
                     help="sweep cap per run (default %(default)s); capped runs are marked *")
@@ -162,7 +219,7 @@ def main():
     from liblinear import liblinearutil as ll
     loss, s = PROBLEMS[a.problem]
     data = "a9a" if a.quick else a.data
-    X, y = load(data)[:2]
+    X, y, Xt, yt = load(data)
     X, y = V.as_csr(X), np.asarray(y, dtype=np.float64)
     prob = ll.problem(y, X)
     reps = 1 if a.quick else a.repeats
@@ -170,6 +227,8 @@ def main():
     if a.study == "correct":
         rows, md = study_correct(X, y, loss, s, prob, [0.01] if a.quick else [0.01, 1, 100],
                                  a.peer_tol)
+    elif a.study == "sklearn":
+        rows, md = study_sklearn(a.problem, X, y, Xt, yt, a.C)
     else:
         rows, md = study_speed(X, y, loss, s, prob, [0.1] if a.quick else [0.1, 1], reps)
     eps = f", epsilon {EPSILON}" if s in (12, 13) else ""
