@@ -5,7 +5,7 @@ Problems (``--problem``): ``svr`` (liblinear -s 13, epsilon-insensitive) and ``s
 (-s 12, squared), with epsilon = 0.1 (liblinear's default ``-p``); ``cs``
 (Crammer-Singer, -s 4); ``lr`` (logistic regression, -s 7).  Studies:
 
-- ``correct``: every strategy at C in {0.01, 1, 100} (tol 1e-3): dual objectives,
+- ``correct``: every strategy at C in {0.01, 1, 100} (tol 1e-3, ``--tol``): dual objectives,
   their spread relative to the best, exact final violation, converged; liblinear at
   ``-e 1e-6`` (``--peer-tol``) and its primal objective next to ours.
 - ``speed``: the liblinear-style strategy ("shrinking") against liblinear-official's
@@ -101,10 +101,10 @@ def theirs(prob, X, y, C, s, tol=None):
             "primal": liblinear_primal(model, X, y, C, s)}
 
 
-def study_correct(X, y, loss, s, prob, Cs, peer_tol=1e-6):
+def study_correct(X, y, loss, s, prob, Cs, peer_tol=1e-6, tol=1e-3):
     rows = []
     for C in Cs:
-        runs = {sel: ours(X, y, C, loss, sel, 1e-3) for sel in STRATEGIES}
+        runs = {sel: ours(X, y, C, loss, sel, tol) for sel in STRATEGIES}
         best = max(r["dual"] for r in runs.values())
         ll = theirs(prob, X, y, C, s, tol=peer_tol)
         for sel, r in runs.items():
@@ -210,6 +210,8 @@ def main():
     ap.add_argument("-r", "--repeats", type=int, default=5)
     ap.add_argument("--max-iter", type=int, default=MAX_ITER,
                     help="sweep cap per run (default %(default)s); capped runs are marked *")
+    ap.add_argument("--tol", type=float, default=1e-3,
+                    help="our tolerance in the correctness study (default %(default)s)")
     ap.add_argument("--peer-tol", type=float, default=1e-6,
                     help="liblinear's -e in the correctness study (default %(default)s)")
     ap.add_argument("--quick", action="store_true", help="smoke run on a9a, seconds")
@@ -226,7 +228,7 @@ def main():
     t0 = time.perf_counter()
     if a.study == "correct":
         rows, md = study_correct(X, y, loss, s, prob, [0.01] if a.quick else [0.01, 1, 100],
-                                 a.peer_tol)
+                                 a.peer_tol, a.tol)
     elif a.study == "sklearn":
         rows, md = study_sklearn(a.problem, X, y, Xt, yt, a.C)
     else:
@@ -236,6 +238,10 @@ def main():
              f"{a.study}" + ("" if a.study == "correct" else f", medians of {reps}"))
     text = "\n".join([title, "", *md, ""])
     stem = f"{a.problem}_{data}_{a.study}" + ("_quick" if a.quick else "")
+    if a.study == "correct" and a.tol != 1e-3:
+        stem += f"_tol{a.tol:g}"
+    if a.study == "sklearn" and a.C != 1.0:
+        stem += f"_C{a.C:g}"
     write_outputs(stem, {"machine": machine(), "problem": a.problem, "data": data,
                          "study": a.study, "repeats": reps, "epsilon": EPSILON,
                          "max_iter": MAX_ITER, "rows": rows,
