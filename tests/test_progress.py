@@ -24,10 +24,13 @@ def _vm_hwm_mb():
 
 @pytest.mark.skipif(not LINUX, reason="VmHWM is Linux's")
 def test_peak_rss_is_the_kernels_high_water_mark():
+    # the kernel's resident-page counters are per-CPU approximations, read a little
+    # differently by getrusage and /proc: agreement to a few pages, not to the byte
+    slack = 4.0
     before = _vm_hwm_mb()
     peak = _progress.peak_rss_mb()
     after = _vm_hwm_mb()
-    assert before <= peak <= after
+    assert before - slack <= peak <= after + slack
 
 
 def test_usage_without_a_memory_figure(monkeypatch):
