@@ -136,3 +136,23 @@ def test_a_failure_stops_the_other_workers():
         map_threads(task, [(0,), (1,)], 2)
     assert seen == [0]
     assert not stop_requested()        # the main thread never is a stopped worker
+
+
+def test_cli_n_jobs(four_classes, tmp_path, capsys):
+    from sklearn.datasets import dump_svmlight_file
+
+    from pybudget import load
+    from pybudget.cli import main
+    X, y = four_classes
+    train = str(tmp_path / "t.txt")
+    dump_svmlight_file(X, y, train, zero_based=False)
+    for opts in (["-c", "0.1"], ["--solver", "bsca", "--budget", "20"]):
+        assert main(["train", "-q", *opts, train, str(tmp_path / "one")]) == 0
+        assert main(["train", "-q", "-n", "2", *opts, train, str(tmp_path / "two")]) == 0
+        one, two = load(tmp_path / "one"), load(tmp_path / "two")
+        assert two.n_jobs == 2
+        assert np.array_equal(one.decision_function(X), two.decision_function(X))
+    assert main(["train", "-n", "0", train]) == 2
+    assert "n_jobs" in capsys.readouterr().err
+    assert main(["train", "-s", "12", "-n", "2", train]) == 2
+    assert "-n" in capsys.readouterr().err
