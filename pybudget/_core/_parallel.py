@@ -27,8 +27,9 @@ def stop_requested():
 def map_threads(fn, args, n_jobs):
     """[fn(*a) for a in args], computed on min(n_jobs, len(args)) threads, in order.
 
-    The first failure in argument order (or the main thread's KeyboardInterrupt) stops
-    the other calls at their next Ctrl-C check and is raised once they have returned.
+    A failure (the first in argument order among the calls finished when it is seen) or
+    the main thread's KeyboardInterrupt stops the other calls at their next Ctrl-C check
+    and is raised once they have returned.
     With n_jobs == 1 the calls run in the calling thread, one after the other."""
     args = list(args)
     if n_jobs <= 1 or len(args) <= 1:
