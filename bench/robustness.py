@@ -4,7 +4,8 @@ same-seed reproducibility across processes.
 - threads: two fits of the same kind run one after the other, then at once in two
   threads; ratio = threaded wall time / sequential wall time (target <= 0.65 on 2 cores).
 - interrupt: a subprocess starts a long fit (linear: tol 1e-9; bsgd: budget 500, 10
-  epochs; bsca: budget 500, 40 epochs, each about 10-20 s here); SIGINT is sent 1 s in;
+  epochs; bsca: budget 500, 40 epochs, each about 10-20 s here; linear-ovr, bsca-ovr:
+  one-vs-rest on n_jobs=2 threads, see pybudget/_interrupt_child.py); SIGINT is sent 1 s in;
   latency = time from the signal to the KeyboardInterrupt reaching Python, and whether
   the estimator was left unfitted (or with its previous fit intact).
 - memory: in a fresh subprocess, 20 warm-up fit+predict cycles, then 200 more; growth
@@ -112,7 +113,8 @@ def interrupt_once(kind, refit, delay):
 
 def bench_interrupt(quick):
     out = []
-    for kind in (("linear",) if quick else ("linear", "bsgd", "bsca")):
+    for kind in (("linear",) if quick else ("linear", "bsgd", "bsca", "linear-ovr",
+                                            "bsca-ovr")):
         for refit in (False, True):
             r = interrupt_once(kind, refit, delay=1.0)
             out.append(r)

@@ -2,7 +2,10 @@
 
 Used by tests/test_robustness.py (behaviour) and bench/robustness.py (latency): starts a
 long fit on a9a (KIND "linear": tol 1e-9 at C = 1000; "bsgd": budget 500, 10 epochs;
-"bsca": budget 500, 40 epochs), prints READY just before it, and prints one JSON line
+"bsca": budget 500, 40 epochs; "linear-ovr" and "bsca-ovr": the same one-vs-rest on
+n_jobs=2 threads, a9a's label combined with its first feature into four classes, so
+that the signal reaches the main thread while worker threads run the solvers), prints
+READY just before it, and prints one JSON line
 when the fit returns or is interrupted: interrupted, caught (time.time() of the
 KeyboardInterrupt), fitted, finite (decisions of a fitted model) and, with "refit" (a
 quick fit on 300 rows comes first), previous_fit_intact (its decisions bit for bit).
@@ -16,11 +19,14 @@ import warnings
 
 def make(kind, C):
     from pybudget import BudgetSVC, LinearSVC
-    if kind == "linear":
-        return LinearSVC(C=1000 * C, tol=1e-9, max_iter=10**7, random_state=0)
+    n_jobs = 2 if kind.endswith("-ovr") else None
+    if kind.startswith("linear"):
+        return LinearSVC(C=1000 * C, tol=1e-9, max_iter=10**7, random_state=0,
+                         n_jobs=n_jobs)
     if kind == "bsgd":
         return BudgetSVC(C=C, budget=500, epochs=10, random_state=0)
-    return BudgetSVC(C=C, solver="bsca", budget=500, epochs=40, random_state=0)
+    return BudgetSVC(C=C, solver="bsca", budget=500, epochs=40, random_state=0,
+                     n_jobs=n_jobs)
 
 
 def main(kind, refit):
@@ -32,10 +38,12 @@ def main(kind, refit):
     from pybudget.datasets import load
 
     X, y, _, _ = load("a9a")
+    if kind.endswith("-ovr"):
+        y = 2 * (y > 0) + (X[:, 0].toarray().ravel() > 0)     # four classes
     est = make(kind, 1.0)
     before = None
     if refit:
-        est.set_params(**({"max_iter": 1000, "tol": 0.1} if kind == "linear"
+        est.set_params(**({"max_iter": 1000, "tol": 0.1} if kind.startswith("linear")
                           else {"budget": 20, "epochs": 1}))
         est.fit(X[:300], y[:300])
         before = est.decision_function(X[:50]).tobytes()

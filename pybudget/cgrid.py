@@ -5,13 +5,14 @@ per run; ``format_table()`` lays the records out like Tables 2-3 of the AVSF pap
 (strategies as rows, C as columns, time and coordinate steps per cell) followed by
 the per-cell details (sweeps, dual objective, final KKT violation, test accuracy).
 """
-import sys
+import time
 import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from pybudget._core import _validation as V
+from pybudget._core._progress import report
 from pybudget.datasets import load
 from pybudget.linear.crammer_singer import solve_crammer_singer
 from pybudget.linear.svm import LOSSES, REGRESSION_LOSSES, SELECTION_CHOICES, solve_linear
@@ -133,6 +134,7 @@ def cgrid(data="debian-lib-small", Cs=DEFAULT_CS, tol=0.01, selections=DEFAULT_S
     format_table : Lay the records out as Markdown.
     cgrid_cv : Cross-validated accuracy over the same grid.
     """
+    t0 = time.perf_counter()
     if isinstance(data, str):
         X, y, Xt, yt = load(data)
     else:
@@ -151,9 +153,9 @@ def cgrid(data="debian-lib-small", Cs=DEFAULT_CS, tol=0.01, selections=DEFAULT_S
                            X_test=Xt, y_test=yt)
             rows.append(row)
             if verbose:
-                print(f"C={C:g} {s}: {row['time']:.3f}s, {row['n_iter']} sweeps"
-                      f"{'' if row['converged'] else ' (capped)'}",
-                      file=file or sys.stderr)
+                report(f"C={C:g} {s}: {row['time']:.3f}s, {row['n_iter']} sweeps"
+                       f"{'' if row['converged'] else ' (capped)'}",
+                       time.perf_counter() - t0, file=file)
     return rows
 
 

@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
+from pybudget._core._progress import report
 from pybudget.cgrid import (CGRID_LOSSES, DEFAULT_CS, DEFAULT_SELECTIONS, cgrid, cgrid_cv,
                              format_cv_table, format_table)
 from pybudget.budget.svm import AVERAGING, MAINTENANCE, SEARCHES, SOLVERS
@@ -65,9 +66,11 @@ def _cgrid(args):
 
 # ---------------------------------------------------------------------------- helpers
 
-def _log(args, msg):
+def _log(args, msg, seconds=None):
+    """A progress line on stderr (none with -q); with seconds, also the elapsed time and
+    the peak memory."""
     if not args.quiet:
-        print(f"[pybudget] {msg}", file=sys.stderr, flush=True)
+        report(msg, seconds)
 
 
 @contextlib.contextmanager
@@ -144,16 +147,23 @@ def _make_estimator(args, kernel):
                       intercept_scaling=args.bias if args.bias > 0 else 1.0)
         else:
             kw.update(fit_intercept=False)  # liblinear's default -B -1: no bias
+        if args.n_jobs is not None:
+            if name == "LinearSVR":
+                raise CLIError("-n (threads) applies to classification: regression is "
+                               "one problem")
+            kw["n_jobs"] = args.n_jobs
         return _estimator_class(name)(C=args.c, random_state=args.seed, verbose=verbose,
                                       **kw)
     kw = given(("budget", "solver", "epochs", "maintenance", "merge_size", "merge_search",
-                "checkpoints", "offset", "averaging"))
+                "checkpoints", "offset", "averaging", "n_jobs"))
     if args.gamma is not None:
         kw["gamma"] = _gamma(args.gamma)
     return BudgetSVC(C=args.c, random_state=args.seed, verbose=verbose, **kw)
 
 
 def _check_params(est):
+    from pybudget._core._validation import n_jobs
+    n_jobs(getattr(est, "n_jobs", None))
     if type(est).__name__ == "BudgetSVC":
         est._params()
         return
@@ -252,14 +262,14 @@ def _train(args):
             X, y = load_svmlight(args.train_file, zero_based=args.zero_based)
         except ValueError as e:   # the message names the file
             raise CLIError(str(e)) from None
-        _log(args, f"read {X.shape[0]} rows x {X.shape[1]} features, "
-                   f"{X.nnz} nonzeros in {time.perf_counter() - t0:.2f}s")
+        _log(args, f"read {X.shape[0]} rows x {X.shape[1]} features, {X.nnz} nonzeros",
+             time.perf_counter() - t0)
         if args.cv is not None:
             return _cross_validate(args, est, X, y)
         _log(args, f"training {_describe(est)}")
         with _warnings_as_lines(args):
             est.fit(X, y)
-    _log(args, f"trained in {time.perf_counter() - t0:.2f}s ({_summary(est)})")
+    _log(args, f"trained ({_summary(est)})", time.perf_counter() - t0)
     est.set_params(verbose=0)
     save(est, model_file)
     _log(args, f"model written to {model_file}")
@@ -479,6 +489,9 @@ def build_parser():
                    help="N-fold cross-validation: print the accuracy, write no model")
     m.add_argument("--seed", type=int, default=0,
                    help="random seed: same seed, same model (default %(default)s)")
+    m.add_argument("-n", "--n-jobs", dest="n_jobs", type=int, default=None, metavar="N",
+                   help="threads for the one-vs-rest problems (linear, bsca; -1: every "
+                        "core); the model is the same for every N (default 1)")
     m.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     m.add_argument("--verbose", action="store_true",
                    help="per-sweep trace of the linear solver on stderr")

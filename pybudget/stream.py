@@ -26,12 +26,12 @@ memory stays bounded.
 import io
 import lzma
 import os
-import sys
 import time
 
 import numpy as np
 
 from pybudget._core import _validation as V
+from pybudget._core._progress import report
 from pybudget._svmlight import open_binary, parse
 from pybudget.budget.svm import gamma_from_moments
 
@@ -229,15 +229,13 @@ def stream_fit(estimator, path, chunk_size=10000, *, n_features=None, classes=No
                            if hasattr(estimator, "solver") else ""))
     epochs = V.positive_int("epochs", epochs)
     chunk_size = V.positive_int("chunk_size", chunk_size)
-    out = file or sys.stderr
     gamma_override = None
     if n_features is None or classes is None:
         t0 = time.perf_counter()
         info = scan_svmlight(path, chunk_size, zero_based=zero_based)
         if verbose:
-            print(f"[pybudget] scanned {info['n_rows']} rows, {info['n_features']} features, "
-                  f"{len(info['classes'])} classes in {time.perf_counter() - t0:.1f}s",
-                  file=out)
+            report(f"scanned {info['n_rows']} rows, {info['n_features']} features, "
+                   f"{len(info['classes'])} classes", time.perf_counter() - t0, file=file)
         if n_features is None:
             n_features = info["n_features"]
         if classes is None:
@@ -262,9 +260,8 @@ def stream_fit(estimator, path, chunk_size=10000, *, n_features=None, classes=No
                     frac = (ep + prog.fraction()) / epochs
                     el = time.perf_counter() - t0
                     eta = el * (1 - frac) / frac if frac > 0 else float("nan")
-                    print(f"[pybudget] epoch {ep + 1}/{epochs}: {n_seen} rows, "
-                          f"{100 * frac:.0f}% done, {el:.1f}s elapsed, ETA {eta:.0f}s",
-                          file=out)
+                    report(f"epoch {ep + 1}/{epochs}: {n_seen} rows, {100 * frac:.0f}% done, "
+                           f"ETA {eta:.0f}s", el, file=file)
         if n_seen == 0:
             raise ValueError(f"{os.fspath(path)}: no data rows")
     finally:

@@ -43,7 +43,7 @@ def test_linear_train_predict_info(files, capsys):
     code, out, err = run(["train", "-c", "0.5", "-B", "1", "-e", "0.01", "--selection",
                           "shrinking", train, model], capsys)
     assert code == 0 and out == ""
-    assert "trained in" in err and "model written to" in err
+    assert "trained (" in err and "model written to" in err
     est = load(model)
     assert isinstance(est, LinearSVC)
     assert est.C == 0.5 and est.fit_intercept and est.selection == "shrinking"

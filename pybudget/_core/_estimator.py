@@ -7,6 +7,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from pybudget._core import _validation as V
+from pybudget._core._parallel import map_threads
 
 
 def binary_problems(n_classes):
@@ -20,9 +21,12 @@ def problem_seed(seed, k):
     return (seed + k) % 2**64
 
 
-def one_vs_rest(n_classes, seed, solve):
-    """[solve(k, seed_k) for every binary problem k], seed_k = problem_seed(seed, k)."""
-    return [solve(k, problem_seed(seed, k)) for k in binary_problems(n_classes)]
+def one_vs_rest(n_classes, seed, solve, n_jobs=1):
+    """[solve(k, seed_k) for every binary problem k], seed_k = problem_seed(seed, k), on
+    n_jobs threads (a count, V.n_jobs).  Each problem has its own seed and buffers, so
+    the results do not depend on n_jobs; solve must not write to anything shared."""
+    return map_threads(solve, [(k, problem_seed(seed, k)) for k in binary_problems(n_classes)],
+                       n_jobs)
 
 
 class SVMBase(BaseEstimator):

@@ -11,15 +11,19 @@ cdef extern from "Python.h":
 
 
 cdef inline bint interrupted() noexcept nogil:
-    """True when a signal handler raised (Ctrl-C).  Loops call this every so many steps
-    and return early; their Python caller then raises KeyboardInterrupt, and the
-    estimators store results only after a run returns, so nothing half-updated is
-    handed back."""
+    """True when a signal handler raised (Ctrl-C) or, in a worker thread of an n_jobs
+    pool, when the pool was told to stop (signals reach the main thread only; see
+    _core/_parallel.py).  Loops call this every so many steps and return early; their
+    Python caller then raises KeyboardInterrupt, and the estimators store results only
+    after a run returns, so nothing half-updated is handed back."""
     cdef int r
     with gil:
         r = check_signals()
         if r != 0:
             PyErr_Clear()
+        else:
+            from pybudget._core._parallel import stop_requested
+            r = stop_requested()
     return r != 0
 
 

@@ -216,6 +216,21 @@ def verbosity(value):
     return positive_int("verbose", value, minimum=0)
 
 
+def n_jobs(value):
+    """The number of threads ``n_jobs`` asks for, as scikit-learn reads it: None is 1,
+    -1 every core, -2 all but one and so on (at least 1); 0 is refused."""
+    if value is None:
+        return 1
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"n_jobs must be None or a nonzero integer, got {value!r}")
+    if value == 0:
+        raise ValueError("n_jobs must be None or a nonzero integer (-1: every core), got 0")
+    if value < 0:
+        from joblib import cpu_count     # cores available to this process (cgroups too)
+        return max(1, cpu_count() + 1 + int(value))
+    return int(value)
+
+
 def choice(name, value, options):
     if not isinstance(value, str) or value not in options:
         raise ValueError(f"{name} must be one of {sorted(options)}, got {value!r}")

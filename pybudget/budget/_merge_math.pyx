@@ -2,6 +2,8 @@
 # tables, built and cached here only, and array access for merging.py and the tests.
 from libc.math cimport log
 
+import threading
+
 import numpy as np
 
 
@@ -53,14 +55,17 @@ def build_tables():
 
 
 _TABLES = None
+_TABLES_LOCK = threading.Lock()
 
 
 def tables():
     """The lookup tables, computed on first use (about a second) and cached: the one
-    source of the tables for the solvers (bind_tables) and merging.py."""
+    source of the tables for the solvers (bind_tables) and merging.py.  Built under a
+    lock: one-vs-rest threads (n_jobs) that all need them wait for one build."""
     global _TABLES
-    if _TABLES is None:
-        _TABLES = build_tables()
+    with _TABLES_LOCK:
+        if _TABLES is None:
+            _TABLES = build_tables()
     return _TABLES
 
 

@@ -4,7 +4,6 @@ Gaussian kernel ``k(x, x') = exp(-gamma * ||x - x'||^2)`` (no 1/2 in front of ga
 ``gamma="scale"`` is ``1 / (n_features * X.var())`` as in scikit-learn, the variance taken
 over all entries of X including the zeros of a sparse matrix.
 """
-import sys
 import time
 from dataclasses import dataclass
 
@@ -14,6 +13,7 @@ from sklearn.utils._available_if import available_if
 
 from pybudget._core import _validation as V
 from pybudget._core._estimator import SVMClassifierBase, binary_problems, one_vs_rest
+from pybudget._core._progress import report
 from pybudget.budget._bsca import bsca_run
 from pybudget.budget._bsgd import bsgd_run
 from pybudget.budget._checkpoint import BestCheckpoint, checkpoint_fields
@@ -167,8 +167,7 @@ def _effective_budget(p, n, d, verbose):
     budget = p["budget"]
     if n is not None and budget > n and n >= 2:
         if verbose:
-            print(f"[pybudget] budget={budget} exceeds the {n} training rows; using {n}",
-                  file=sys.stderr)
+            report(f"budget={budget} exceeds the {n} training rows; using {n}")
         budget = n
     M = p["merge_size"] if p["maintenance"] == "merge" else 2
     M = min(M, budget)
@@ -189,12 +188,12 @@ def _new_model(d, n_coef, cap, gamma, p, n_src=0, Z=None, beta=None):
 
 
 def epoch_progress(label):
-    """A bsgd_run/bsca_run progress callback printing epochs, elapsed time and ETA."""
-    def report(done, total, seconds):
-        eta = seconds / done * (total - done)
-        print(f"[pybudget] {label}epoch {done}/{total}, {seconds:.1f}s elapsed, "
-              f"ETA {eta:.1f}s", file=sys.stderr, flush=True)
-    return report
+    """A bsgd_run/bsca_run progress callback printing epochs, elapsed time, peak memory
+    and ETA."""
+    def progress(done, total, seconds):
+        report(f"{label}epoch {done}/{total}, ETA {seconds / done * (total - done):.1f}s",
+               seconds)
+    return progress
 
 
 def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, state=None,
@@ -237,8 +236,9 @@ def _offset(p, X, xsq, codes, seed, Z, beta, gamma):
     return b, time.perf_counter() - t0
 
 
-def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0):
-    """BSCA, one-vs-rest for more than two classes; SVs of all problems stacked."""
+def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0, n_jobs=1):
+    """BSCA, one-vs-rest for more than two classes on n_jobs threads; SVs of all
+    problems stacked."""
     n, d = X.shape
     n_prob = len(binary_problems(n_classes))
     V.dense_size(n_prob * cap * d, f"{n_prob} one-vs-rest models of budget="
@@ -247,6 +247,7 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0):
     T = p["epochs"] * n
 
     def solve(k, seed_k):
+        # everything written here is this problem's own; X and xsq are only read
         y = np.where(codes == k, 1.0, -1.0)
         alpha = np.zeros(n)
         mdl, mt = _new_model(d, 1, cap, gamma, p, n_src=n)
@@ -266,7 +267,7 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0):
             out["time"] += seconds
         return Z, beta[:, 0], b[0], alpha, out, mt, ck
 
-    runs = one_vs_rest(n_classes, seed, solve)
+    runs = one_vs_rest(n_classes, seed, solve, n_jobs)
     Z = np.vstack([r[0] for r in runs])
     dual = np.zeros((n_prob, Z.shape[0]))
     start = 0
@@ -282,8 +283,10 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0):
     return Z, dual, np.array([r[2] for r in runs]), np.vstack([r[3] for r in runs]), stats
 
 
-def _fit(X, codes, classes, p, seed, verbose=0):
-    """Shared by solve_budget and BudgetSVC.fit: X canonical CSR, codes class indices."""
+def _fit(X, codes, classes, p, seed, verbose=0, n_jobs=1):
+    """Shared by solve_budget and BudgetSVC.fit: X canonical CSR, codes class indices;
+    n_jobs threads for one-vs-rest BSCA (multi-class BSGD is one model: sequential)."""
+    t_fit = time.perf_counter()
     n, d = X.shape
     gamma = scale_gamma(X) if p["gamma"] == "scale" else p["gamma"]
     budget, M, cap = _effective_budget(p, n, d, verbose)
@@ -298,7 +301,8 @@ def _fit(X, codes, classes, p, seed, verbose=0):
                            n_removed=mt.n_removed, merge_time=out["merge_time"],
                            time=out["time"], t=out["t"])
     else:
-        Z, dual, b, alpha, st = _bsca(X, codes, K, p, gamma, seed, budget, M, cap, verbose)
+        Z, dual, b, alpha, st = _bsca(X, codes, K, p, gamma, seed, budget, M, cap, verbose,
+                                      n_jobs)
         n_prob = dual.shape[0]
         res = BudgetResult(classes=classes, support_vectors=Z, dual_coef=dual, intercept=b,
                            gamma=gamma, budget=budget, n_iter=p["epochs"],
@@ -308,16 +312,16 @@ def _fit(X, codes, classes, p, seed, verbose=0):
         out = st
     res.checkpoint, res.checkpoint_objectives = checkpoint_fields(out["checkpoints"])
     if verbose:
-        print(f"[pybudget] {p['solver']}: {res.n_iter} epoch(s), {Z.shape[0]} SVs, "
-              f"{res.n_merges} merges, {res.n_removed} removed, "
-              f"merge {res.merge_time:.3f}s of {res.time:.3f}s", file=sys.stderr)
+        report(f"{p['solver']}: {res.n_iter} epoch(s), {Z.shape[0]} SVs, "
+               f"{res.n_merges} merges, {res.n_removed} removed, "
+               f"merge {res.merge_time:.3f}s of {res.time:.3f}s", time.perf_counter() - t_fit)
     return res
 
 
 def solve_budget(X, y, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epochs=1,
                  maintenance="merge", merge_size=2, merge_search="gss",
                  multi_merge="cascade", merge_tol=0.01, averaging="auto", checkpoints=0,
-                 offset=True, random_state=None, verbose=0):
+                 offset=True, random_state=None, n_jobs=None, verbose=0):
     """Train a budgeted Gaussian-kernel SVM with BSGD or BSCA.
 
     The functional counterpart of ``BudgetSVC(...).fit(X, y)``.
@@ -330,7 +334,7 @@ def solve_budget(X, y, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epoch
         Class labels (two or more classes).
     C, gamma, budget, solver, epochs, maintenance, merge_size, merge_search
         As in :class:`BudgetSVC`, with the same defaults.
-    multi_merge, merge_tol, averaging, checkpoints, offset, random_state, verbose
+    multi_merge, merge_tol, averaging, checkpoints, offset, random_state, n_jobs, verbose
         As in :class:`BudgetSVC`, with the same defaults.
 
     Returns
@@ -359,9 +363,11 @@ def solve_budget(X, y, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epoch
     p = check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_size,
                             merge_search, multi_merge, merge_tol, averaging, checkpoints,
                             offset)
+    n_jobs = V.n_jobs(n_jobs)
     X = V.as_csr(X)
     classes, codes = V.encode_labels(y, X.shape[0])
-    return _fit(X, codes, classes, p, V.seed_from(random_state), V.verbosity(verbose))
+    return _fit(X, codes, classes, p, V.seed_from(random_state), V.verbosity(verbose),
+                n_jobs)
 
 
 def kernel_decision(X, Z, dual_coef, gamma, chunk=4096):
@@ -471,8 +477,14 @@ class BudgetSVC(SVMClassifierBase):
         rows seen.
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
         Seed of the solvers' random order and samples.
+    n_jobs : int or None, default=None
+        Threads solving BSCA's one-vs-rest problems at once: None is 1, -1 every core,
+        -2 all but one.  The results are the same for every ``n_jobs`` (each problem's
+        seed is fixed by its class).  BSGD trains one model, sequentially: its
+        multi-class model shares the support vectors of all classes and every step
+        updates it, so there are no independent problems to run side by side.
     verbose : int or bool, default=0
-        Progress (epochs, elapsed time, ETA, a summary) on stderr.
+        Progress (epochs, elapsed time, peak memory, ETA, a summary) on stderr.
 
     Attributes
     ----------
@@ -491,7 +503,8 @@ class BudgetSVC(SVMClassifierBase):
     n_merges_, n_removed_ : int
         Merge events and SVs dropped without a merge.
     merge_time_, fit_time_ : float
-        Seconds of maintenance and of optimisation.
+        Seconds of maintenance and of optimisation (summed over one-vs-rest problems,
+        so more than the wall time with ``n_jobs > 1``).
     n_features_in_ : int
         Number of features seen in training.
     checkpoint_ : ndarray of shape (n_problems,) or None
@@ -533,7 +546,7 @@ class BudgetSVC(SVMClassifierBase):
     def __init__(self, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epochs=1,
                  maintenance="merge", merge_size=2, merge_search="gss",
                  multi_merge="cascade", merge_tol=0.01, averaging="auto", checkpoints=0,
-                 offset=True, random_state=None, verbose=0):
+                 offset=True, random_state=None, n_jobs=None, verbose=0):
         self.C = C
         self.gamma = gamma
         self.budget = budget
@@ -548,6 +561,7 @@ class BudgetSVC(SVMClassifierBase):
         self.checkpoints = checkpoints
         self.offset = offset
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
 
     def _params(self):
@@ -558,10 +572,11 @@ class BudgetSVC(SVMClassifierBase):
 
     def fit(self, X, y):
         p = self._params()
+        n_jobs = V.n_jobs(self.n_jobs)
         X, y = self._training_data(X, y)
         classes, codes = V.encode_labels(y, X.shape[0])
         res = _fit(X, codes, classes, p, V.seed_from(self.random_state),
-                   V.verbosity(self.verbose))
+                   V.verbosity(self.verbose), n_jobs)
         self._store(res)
         self._t = res.t
         self._n_seen = X.shape[0]

@@ -38,11 +38,11 @@ from pybudget.linear._dcd_lr cimport (
     lr_shrink_begin, lr_shrink_visit, lr_shrink_met, lr_shrink_roll, lr_shrink_reset,
     lr_shrink_shown)
 from pybudget._core._rng cimport rng_shuffle, rng_uniform
-from pybudget._core._runtime cimport interrupted
-
-import sys
+from pybudget._core._runtime cimport interrupted, now
 
 import numpy as np
+
+from pybudget._core._progress import report
 
 cdef enum:
     SEL_UNIFORM = 0
@@ -422,6 +422,7 @@ cdef Outcome run(const Problem* P, State* S, int selection, double tol, int max_
     cdef Outcome out
     cdef bint stop_rule
     cdef int code, i
+    cdef double t0 = now()
     out.n_iter = 0
     out.final_active = S.n
     out.kkt = INFINITY
@@ -446,9 +447,9 @@ cdef Outcome run(const Problem* P, State* S, int selection, double tol, int max_
         out.n_iter += 1
         if verbose >= 2:
             with gil:
-                sys.stderr.write(f"sweep {out.n_iter}: violation {S.shown:.3g}, "
-                                 f"steps {S.steps}, active {S.active}, "
-                                 f"pref sum {S.psum:.4g}, canstop {S.canstop}\n")
+                report(f"sweep {out.n_iter}: violation {S.shown:.3g}, steps {S.steps}, "
+                       f"active {S.active}, pref sum {S.psum:.4g}, canstop {S.canstop}",
+                       now() - t0)
         if stop_rule:
             out.kkt = exact_pass(P, S, tol, &out.loss_sum, &out.final_active)
             if out.kkt <= tol:

@@ -40,8 +40,12 @@ class LogisticRegression(LinearClassifierBase):
     warm_start : bool, default=False
         Refit on the same data from the previous solution, as in
         :class:`pybudget.LinearSVC` (kept strictly inside the new box).
+    n_jobs : int or None, default=None
+        Threads solving the one-vs-rest problems at once (None: 1, -1: every core), as
+        in :class:`pybudget.LinearSVC`; the results are the same for every ``n_jobs``.
     verbose : int or bool, default=0
-        Progress on stderr: one line per binary problem, per-sweep detail from 2 on.
+        Progress on stderr: one line per binary problem (with the elapsed time and the
+        peak memory), per-sweep detail from 2 on.
 
     Attributes
     ----------
@@ -59,7 +63,8 @@ class LogisticRegression(LinearClassifierBase):
     selection_ : str
         The strategy used ("auto" resolved).
     fit_time_ : float
-        Optimisation seconds, summed over problems.
+        Optimisation seconds, summed over problems (more than the wall time with
+        ``n_jobs > 1``).
     n_features_in_ : int
 
     Examples
@@ -74,7 +79,7 @@ class LogisticRegression(LinearClassifierBase):
 
     def __init__(self, C=1.0, *, selection="auto", tol=0.1, max_iter=1000,
                  fit_intercept=True, intercept_scaling=1.0, class_weight=None,
-                 random_state=None, warm_start=False, verbose=0):
+                 random_state=None, warm_start=False, n_jobs=None, verbose=0):
         self.C = C
         self.selection = selection
         self.tol = tol
@@ -84,6 +89,7 @@ class LogisticRegression(LinearClassifierBase):
         self.class_weight = class_weight
         self.random_state = random_state
         self.warm_start = warm_start
+        self.n_jobs = n_jobs
         self.verbose = verbose
 
     def fit(self, X, y, sample_weight=None):

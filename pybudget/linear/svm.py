@@ -1,5 +1,4 @@
 """Linear SVMs by dual coordinate descent: the functional API and the estimator."""
-import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -11,6 +10,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 
 from pybudget._core import _validation as V
 from pybudget._core._estimator import SVMClassifierBase, binary_problems, one_vs_rest
+from pybudget._core._progress import report
 from pybudget.linear._dcd import SELECTIONS, dcd_solve
 
 SELECTION_CHOICES = (*SELECTIONS, "auto")
@@ -290,6 +290,15 @@ AUTO_MIN_DIM_RATIO = 0.5
 AUTO_MIN_SCALE = 1.0
 
 
+def _resolve_once(selection, X, cvec, bias, sqnorms):
+    """resolve_selection on the rows _solve_binary solves (positive weight): the same for
+    every problem of a one-vs-rest fit, so a fit resolves it once, not once per class."""
+    keep = cvec > 0
+    if selection == "auto" and not keep.all():
+        X, cvec, sqnorms = X[keep], cvec[keep], sqnorms[keep]
+    return resolve_selection(selection, X, cvec, bias, sqnorms)
+
+
 def _solve_binary(X, y, cvec, C, *, sqnorms, selection, start=None, **kw):
     """dual_cd on the rows with positive weight (zero-weight rows are not part of the
     problem; ``start`` refers to those rows only) after resolving "auto".  ``sqnorms``
@@ -427,31 +436,36 @@ class LinearClassifierBase(SVMClassifierBase):
             self.fit_intercept, self.intercept_scaling, losses)
         verbose = V.verbosity(self.verbose)
         V.boolean("warm_start", self.warm_start)
+        n_jobs = V.n_jobs(self.n_jobs)
+        t_fit = time.perf_counter()
         X, y = self._training_data(X, y)
         classes, codes = V.encode_labels(y, X.shape[0])
         cvec = (C * V.sample_weights(sample_weight, X.shape[0])
                 * self._class_weights(classes, codes)[codes])
         K = classes.shape[0]
         if joint:
-            self._fit_crammer_singer(X, classes, codes, cvec, C, tol, max_iter, bias, verbose)
+            self._fit_crammer_singer(X, classes, codes, cvec, C, tol, max_iter, bias, verbose,
+                                     t_fit)
             return self
         V.linear_weights_fit(len(binary_problems(K)), X.shape[1])
         sqnorms = V.row_sqnorms(X, bias)
+        selection = _resolve_once(self.selection, X, cvec, bias, sqnorms)
         starts = dict(zip(binary_problems(K),
                           self._warm_starts(X, classes, cvec, C, len(binary_problems(K)))))
 
         def solve(k, seed):
+            # per class only the label vector: the rest is shared, read-only
             res = _solve_binary(X, np.where(codes == k, 1.0, -1.0), cvec, C, sqnorms=sqnorms,
-                                loss=loss, selection=self.selection, tol=tol,
+                                loss=loss, selection=selection, tol=tol,
                                 max_iter=max_iter, bias=bias, seed=seed, start=starts[k],
                                 verbose=verbose)
             if verbose:
-                print(f"[pybudget] class {classes[k]}: {res.n_iter} sweeps, "
-                      f"{res.n_steps} steps, dual {res.dual_objective:.6g}, "
-                      f"KKT {res.kkt_violation:.3g}, {res.time:.3f}s", file=sys.stderr)
+                report(f"class {classes[k]}: {res.n_iter} sweeps, {res.n_steps} steps, "
+                       f"dual {res.dual_objective:.6g}, KKT {res.kkt_violation:.3g}, "
+                       f"{res.time:.3f}s", time.perf_counter() - t_fit)
             return res
 
-        results = one_vs_rest(K, V.seed_from(self.random_state), solve)
+        results = one_vs_rest(K, V.seed_from(self.random_state), solve, n_jobs)
         self.classes_ = classes
         self.coef_ = np.vstack([r.coef for r in results])
         self.intercept_ = np.array([r.intercept for r in results])
@@ -565,8 +579,14 @@ class LinearSVC(LinearClassifierBase):
         measured in docs/benchmarks.md).
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
         Seed of the solvers' random order.
+    n_jobs : int or None, default=None
+        Threads solving the one-vs-rest problems at once: None is 1, -1 every core, -2
+        all but one.  The results are the same for every ``n_jobs`` (each problem's seed
+        is fixed by its class); a single problem (two classes, crammer_singer) runs on
+        one thread.
     verbose : int or bool, default=0
-        Progress on stderr: one line per binary problem, per-sweep detail from 2 on.
+        Progress on stderr: one line per binary problem (with the elapsed time and the
+        peak memory), per-sweep detail from 2 on.
 
     Attributes
     ----------
@@ -587,7 +607,8 @@ class LinearSVC(LinearClassifierBase):
     selection_ : str
         The strategy used ("auto" resolved).
     fit_time_ : float
-        Optimisation seconds, summed over problems.
+        Optimisation seconds, summed over problems (more than the wall time with
+        ``n_jobs > 1``).
     n_features_in_ : int
         Number of features seen in ``fit``.
 
@@ -614,7 +635,8 @@ class LinearSVC(LinearClassifierBase):
 
     def __init__(self, C=1.0, *, loss="hinge", multi_class="ovr", selection="auto", tol=0.1,
                  max_iter=1000, fit_intercept=True, intercept_scaling=1.0,
-                 class_weight=None, warm_start=False, random_state=None, verbose=0):
+                 class_weight=None, warm_start=False, random_state=None, n_jobs=None,
+                 verbose=0):
         self.C = C
         self.loss = loss
         self.multi_class = multi_class
@@ -626,6 +648,7 @@ class LinearSVC(LinearClassifierBase):
         self.class_weight = class_weight
         self.warm_start = warm_start
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
 
     def fit(self, X, y, sample_weight=None):
@@ -635,7 +658,8 @@ class LinearSVC(LinearClassifierBase):
                              f"loss must be 'hinge', got {self.loss!r}")
         return self._fit(X, y, sample_weight, self.loss, LOSSES, joint=joint)
 
-    def _fit_crammer_singer(self, X, classes, codes, cvec, C, tol, max_iter, bias, verbose):
+    def _fit_crammer_singer(self, X, classes, codes, cvec, C, tol, max_iter, bias, verbose,
+                            t_fit):
         """The K classes as one Crammer-Singer problem (one problem for the warm start)."""
         from pybudget.linear.crammer_singer import solve_cs_rows
 
@@ -647,9 +671,9 @@ class LinearSVC(LinearClassifierBase):
                             seed=V.seed_from(self.random_state), start=start,
                             verbose=verbose)
         if verbose:
-            print(f"[pybudget] crammer_singer: {res.n_iter} sweeps, {res.n_steps} steps, "
-                  f"dual {res.dual_objective:.6g}, KKT {res.kkt_violation:.3g}, "
-                  f"{res.time:.3f}s", file=sys.stderr)
+            report(f"crammer_singer: {res.n_iter} sweeps, {res.n_steps} steps, "
+                   f"dual {res.dual_objective:.6g}, KKT {res.kkt_violation:.3g}, "
+                   f"{res.time:.3f}s", time.perf_counter() - t_fit)
         self.classes_ = classes
         if K == 2:
             # scikit-learn's convention: one vector, positive side classes_[1]

@@ -1,5 +1,5 @@
 """Linear support vector regression by dual coordinate descent: the estimator."""
-import sys
+import time
 import warnings
 
 import numpy as np
@@ -9,6 +9,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 
 from pybudget._core import _validation as V
 from pybudget._core._estimator import SVMBase
+from pybudget._core._progress import report
 from pybudget.linear.svm import (REGRESSION_LOSSES, _solve_binary, check_linear_params,
                                  next_start)
 
@@ -88,6 +89,7 @@ class LinearSVR(RegressorMixin, SVMBase):
         epsilon = V.nonnegative("epsilon", self.epsilon)
         verbose = V.verbosity(self.verbose)
         V.boolean("warm_start", self.warm_start)
+        t_fit = time.perf_counter()
         X, y = self._training_data(X, y)
         y = V.regression_targets(y, X.shape[0])
         cvec = C * V.sample_weights(sample_weight, X.shape[0])
@@ -101,9 +103,9 @@ class LinearSVR(RegressorMixin, SVMBase):
                             bias=bias, seed=V.seed_from(self.random_state), start=start,
                             verbose=verbose, epsilon=epsilon)
         if verbose:
-            print(f"[pybudget] {res.n_iter} sweeps, {res.n_steps} steps, dual "
-                  f"{res.dual_objective:.6g}, KKT {res.kkt_violation:.3g}, "
-                  f"{res.time:.3f}s", file=sys.stderr)
+            report(f"{res.n_iter} sweeps, {res.n_steps} steps, dual "
+                   f"{res.dual_objective:.6g}, KKT {res.kkt_violation:.3g}, "
+                   f"{res.time:.3f}s", time.perf_counter() - t_fit)
         self.intercept_ = np.array([res.intercept])
         self.n_iter_ = res.n_iter
         self.n_steps_ = res.n_steps
