@@ -16,7 +16,8 @@ Problems (``--problem``): ``svr`` (liblinear -s 13, epsilon-insensitive) and ``s
   relative to its value at zero, see docs/user_guide.md).
 - ``sklearn``: our estimator against scikit-learn's liblinear-backed counterpart
   (LinearSVR, LinearSVC(multi_class="crammer_singer"), LogisticRegression(solver=
-  "liblinear")) at tight tolerances (ours 1e-4, theirs 1e-6) on the training split, C =
+  "liblinear")) at tight tolerances (ours 1e-4, theirs ``--peer-tol``, 1e-6) on the
+  training split, C =
   ``--C`` (default 1): agreement of the test predictions and the test scores.
 
 The C grids of these problems are bench/cgrid.py's (``--loss``), which also plots them.
@@ -147,7 +148,7 @@ def study_speed(X, y, loss, s, prob, Cs, reps):
     return rows, md
 
 
-def study_sklearn(problem, X, y, Xt, yt, C):
+def study_sklearn(problem, X, y, Xt, yt, C, peer_tol=1e-6):
     """Our estimator and scikit-learn's counterpart, both tight, on the same split."""
     import warnings
 
@@ -159,16 +160,16 @@ def study_sklearn(problem, X, y, Xt, yt, C):
     if problem.startswith("svr"):
         pair = (pybudget.LinearSVR(C=C, epsilon=EPSILON, loss=loss, tol=1e-4,
                                    max_iter=100000, random_state=0),
-                sks.LinearSVR(C=C, epsilon=EPSILON, loss=loss, tol=1e-6, max_iter=100000,
+                sks.LinearSVR(C=C, epsilon=EPSILON, loss=loss, tol=peer_tol, max_iter=100000,
                               dual=True, random_state=0))
     elif problem == "cs":
         pair = (pybudget.LinearSVC(C=C, multi_class="crammer_singer", tol=1e-4,
                                    max_iter=100000, random_state=0),
-                sks.LinearSVC(C=C, multi_class="crammer_singer", tol=1e-6,
+                sks.LinearSVC(C=C, multi_class="crammer_singer", tol=peer_tol,
                               max_iter=100000, random_state=0))
     else:
         pair = (pybudget.LogisticRegression(C=C, tol=1e-4, max_iter=100000, random_state=0),
-                skl.LogisticRegression(C=C, solver="liblinear", tol=1e-6, max_iter=100000))
+                skl.LogisticRegression(C=C, solver="liblinear", tol=peer_tol, max_iter=100000))
     fits = []
     for est in pair:
         with warnings.catch_warnings(record=True) as caught:
@@ -213,7 +214,7 @@ def main():
     ap.add_argument("--tol", type=float, default=1e-3,
                     help="our tolerance in the correctness study (default %(default)s)")
     ap.add_argument("--peer-tol", type=float, default=1e-6,
-                    help="liblinear's -e in the correctness study (default %(default)s)")
+                    help="liblinear's -e (correct) or scikit-learn's tol (sklearn), default %(default)s")
     ap.add_argument("--quick", action="store_true", help="smoke run on a9a, seconds")
     ap.add_argument("--out", default=str(results_dir("linear_family")))
     a = ap.parse_args()
@@ -230,7 +231,7 @@ def main():
         rows, md = study_correct(X, y, loss, s, prob, [0.01] if a.quick else [0.01, 1, 100],
                                  a.peer_tol, a.tol)
     elif a.study == "sklearn":
-        rows, md = study_sklearn(a.problem, X, y, Xt, yt, a.C)
+        rows, md = study_sklearn(a.problem, X, y, Xt, yt, a.C, a.peer_tol)
     else:
         rows, md = study_speed(X, y, loss, s, prob, [0.1] if a.quick else [0.1, 1], reps)
     eps = f", epsilon {EPSILON}" if s in (12, 13) else ""
@@ -242,6 +243,8 @@ def main():
         stem += f"_tol{a.tol:g}"
     if a.study == "sklearn" and a.C != 1.0:
         stem += f"_C{a.C:g}"
+    if a.study != "speed" and a.peer_tol != 1e-6:
+        stem += f"_peer{a.peer_tol:g}"
     write_outputs(stem, {"machine": machine(), "problem": a.problem, "data": data,
                          "study": a.study, "repeats": reps, "epsilon": EPSILON,
                          "max_iter": MAX_ITER, "rows": rows,
