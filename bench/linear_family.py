@@ -214,7 +214,7 @@ def main():
     ap.add_argument("--tol", type=float, default=1e-3,
                     help="our tolerance in the correctness study (default %(default)s)")
     ap.add_argument("--peer-tol", type=float, default=1e-6,
-                    help="liblinear's -e (correct) or scikit-learn's tol (sklearn), default %(default)s")
+                    help="liblinear's -e (correct), scikit-learn's tol (sklearn); %(default)s")
     ap.add_argument("--quick", action="store_true", help="smoke run on a9a, seconds")
     ap.add_argument("--out", default=str(results_dir("linear_family")))
     a = ap.parse_args()
