@@ -529,7 +529,7 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
         raise ValueError(f"problem must be one of {PROBLEMS}, got {problem!r}")
     cdef int n = y.shape[0]
     cdef DualData r
-    r.X = csr_view(X.data, X.indices, X.indptr, X.shape[1])
+    r.X = csr_view(X)
     r.y = &y[0]
     r.upper = &upper[0]
     r.diag = &diag[0]
