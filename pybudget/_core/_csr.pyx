@@ -60,6 +60,26 @@ def rows_combination(X, const double[:, ::1] coef, double[:, ::1] out):
                     o[m] += x * coef[i, m]
 
 
+def used_columns(X):
+    """The number of distinct column indices of a canonical CSR X, from a bitset of
+    n_cols bits: no copy of the indices (np.bincount would widen them to int64, twice
+    the size of a float32 X's values)."""
+    cdef const int[::1] ind = X.indices
+    cdef Py_ssize_t nnz = X.indptr[X.shape[0]], k, count = 0
+    bits = np.zeros((X.shape[1] + 7) // 8, dtype=np.uint8)
+    cdef unsigned char[::1] b = bits
+    cdef int j
+    cdef unsigned char bit
+    with nogil:
+        for k in range(nnz):
+            j = ind[k]
+            bit = 1 << (j & 7)
+            if not b[j >> 3] & bit:
+                b[j >> 3] |= bit
+                count += 1
+    return count
+
+
 def _row_dots_py(X, const double[::1] w):
     """w·x_i for every row (test wrapper around csr_row_dot)."""
     return _per_row(X, &w[0])

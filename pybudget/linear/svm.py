@@ -10,6 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.extmath import safe_sparse_dot
 
 from pybudget._core import _validation as V
+from pybudget._core._csr import rows_combination, used_columns
 from pybudget._core._estimator import SVMClassifierBase, binary_problems, one_vs_rest
 from pybudget.linear._dcd import SELECTIONS, dcd_solve
 
@@ -176,7 +177,7 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     if start is not None:
         with np.errstate(over="ignore", invalid="ignore"):   # checked just below
             ay = np.clip(start.alpha, lower, upper) * (1.0 if problem == "svr" else y)
-            w[:d] = safe_sparse_dot(ay, X)
+            rows_combination(X, ay[:, None], w[:d, None])
             w[d] = bias * ay.sum()
         if not np.isfinite(w).all():
             # A start rescaled to a far larger C can overflow: start cold instead.
@@ -185,7 +186,7 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     if start is None:
         start = SolverState.fresh(np.zeros(n), C)
         if problem == "lr":
-            w[:d] = safe_sparse_dot(lower * y, X)
+            rows_combination(X, (lower * y)[:, None], w[:d, None])
             w[d] = bias * np.sum(lower * y)
     alpha = np.clip(start.alpha, lower, upper)
     comp = None
@@ -272,12 +273,10 @@ def resolve_selection(selection, X, cvec, bias, sqnorms=None):
     """
     if selection != "auto":
         return selection
-    n, d = X.shape
+    n = X.shape[0]
     if X.nnz == 0:
         return "shrinking"
-    # columns in use: a count per column, unless there are far more columns than entries
-    d_used = (np.unique(X.indices).size if d > 8 * X.nnz
-              else int(np.count_nonzero(np.bincount(X.indices, minlength=d))))
+    d_used = used_columns(X)    # columns in use
     if d_used < AUTO_MIN_DIM_RATIO * n:
         return "shrinking"
     if sqnorms is None:
