@@ -116,9 +116,9 @@ def row_sqnorms(X, extra=0.0, name="X"):
 
 def _add_block_sqnorms(X, a, b, sq):
     """sq[a:b] += the squared norms of rows a..b-1 (their temporaries die on return)."""
-    data = float64_values(X, a, b)
-    if data.size:
-        data *= data
+    values = X.data[X.indptr[a]:X.indptr[b]]
+    if values.size:
+        data = np.multiply(values, values, dtype=np.float64)   # float32: widened first
         starts = X.indptr[a:b]
         nonempty = X.indptr[a + 1:b + 1] > starts
         sq[a:b][nonempty] += np.add.reduceat(data, starts[nonempty] - starts[0])
