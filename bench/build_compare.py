@@ -87,6 +87,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smoke run: a9a only, 1 repeat")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--out", default=str(results_dir("build_compare")))
+    ap.add_argument("--stem", default="build_compare",
+                    help="name of the output files (default %(default)s)")
     a = ap.parse_args()
     if a.child:
         return child(json.loads(a.child))
@@ -117,7 +119,7 @@ def main():
            for r in rows]
     record = {"machine": machine(), "repeats": reps, "rows": rows,
               "before": a.before, "after": a.after}
-    stem = "build_compare_quick" if a.quick else "build_compare"
+    stem = a.stem + ("_quick" if a.quick else "")
     write_outputs(stem, record, "\n".join(md) + "\n", Path(a.out))
     print("\n".join(md))
 
