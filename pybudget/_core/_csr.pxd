@@ -48,11 +48,13 @@ cdef inline void csr_prefetch_row(const CsrView* X, int i) noexcept nogil:
     """Hint the row's values and indices into cache (a few steps ahead of use)."""
     cdef int start = X.indptr[i], end = X.indptr[i + 1], k
     if X.f32:
+        # values and indices both 4 bytes: one cache line of each per 16 entries
         for k in range(start, end, 16):
             PB_PREFETCH(X.data32 + k)
-    else:
-        for k in range(start, end, 8):
-            PB_PREFETCH(X.data + k)
+            PB_PREFETCH(X.indices + k)
+        return
+    for k in range(start, end, 8):
+        PB_PREFETCH(X.data + k)
     for k in range(start, end, 16):
         PB_PREFETCH(X.indices + k)
 
