@@ -89,7 +89,7 @@ def row_blocks(X, size=None):
     size = size or CHUNK_VALUES
     a = 0
     while a < n:
-        b = int(np.searchsorted(indptr, indptr[a] + size, side="right")) - 1
+        b = int(np.searchsorted(indptr, int(indptr[a]) + size, side="right")) - 1
         b = min(max(b, a + 1), n)
         yield a, b
         a = b
