@@ -6,13 +6,15 @@
 # ranges.
 #
 # Two value types, one code path for the solvers: a struct cannot be generic, so the
-# view carries both typed pointers (one of them NULL) and a flag.  The row-level
-# kernels (csr_row_dot, csr_row_axpy, csr_row_sqnorm, csr_prefetch_row, csr_rows_dot)
-# take the view and a row index and branch once per row to an inline helper fused over
-# the value type.  The branch is the same for every row of a run, so it is predicted
-# perfectly, and the float64 specialisation compiles to the loop it always was.  Every
-# product is taken in double, (double)x * w: a float32 solve equals, bit for bit, a
-# float64 solve of X.astype(float32).astype(float64).
+# view carries both typed pointers, one of them NULL.  The row-level kernels
+# (csr_row_dot, csr_row_axpy, csr_row_sqnorm, csr_prefetch_row, csr_rows_dot) take the
+# view and a row index and branch once per row (on data32 != NULL) to an inline helper
+# fused over the value type.  The branch is the same for every row of a run, so it is
+# predicted perfectly; it tests a pointer, which no store of the solvers (to double or
+# int arrays) may alias, so the compiler can keep it in a register across a sweep.  The
+# float64 specialisation compiles to the loop it always was.  Every product is taken in
+# double, (double)x * w: a float32 solve equals, bit for bit, a float64 solve of
+# X.astype(float32).astype(float64).
 from cython cimport floating
 
 cdef extern from "_prefetch.h":
@@ -27,13 +29,14 @@ ctypedef fused floating_b:
 
 
 cdef struct CsrView:
-    const double* data      # the values if float64, else NULL
-    const float* data32     # the values if float32, else NULL
+    # the values: data if float64, data32 if float32, the other NULL (both NULL when X
+    # stores no value: no kernel reads one then)
+    const double* data
+    const float* data32
     const int* indices
     const int* indptr
     int n_rows
     int n_cols
-    bint f32                # which of data / data32 holds the values
 
 
 cdef inline int csr_span(const CsrView* X, int i, int* nnz) noexcept nogil:
@@ -47,7 +50,7 @@ cdef inline int csr_span(const CsrView* X, int i, int* nnz) noexcept nogil:
 cdef inline void csr_prefetch_row(const CsrView* X, int i) noexcept nogil:
     """Hint the row's values and indices into cache (a few steps ahead of use)."""
     cdef int start = X.indptr[i], end = X.indptr[i + 1], k
-    if X.f32:
+    if X.data32 != NULL:
         # values and indices both 4 bytes: one cache line of each per 16 entries
         for k in range(start, end, 16):
             PB_PREFETCH(X.data32 + k)
@@ -119,7 +122,7 @@ cdef inline double sparse_dot_sparse(const floating* a_data, const int* a_ind, i
 cdef inline double csr_row_dot(const CsrView* X, int i, const double* w) noexcept nogil:
     """x_i . w"""
     cdef int nnz, start = csr_span(X, i, &nnz)
-    if X.f32:
+    if X.data32 != NULL:
         return sparse_dot_dense(X.data32 + start, X.indices + start, nnz, w)
     return sparse_dot_dense(X.data + start, X.indices + start, nnz, w)
 
@@ -127,7 +130,7 @@ cdef inline double csr_row_dot(const CsrView* X, int i, const double* w) noexcep
 cdef inline void csr_row_axpy(const CsrView* X, int i, double a, double* w) noexcept nogil:
     """w += a x_i"""
     cdef int nnz, start = csr_span(X, i, &nnz)
-    if X.f32:
+    if X.data32 != NULL:
         sparse_axpy(a, X.data32 + start, X.indices + start, nnz, w)
     else:
         sparse_axpy(a, X.data + start, X.indices + start, nnz, w)
@@ -136,7 +139,7 @@ cdef inline void csr_row_axpy(const CsrView* X, int i, double a, double* w) noex
 cdef inline double csr_row_sqnorm(const CsrView* X, int i) noexcept nogil:
     """||x_i||^2"""
     cdef int nnz, start = csr_span(X, i, &nnz)
-    if X.f32:
+    if X.data32 != NULL:
         return sparse_sqnorm(X.data32 + start, nnz)
     return sparse_sqnorm(X.data + start, nnz)
 
@@ -148,11 +151,11 @@ cdef inline double csr_rows_dot(const CsrView* A, int i, const CsrView* B,
     cdef int a0 = csr_span(A, i, &an), b0 = csr_span(B, j, &bn)
     cdef const int* ai = A.indices + a0
     cdef const int* bi = B.indices + b0
-    if A.f32:
-        if B.f32:
+    if A.data32 != NULL:
+        if B.data32 != NULL:
             return sparse_dot_sparse(A.data32 + a0, ai, an, B.data32 + b0, bi, bn)
         return sparse_dot_sparse(A.data32 + a0, ai, an, B.data + b0, bi, bn)
-    if B.f32:
+    if B.data32 != NULL:
         return sparse_dot_sparse(A.data + a0, ai, an, B.data32 + b0, bi, bn)
     return sparse_dot_sparse(A.data + a0, ai, an, B.data + b0, bi, bn)
 

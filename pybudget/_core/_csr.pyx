@@ -18,11 +18,9 @@ cdef CsrView csr_view(X) except *:
     v.data32 = NULL
     if dtype == np.float64:
         d64 = X.data
-        v.f32 = False
         v.data = &d64[0] if d64.shape[0] > 0 else NULL
     elif dtype == np.float32:
         d32 = X.data
-        v.f32 = True
         v.data32 = &d32[0] if d32.shape[0] > 0 else NULL
     else:
         raise TypeError(f"CSR values must be float64 or float32, got {dtype}")
@@ -54,7 +52,7 @@ def rows_combination(X, const double[:, ::1] coef, double[:, ::1] out):
                 continue
             start = csr_span(&v, i, &nnz)
             for t in range(start, start + nnz):
-                x = v.data32[t] if v.f32 else v.data[t]
+                x = v.data32[t] if v.data32 != NULL else v.data[t]
                 o = &out[v.indices[t], 0]
                 for m in range(K):
                     o[m] += x * coef[i, m]

@@ -225,7 +225,7 @@ cdef class BudgetModel:
                              double* out) noexcept nogil:
         """kernel_row_sparse for row i of a view of either value type."""
         cdef int nnz, start = csr_span(X, i, &nnz)
-        if X.f32:
+        if X.data32 != NULL:
             pb_krow_sparse_f32(self.n_sv, self.cap, self.ZT, self.sqn, X.data32 + start,
                                X.indices + start, nnz, xsq, self.gamma, out)
         else:
@@ -292,7 +292,7 @@ cdef class BudgetModel:
         """add_sparse for row i of a view of either value type (stored as float64)."""
         cdef int j = self.n_sv, nnz, start = csr_span(X, i, &nnz)
         cdef double* z = self.Z + <Py_ssize_t>j * self.d
-        if X.f32:
+        if X.data32 != NULL:
             _put_sparse(z, self.ZT + j, self.d, self.cap, X.data32 + start,
                         X.indices + start, nnz)
         else:
