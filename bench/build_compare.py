@@ -10,10 +10,9 @@ older commit built in place, or a virtual environment's site-packages) and from 
 - budget: one BSGD and one BSCA epoch on ijcnn1 and a9a (C = 32, budget 500, the
   gamma of bench/budget_defaults.py).
 
-Reports medians and the after/before ratio of medians.  ``--clock cpu`` times each
-whole call in CPU seconds of its thread instead of the solvers' wall-clock
-optimisation time: on a machine busy with other jobs the wall clock mostly measures
-them.  Results are identical by
+Reports medians and the after/before ratio of medians.  ``--clock cpu`` times the same
+solver calls in CPU seconds of their thread instead of wall-clock seconds: on a machine
+busy with other jobs the wall clock mostly measures them.  Results are identical by
 construction when the change is a refactoring (tests/test_fingerprints.py); this
 script checks the speed.
 
@@ -40,16 +39,34 @@ BUDGET = [("ijcnn1", "bsgd", 2.0), ("ijcnn1", "bsca", 2.0),
 def child(workloads, clock="wall"):
     """Run the workloads once in this process; print {name: seconds or ratio}.  clock
     "wall": the optimisation seconds the solvers report; "cpu": this thread's CPU
-    seconds of each whole call (checks included), which other jobs on a busy machine
-    disturb far less than the wall clock."""
+    seconds in the same Cython solver calls (dcd_solve, bsgd_run, bsca_run; liblinear's
+    train), which other jobs on a busy machine disturb far less than the wall clock."""
     import time
     import warnings
     warnings.simplefilter("ignore")
     import pybudget
+    import pybudget.budget.svm as budget_svm
+    import pybudget.linear.svm as linear_svm
     from pybudget import solve_budget, solve_linear
     from pybudget.datasets import load
     from common import liblinear_train
     out, data = {"origin": os.path.dirname(pybudget.__file__)}, {}
+    spent = []
+
+    def cpu_timed(f):
+        def call(*args, **kw):
+            t0 = time.thread_time()
+            try:
+                return f(*args, **kw)
+            finally:
+                spent.append(time.thread_time() - t0)
+        return call
+
+    if clock == "cpu":   # both builds call these through their module globals
+        linear_svm.dcd_solve = cpu_timed(linear_svm.dcd_solve)
+        budget_svm.bsgd_run = cpu_timed(budget_svm.bsgd_run)
+        budget_svm.bsca_run = cpu_timed(budget_svm.bsca_run)
+        liblinear_train = cpu_timed(liblinear_train)
 
     def get(name):
         if name not in data:
@@ -57,31 +74,25 @@ def child(workloads, clock="wall"):
             data[name] = (X.tocsr(), y)
         return data[name]
 
-    def timed(call):
-        """(result, seconds): the call's own .time or, with clock "cpu", CPU seconds."""
-        t0 = time.thread_time()
-        res = call()
-        cpu = time.thread_time() - t0
-        return res, cpu if clock == "cpu" else None
+    def seconds(res):
+        """The last call's CPU seconds (clock "cpu") or the seconds it reports."""
+        return spent[-1] if clock == "cpu" else res.time
 
     for kind, name, C, extra in workloads:
         X, y = get(name)
         if kind == "shrinking":
             from liblinear import liblinearutil as ll
-            res, ours = timed(lambda: solve_linear(X, y, C, selection="shrinking", tol=0.1,
-                                                   random_state=0))
-            prob = ll.problem(y, X)
-            (_, theirs, _), cpu = timed(lambda: liblinear_train(prob, f"-s 3 -c {C} -e 0.1 -q"))
-            out[f"{name} shrinking C={C:g}: ratio to liblinear"] = (
-                (ours / cpu) if clock == "cpu" else res.time / theirs)
+            ours = seconds(solve_linear(X, y, C, selection="shrinking", tol=0.1,
+                                        random_state=0))
+            _, theirs, _ = liblinear_train(ll.problem(y, X), f"-s 3 -c {C} -e 0.1 -q")
+            theirs = spent[-1] if clock == "cpu" else theirs
+            out[f"{name} shrinking C={C:g}: ratio to liblinear"] = ours / theirs
         elif kind == "avsf":
-            res, cpu = timed(lambda: solve_linear(X, y, C, selection="avsf", tol=0.01,
-                                                  random_state=0))
-            out[f"{name} avsf C={C:g} tol 0.01: seconds"] = cpu or res.time
+            out[f"{name} avsf C={C:g} tol 0.01: seconds"] = seconds(solve_linear(
+                X, y, C, selection="avsf", tol=0.01, random_state=0))
         else:
-            res, cpu = timed(lambda: solve_budget(X, y, C, gamma=extra, budget=500,
-                                                  solver=kind, epochs=1, random_state=0))
-            out[f"{name} {kind} 1 epoch: seconds"] = cpu or res.time
+            out[f"{name} {kind} 1 epoch: seconds"] = seconds(solve_budget(
+                X, y, C, gamma=extra, budget=500, solver=kind, epochs=1, random_state=0))
     print(json.dumps(out))
 
 
@@ -105,7 +116,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smoke run: a9a only, 1 repeat")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="wall: the optimisation seconds the solvers report (default); "
-                         "cpu: CPU seconds of each whole call, for a busy machine")
+                         "cpu: CPU seconds of the same solver calls, for a busy machine")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--out", default=str(results_dir("build_compare")))
     ap.add_argument("--stem", default="build_compare",
@@ -133,7 +144,7 @@ def main():
         rows.append({"workload": k, "before": b, "after": f, "ratio": f / b,
                      "before_all": [r[k] for r in runs["before"]],
                      "after_all": [r[k] for r in runs["after"]]})
-    clock = ("; CPU seconds of each whole call (`--clock cpu`)" if a.clock == "cpu"
+    clock = ("; CPU seconds of the solver calls (`--clock cpu`)" if a.clock == "cpu"
              else "")
     md = [f"### Two builds side by side: medians of {reps} interleaved runs{clock}",
           "", f"before: `{runs['before'][0]['origin']}`; after: `{runs['after'][0]['origin']}`",
