@@ -113,9 +113,9 @@ def memory_child(job):
                       "shape": list(X.shape), "nnz": int(X.nnz), "model": model}))
 
 
-def run_child(args):
+def run_child(args, build=None):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(HERE.parent), str(HERE), os.environ.get("PYTHONPATH", "")]))
+        [str(build or HERE.parent), str(HERE), os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, str(HERE / "float32.py"), *args], env=env,
                        capture_output=True, text=True, cwd=str(HERE))
     if r.returncode:
@@ -133,7 +133,7 @@ def load32(name, quick):
     return X, y
 
 
-def study_memory(cases, quick):
+def study_memory(cases, quick, build=None):
     import scipy.sparse as sp
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -147,7 +147,7 @@ def study_memory(cases, quick):
                 job = {"x": str(path), "y": str(Path(tmp) / "y.npy"), "dtype": dt,
                        "estimator": estimator, "params": params,
                        "n_classes": int(np.unique(y).size)}
-                runs[dt] = r = run_child(["--memory-child", json.dumps(job)])
+                runs[dt] = r = run_child(["--memory-child", json.dumps(job)], build)
                 m = r["marks"]
                 r["load_peak_above_imports"] = m["loaded"]["VmHWM"] - m["imports"]["VmRSS"]
                 r["loaded_above_imports"] = m["loaded"]["VmRSS"] - m["imports"]["VmRSS"]
@@ -249,6 +249,9 @@ def main():
     ap.add_argument("-r", "--repeats", type=int, default=5)
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 3000 rows of a9a, one repeat, seconds")
+    ap.add_argument("--build", help="memory study: folder whose pybudget/ the fitting "
+                    "children import (e.g. an older build; default: this checkout)")
+    ap.add_argument("--stem", help="name of the output files (default: float32[_study])")
     ap.add_argument("--memory-child", help=argparse.SUPPRESS)
     ap.add_argument("--out", default=str(results_dir("float32")))
     a = ap.parse_args()
@@ -259,18 +262,20 @@ def main():
     record = {"machine": machine(), "repeats": reps, "quick": a.quick}
     text = []
     if "memory" in a.study:
-        rows, md = study_memory(QUICK_CASES if a.quick else MEMORY_CASES, a.quick)
+        rows, md = study_memory(QUICK_CASES if a.quick else MEMORY_CASES, a.quick, a.build)
         record["memory"] = rows
+        record["build"] = a.build
         text += ["### float32 input: memory of a fit (fresh child per fit, X from an "
-                 "uncompressed .npz)", "", *md, ""]
+                 "uncompressed .npz)" + (f"; the fits import `{a.build}`" if a.build else ""),
+                 "", *md, ""]
     if "speed" in a.study:
         rows, md = study_speed(reps, [1.0] if a.quick else [1.0, 100.0], a.quick)
         record["speed"] = rows
         text += [f"### float32 input: LinearSVC speed on {'a9a' if a.quick else 'debian-lib'}"
                  f", float32 against float64 of the same values", "", *md, ""]
     record["seconds"] = time.perf_counter() - t0
-    stem = "float32" + ("_" + "_".join(a.study) if len(a.study) == 1 else "") + (
-        "_quick" if a.quick else "")
+    stem = (a.stem or "float32" + ("_" + "_".join(a.study) if len(a.study) == 1 else "")
+            ) + ("_quick" if a.quick else "")
     write_outputs(stem, record, "\n".join(text), a.out)
     print("\n".join(text))
 
