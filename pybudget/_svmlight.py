@@ -31,11 +31,22 @@ def open_binary(path):
     return open(path, "rb")
 
 
+def value_dtype(dtype):
+    """numpy.float64 or numpy.float32 (the value types the solvers read in place)."""
+    dt = np.dtype(dtype)
+    if dt not in V.VALUE_TYPES:
+        raise ValueError(f"dtype must be numpy.float64 or numpy.float32, got {dtype!r}")
+    return dt.type
+
+
 def parse(source, n_features, zero_based, dtype, where):
     """(CSR X, float64 y) from an open binary file or buffer; ``where`` names the
-    source in errors ("'a.txt'", "a.txt lines 1-7").  Values must be finite; indices
-    are int32 where they fit (scikit-learn's partial_fit estimators refuse int64)."""
+    source in errors ("'a.txt'", "a.txt lines 1-7").  X has values of ``dtype``
+    (float64 or float32, parsed straight into it by scikit-learn's reader: no float64
+    intermediate); they must be finite.  Indices are int32 where they fit
+    (scikit-learn's partial_fit estimators refuse int64)."""
     zero_based = V.boolean("zero_based", zero_based)   # never sklearn's per-chunk "auto"
+    dtype = value_dtype(dtype)
     kw = {} if n_features is None else {"n_features": n_features}
     try:
         X, y = load_svmlight_file(source, zero_based=zero_based, dtype=dtype, **kw)
@@ -44,7 +55,10 @@ def parse(source, n_features, zero_based, dtype, where):
     except (ValueError, OverflowError, EOFError, lzma.LZMAError, OSError) as e:
         hint = ZERO_BASED_HINT if "Invalid index 0" in str(e) else ""
         raise ValueError(f"cannot read {where} as a LIBSVM file: {e}{hint}") from None
-    if not np.all(np.isfinite(X.data)) or not np.all(np.isfinite(y)):
+    with np.errstate(over="ignore", invalid="ignore"):
+        # a finite float64 sum means finite values, without an nnz-sized mask
+        finite = np.isfinite(np.sum(X.data, dtype=np.float64))
+    if not (finite or np.all(np.isfinite(X.data))) or not np.all(np.isfinite(y)):
         raise ValueError(f"{where}: NaN or infinity in the data")
     X = X.tocsr()
     if X.indices.dtype != np.int32 and X.nnz < 2**31 - 1 and X.shape[1] < 2**31 - 1:

@@ -32,7 +32,7 @@ import numpy as np
 
 from pybudget._core import _validation as V
 from pybudget._core._progress import report
-from pybudget._svmlight import open_binary, parse
+from pybudget._svmlight import open_binary, parse, value_dtype
 from pybudget.budget.svm import gamma_from_moments
 
 
@@ -76,8 +76,8 @@ def iter_svmlight_chunks(path, chunk_size=10000, n_features=None, *, zero_based=
         largest index.
     zero_based : bool, default=False
         Whether feature indices start at 0 (LIBSVM files are 1-based).
-    dtype : numpy dtype, default=numpy.float64
-        Dtype of ``X``.
+    dtype : {numpy.float64, numpy.float32}, default=numpy.float64
+        Value type of ``X`` (float32 is parsed straight into float32).
     progress : object, optional
         Internal progress tracker (used by :func:`stream_fit`).
 
@@ -96,6 +96,7 @@ def iter_svmlight_chunks(path, chunk_size=10000, n_features=None, *, zero_based=
     """
     chunk_size = V.positive_int("chunk_size", chunk_size)
     zero_based = V.boolean("zero_based", zero_based)
+    dtype = value_dtype(dtype)
     with open_binary(path) as f:
         if progress is not None:
             progress.attach(f)
@@ -129,7 +130,7 @@ def _parse(lines, n_features, zero_based, dtype, path, lineno):
                  f"{os.fspath(path)} lines {first}-{lineno} (after skipping comments)")
 
 
-def scan_svmlight(path, chunk_size=10000, *, zero_based=False):
+def scan_svmlight(path, chunk_size=10000, *, zero_based=False, dtype=np.float64):
     """Summarise a LIBSVM file in one bounded-memory pass.
 
     Parameters
@@ -140,6 +141,9 @@ def scan_svmlight(path, chunk_size=10000, *, zero_based=False):
         Lines parsed at a time.
     zero_based : bool, default=False
         Whether feature indices start at 0.
+    dtype : {numpy.float64, numpy.float32}, default=numpy.float64
+        Value type the values are read as (the sums are of those values, accumulated
+        in float64).
 
     Returns
     -------
@@ -156,12 +160,14 @@ def scan_svmlight(path, chunk_size=10000, *, zero_based=False):
     d = 0
     total = total_sq = 0.0
     labels = set()
-    for X, y in iter_svmlight_chunks(path, chunk_size, None, zero_based=zero_based):
+    for X, y in iter_svmlight_chunks(path, chunk_size, None, zero_based=zero_based,
+                                     dtype=dtype):
         n_rows += X.shape[0]
         d = max(d, X.shape[1])
         nnz += X.nnz
-        total += float(X.data.sum())
-        total_sq += float(np.dot(X.data, X.data))
+        data = X.data.astype(np.float64, copy=False)   # float32: one chunk's copy
+        total += float(data.sum())
+        total_sq += float(np.dot(data, data))
         labels.update(np.unique(y).tolist())
     if n_rows == 0:
         raise ValueError(f"{os.fspath(path)}: no data rows")
@@ -170,7 +176,7 @@ def scan_svmlight(path, chunk_size=10000, *, zero_based=False):
 
 
 def stream_fit(estimator, path, chunk_size=10000, *, n_features=None, classes=None,
-               epochs=1, zero_based=False, verbose=0, file=None):
+               epochs=1, zero_based=False, dtype=np.float64, verbose=0, file=None):
     """Train an estimator on a LIBSVM file read a chunk at a time.
 
     Memory is bounded by one chunk plus the model.  Rows are visited in file order
@@ -199,6 +205,9 @@ def stream_fit(estimator, path, chunk_size=10000, *, n_features=None, classes=No
         ``fit(epochs=2)``).
     zero_based : bool, default=False
         Whether feature indices start at 0 (LIBSVM files are 1-based).
+    dtype : {numpy.float64, numpy.float32}, default=numpy.float64
+        Value type of the chunks: float32 halves their memory; the model equals that
+        of the float64 chunks of the same, float32-rounded values.
     verbose : int, default=0
         Progress per chunk with the share of the file read and an ETA.
     file : file object, optional
@@ -229,10 +238,11 @@ def stream_fit(estimator, path, chunk_size=10000, *, n_features=None, classes=No
                            if hasattr(estimator, "solver") else ""))
     epochs = V.positive_int("epochs", epochs)
     chunk_size = V.positive_int("chunk_size", chunk_size)
+    dtype = value_dtype(dtype)
     gamma_override = None
     if n_features is None or classes is None:
         t0 = time.perf_counter()
-        info = scan_svmlight(path, chunk_size, zero_based=zero_based)
+        info = scan_svmlight(path, chunk_size, zero_based=zero_based, dtype=dtype)
         if verbose:
             report(f"scanned {info['n_rows']} rows, {info['n_features']} features, "
                    f"{len(info['classes'])} classes", time.perf_counter() - t0, file=file)
@@ -253,7 +263,8 @@ def stream_fit(estimator, path, chunk_size=10000, *, n_features=None, classes=No
         for ep in range(epochs):
             prog = _Progress(path)
             for X, y in iter_svmlight_chunks(path, chunk_size, n_features,
-                                             zero_based=zero_based, progress=prog):
+                                             zero_based=zero_based, dtype=dtype,
+                                             progress=prog):
                 estimator.partial_fit(X, y, classes=classes)
                 n_seen += X.shape[0]
                 if verbose:

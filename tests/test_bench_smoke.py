@@ -28,7 +28,7 @@ def test_bench_quick(script, tmp_path):
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="bench reads /proc")
-@pytest.mark.parametrize("script", ["robustness.py", "streaming.py"])
+@pytest.mark.parametrize("script", ["robustness.py", "streaming.py", "float32.py"])
 def test_bench_scripts_quick(script, tmp_path):
     args = ["--only", "memory", "repro"] if script == "robustness.py" else []
     subprocess.run([sys.executable, str(BENCH / script), "--quick", "--out",

@@ -10,6 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from helpers import make_problem
 from pybudget import solve_linear
+from pybudget.linear._dcd import sum_of_squares
 
 SELECTIONS = ["uniform", "shrinking", "avsf"]
 
@@ -209,3 +210,16 @@ def test_shrinking_from_an_empty_active_set_converges():
     assert res.converged and res.kkt_violation <= 1e-6
     ref = solve_linear(X, y, 1.0, tol=1e-6, max_iter=10000)
     assert res.dual_objective == pytest.approx(ref.dual_objective, rel=1e-7)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 127, 128, 129, 136, 1000, 4097, 100003])
+def test_sum_of_squares_is_numpys_bits(n):
+    """The objective's |w|^2 without a temporary equals np.sum(w * w) bit for bit (the
+    float64 objectives are unchanged), also for a 2-d (Crammer-Singer) model."""
+    rng = np.random.default_rng(n)
+    for scale in (1.0, 1e-150, 1e150):
+        w = rng.standard_normal(n) * scale
+        w[rng.random(n) < 0.3] = 0.0
+        assert sum_of_squares(w) == float(np.sum(w * w))
+    W = rng.standard_normal((n, 5))
+    assert sum_of_squares(W.reshape(-1)) == float(np.sum(W * W))

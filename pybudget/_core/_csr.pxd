@@ -1,33 +1,61 @@
 # Sparse CSR kernels shared by every solver.
 #
-# A CsrView holds raw pointers into validated scipy CSR arrays (float64 data, int32
-# sorted indices): rows are read in place, never copied.  All kernels are inline, nogil
-# and unchecked: the Python layer guarantees shapes, dtypes and index ranges.
+# A CsrView holds raw pointers into validated scipy CSR arrays (int32 sorted indices,
+# float64 or float32 values): rows are read in place, never copied.  All kernels are
+# inline, nogil and unchecked: the Python layer guarantees shapes, dtypes and index
+# ranges.
+#
+# Two value types, one code path for the solvers: a struct cannot be generic, so the
+# view carries both typed pointers, one of them NULL.  The row-level kernels
+# (csr_row_dot, csr_row_axpy, csr_row_sqnorm, csr_prefetch_row, csr_rows_dot) take the
+# view and a row index and branch once per row (on data32 != NULL) to an inline helper
+# fused over the value type.  The branch is the same for every row of a run, so it is
+# predicted perfectly; it tests a pointer, which no store of the solvers (to double or
+# int arrays) may alias, so the compiler can keep it in a register across a sweep.  The
+# float64 specialisation compiles to the loop it always was.  Every product is taken in
+# double, (double)x * w: a float32 solve equals, bit for bit, a float64 solve of
+# X.astype(float32).astype(float64).
+from cython cimport floating
 
 cdef extern from "_prefetch.h":
     void PB_PREFETCH(const void* p) noexcept nogil
     void PB_PREFETCH_W(const void* p) noexcept nogil
 
 
+# The second value type of csr_rows_dot (two rows of possibly different views).
+ctypedef fused floating_b:
+    float
+    double
+
+
 cdef struct CsrView:
+    # the values: data if float64, data32 if float32, the other NULL (both NULL when X
+    # stores no value: no kernel reads one then)
     const double* data
+    const float* data32
     const int* indices
     const int* indptr
     int n_rows
     int n_cols
 
 
-cdef inline void csr_row(const CsrView* X, int i, const double** data,
-                         const int** indices, int* nnz) noexcept nogil:
+cdef inline int csr_span(const CsrView* X, int i, int* nnz) noexcept nogil:
+    """Offset of row i's first entry in the value and index arrays; nnz receives its
+    number of entries.  For fused helpers that walk a row in their own way."""
     cdef int start = X.indptr[i]
-    data[0] = X.data + start
-    indices[0] = X.indices + start
     nnz[0] = X.indptr[i + 1] - start
+    return start
 
 
 cdef inline void csr_prefetch_row(const CsrView* X, int i) noexcept nogil:
     """Hint the row's values and indices into cache (a few steps ahead of use)."""
     cdef int start = X.indptr[i], end = X.indptr[i + 1], k
+    if X.data32 != NULL:
+        # values and indices both 4 bytes: one cache line of each per 16 entries
+        for k in range(start, end, 16):
+            PB_PREFETCH(X.data32 + k)
+            PB_PREFETCH(X.indices + k)
+        return
     for k in range(start, end, 8):
         PB_PREFETCH(X.data + k)
     for k in range(start, end, 16):
@@ -44,39 +72,42 @@ cdef inline void csr_prefetch_dense(const CsrView* X, int i, const double* w,
         PB_PREFETCH_W(w + <Py_ssize_t>X.indices[k] * stride)
 
 
-cdef inline double sparse_dot_dense(const double* data, const int* indices, int nnz,
+# ---- the fused helpers: one sparse row given by its values, indices and length ---------
+
+cdef inline double sparse_dot_dense(const floating* data, const int* indices, int nnz,
                                     const double* w) noexcept nogil:
     cdef double s = 0.0
     cdef int k
     for k in range(nnz):
-        s += data[k] * w[indices[k]]
+        s += <double>data[k] * w[indices[k]]
     return s
 
 
-cdef inline void sparse_axpy(double a, const double* data, const int* indices, int nnz,
+cdef inline void sparse_axpy(double a, const floating* data, const int* indices, int nnz,
                              double* w) noexcept nogil:
     cdef int k
     for k in range(nnz):
-        w[indices[k]] += a * data[k]
+        w[indices[k]] += a * <double>data[k]
 
 
-cdef inline double sparse_sqnorm(const double* data, int nnz) noexcept nogil:
-    cdef double s = 0.0
+cdef inline double sparse_sqnorm(const floating* data, int nnz) noexcept nogil:
+    cdef double s = 0.0, v
     cdef int k
     for k in range(nnz):
-        s += data[k] * data[k]
+        v = data[k]
+        s += v * v
     return s
 
 
-cdef inline double sparse_dot_sparse(const double* a_data, const int* a_ind, int a_nnz,
-                                     const double* b_data, const int* b_ind,
+cdef inline double sparse_dot_sparse(const floating* a_data, const int* a_ind, int a_nnz,
+                                     const floating_b* b_data, const int* b_ind,
                                      int b_nnz) noexcept nogil:
     # Merge walk over two sorted index lists.
     cdef double s = 0.0
     cdef int p = 0, q = 0
     while p < a_nnz and q < b_nnz:
         if a_ind[p] == b_ind[q]:
-            s += a_data[p] * b_data[q]
+            s += <double>a_data[p] * <double>b_data[q]
             p += 1
             q += 1
         elif a_ind[p] < b_ind[q]:
@@ -86,5 +117,47 @@ cdef inline double sparse_dot_sparse(const double* a_data, const int* a_ind, int
     return s
 
 
-cdef CsrView csr_view(const double[::1] data, const int[::1] indices,
-                      const int[::1] indptr, int n_cols)
+# ---- the row-level kernels: a view and a row index, one branch on the value type -------
+
+cdef inline double csr_row_dot(const CsrView* X, int i, const double* w) noexcept nogil:
+    """x_i . w"""
+    cdef int nnz, start = csr_span(X, i, &nnz)
+    if X.data32 != NULL:
+        return sparse_dot_dense(X.data32 + start, X.indices + start, nnz, w)
+    return sparse_dot_dense(X.data + start, X.indices + start, nnz, w)
+
+
+cdef inline void csr_row_axpy(const CsrView* X, int i, double a, double* w) noexcept nogil:
+    """w += a x_i"""
+    cdef int nnz, start = csr_span(X, i, &nnz)
+    if X.data32 != NULL:
+        sparse_axpy(a, X.data32 + start, X.indices + start, nnz, w)
+    else:
+        sparse_axpy(a, X.data + start, X.indices + start, nnz, w)
+
+
+cdef inline double csr_row_sqnorm(const CsrView* X, int i) noexcept nogil:
+    """||x_i||^2"""
+    cdef int nnz, start = csr_span(X, i, &nnz)
+    if X.data32 != NULL:
+        return sparse_sqnorm(X.data32 + start, nnz)
+    return sparse_sqnorm(X.data + start, nnz)
+
+
+cdef inline double csr_rows_dot(const CsrView* A, int i, const CsrView* B,
+                                int j) noexcept nogil:
+    """a_i . b_j for rows of two views (of either value type)."""
+    cdef int an, bn
+    cdef int a0 = csr_span(A, i, &an), b0 = csr_span(B, j, &bn)
+    cdef const int* ai = A.indices + a0
+    cdef const int* bi = B.indices + b0
+    if A.data32 != NULL:
+        if B.data32 != NULL:
+            return sparse_dot_sparse(A.data32 + a0, ai, an, B.data32 + b0, bi, bn)
+        return sparse_dot_sparse(A.data32 + a0, ai, an, B.data + b0, bi, bn)
+    if B.data32 != NULL:
+        return sparse_dot_sparse(A.data + a0, ai, an, B.data32 + b0, bi, bn)
+    return sparse_dot_sparse(A.data + a0, ai, an, B.data + b0, bi, bn)
+
+
+cdef CsrView csr_view(X) except *

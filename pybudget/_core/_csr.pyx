@@ -1,66 +1,115 @@
-# Construction of CsrView from memoryviews, and thin Python wrappers used by the tests
-# to check every inline kernel of _csr.pxd against numpy/scipy.
+# Construction of CsrView from a validated CSR matrix, the transposed product the warm
+# starts need, and thin Python wrappers used by the tests to check every inline kernel
+# of _csr.pxd against numpy/scipy.
 import numpy as np
 
 
-cdef CsrView csr_view(const double[::1] data, const int[::1] indices,
-                      const int[::1] indptr, int n_cols):
+cdef CsrView csr_view(X) except *:
+    """A view of CSR X: float64 or float32 data (read in place, never converted), int32
+    indices and indptr.  X must stay alive while the view is used."""
     cdef CsrView v
+    cdef const double[::1] d64
+    cdef const float[::1] d32
+    cdef const int[::1] indices = X.indices
+    cdef const int[::1] indptr = X.indptr
+    dtype = X.data.dtype
     # Empty data arrays have no valid address; kernels never read them (nnz == 0).
-    v.data = &data[0] if data.shape[0] > 0 else NULL
+    v.data = NULL
+    v.data32 = NULL
+    if dtype == np.float64:
+        d64 = X.data
+        v.data = &d64[0] if d64.shape[0] > 0 else NULL
+    elif dtype == np.float32:
+        d32 = X.data
+        v.data32 = &d32[0] if d32.shape[0] > 0 else NULL
+    else:
+        raise TypeError(f"CSR values must be float64 or float32, got {dtype}")
     v.indices = &indices[0] if indices.shape[0] > 0 else NULL
     v.indptr = &indptr[0]
     v.n_rows = indptr.shape[0] - 1
-    v.n_cols = n_cols
+    v.n_cols = X.shape[1]
     return v
 
 
+def rows_combination(X, const double[:, ::1] coef, double[:, ::1] out):
+    """out += X.T @ coef for CSR X (n x d, either value type), coef (n x K), out
+    (d x K), without converting X: the warm starts' w = sum_i a_i x_i.  Row by row in
+    order, so for float64 X the sums equal scipy's X.T @ coef bit for bit."""
+    cdef CsrView v = csr_view(X)
+    cdef Py_ssize_t K = coef.shape[1]
+    if coef.shape[0] != v.n_rows or out.shape[0] != v.n_cols or out.shape[1] != K:
+        raise ValueError("rows_combination: shapes do not match")
+    cdef int i, nnz, start, t
+    cdef Py_ssize_t m
+    cdef double x
+    cdef double* o
+    if K == 0 or v.n_rows == 0:
+        return
+    with nogil:
+        for i in range(v.n_rows):
+            if K == 1:
+                csr_row_axpy(&v, i, coef[i, 0], &out[0, 0])
+                continue
+            start = csr_span(&v, i, &nnz)
+            for t in range(start, start + nnz):
+                x = v.data32[t] if v.data32 != NULL else v.data[t]
+                o = &out[v.indices[t], 0]
+                for m in range(K):
+                    o[m] += x * coef[i, m]
+
+
+def used_columns(X):
+    """The number of distinct column indices of a canonical CSR X, from a bitset of
+    n_cols bits: no copy of the indices (np.bincount would widen them to int64, twice
+    the size of a float32 X's values)."""
+    cdef const int[::1] ind = X.indices
+    cdef Py_ssize_t nnz = X.indptr[X.shape[0]], k, count = 0
+    bits = np.zeros((X.shape[1] + 7) // 8, dtype=np.uint8)
+    cdef unsigned char[::1] b = bits
+    cdef int j
+    cdef unsigned char bit
+    with nogil:
+        for k in range(nnz):
+            j = ind[k]
+            bit = 1 << (j & 7)
+            if not b[j >> 3] & bit:
+                b[j >> 3] |= bit
+                count += 1
+    return count
+
+
 def _row_dots_py(X, const double[::1] w):
-    """w·x_i for every row (test wrapper around sparse_dot_dense)."""
+    """w·x_i for every row (test wrapper around csr_row_dot)."""
     return _per_row(X, &w[0])
 
 
 def _row_sqnorms_py(X):
-    """‖x_i‖² for every row (test wrapper around sparse_sqnorm)."""
+    """‖x_i‖² for every row (test wrapper around csr_row_sqnorm)."""
     return _per_row(X, NULL)
 
 
 cdef _per_row(X, const double* w):
-    """sparse_dot_dense with w, or sparse_sqnorm when w is NULL, for every row."""
-    cdef CsrView v = csr_view(X.data, X.indices, X.indptr, X.shape[1])
-    cdef const double* d
-    cdef const int* ind
-    cdef int nnz, i
+    """csr_row_dot with w, or csr_row_sqnorm when w is NULL, for every row."""
+    cdef CsrView v = csr_view(X)
+    cdef int i
     out = np.empty(v.n_rows)
     cdef double[::1] o = out
     for i in range(v.n_rows):
-        csr_row(&v, i, &d, &ind, &nnz)
-        o[i] = sparse_sqnorm(d, nnz) if w == NULL else sparse_dot_dense(d, ind, nnz, w)
+        o[i] = csr_row_sqnorm(&v, i) if w == NULL else csr_row_dot(&v, i, w)
     return out
 
 
 def _row_axpy_py(X, int i, double a, double[::1] w):
-    """w += a x_i in place (test wrapper around sparse_axpy)."""
-    cdef CsrView v = csr_view(X.data, X.indices, X.indptr, X.shape[1])
-    cdef const double* d
-    cdef const int* ind
-    cdef int nnz
-    csr_row(&v, i, &d, &ind, &nnz)
-    sparse_axpy(a, d, ind, nnz, &w[0])
+    """w += a x_i in place (test wrapper around csr_row_axpy)."""
+    cdef CsrView v = csr_view(X)
+    csr_row_axpy(&v, i, a, &w[0])
 
 
 def _row_pair_dot_py(X, int i, Y, int j):
-    """x_i·y_j for rows of two CSR matrices (test wrapper around sparse_dot_sparse)."""
-    cdef CsrView a = csr_view(X.data, X.indices, X.indptr, X.shape[1])
-    cdef CsrView b = csr_view(Y.data, Y.indices, Y.indptr, Y.shape[1])
-    cdef const double* ad
-    cdef const int* ai
-    cdef const double* bd
-    cdef const int* bi
-    cdef int an, bn
-    csr_row(&a, i, &ad, &ai, &an)
-    csr_row(&b, j, &bd, &bi, &bn)
-    return sparse_dot_sparse(ad, ai, an, bd, bi, bn)
+    """x_i·y_j for rows of two CSR matrices (test wrapper around csr_rows_dot)."""
+    cdef CsrView a = csr_view(X)
+    cdef CsrView b = csr_view(Y)
+    return csr_rows_dot(&a, i, &b, j)
 
 
 def csr_structure(const int[::1] indptr, const int[::1] indices, Py_ssize_t n_rows,

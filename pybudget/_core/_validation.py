@@ -18,28 +18,40 @@ INT32_MAX = np.iinfo(np.int32).max
 MAX_DENSE_BYTES = 4 * 2**30
 
 
+# Values the kernels read in place; anything else (ints, float16, ...) becomes float64.
+VALUE_TYPES = (np.float64, np.float32)
+# Stored values per block of the chunked reductions below: their float64 temporaries stay
+# at 512 KiB whatever the size of X (a float64 copy of a float32 X would double it).
+CHUNK_VALUES = 1 << 16
+
+
 def as_csr(X, name="X"):
     """Check X (dense or sparse) and return a canonical CSR matrix for the kernels:
-    float64 data, int32 sorted indices without duplicates, at least one row and column,
-    all values finite.  The caller's matrix is never modified."""
+    float64 or float32 data (kept as given; other types become float64), int32 sorted
+    indices without duplicates, at least one row and column, all values finite.  The
+    caller's matrix is never modified."""
     if X is None:
         raise TypeError(f"{name} must be an array or sparse matrix, got None")
-    X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=True,
+    X = check_array(X, accept_sparse="csr", dtype=list(VALUE_TYPES), ensure_all_finite=True,
                     input_name=name, accept_large_sparse=True)
     return canonical_csr(X)
 
 
 def canonical_csr(X):
-    """CSR float64 with int32 sorted, duplicate-free indices from an already checked
-    (finite, 2-d, float) array or sparse matrix.  Copies only what must change."""
+    """CSR with float64 or float32 data and int32 sorted, duplicate-free indices from an
+    already checked (finite, 2-d, float) array or sparse matrix.  Copies only what must
+    change: float32 stays float32 (the kernels read it in place), other value types
+    become float64, dense input becomes CSR of its own value type, and int64 indices
+    are narrowed to int32 (a copy of the index arrays, not of the values)."""
     if not sp.issparse(X):
-        X = sp.csr_matrix(np.asarray(X, dtype=np.float64))
+        X = np.asarray(X)
+        X = sp.csr_matrix(X if X.dtype in VALUE_TYPES else X.astype(np.float64))
     elif X.format != "csr":
         X = X.tocsr()
     if X.shape[1] > INT32_MAX or X.nnz > INT32_MAX:
         raise ValueError(f"X is too large for 32-bit indices: shape {X.shape}, nnz {X.nnz}")
     copied = False
-    if X.dtype != np.float64:
+    if X.dtype not in VALUE_TYPES:
         X = X.astype(np.float64)
         copied = True
     if X.indices.dtype != np.int32 or X.indptr.dtype != np.int32:
@@ -69,27 +81,77 @@ def canonical_csr(X):
     return X
 
 
+def row_blocks(X, size=None):
+    """(a, b): consecutive row ranges of a CSR X holding at most `size` (default
+    CHUNK_VALUES) stored values each (a longer row is a block of its own), covering
+    every row."""
+    n, indptr = X.shape[0], X.indptr
+    size = size or CHUNK_VALUES
+    a = 0
+    while a < n:
+        b = int(np.searchsorted(indptr, int(indptr[a]) + size, side="right")) - 1
+        b = min(max(b, a + 1), n)
+        yield a, b
+        a = b
+
+
+def float64_values(X, a, b):
+    """The stored values of rows a..b-1 as a new float64 array (exact for float32)."""
+    return X.data[X.indptr[a]:X.indptr[b]].astype(np.float64)
+
+
 def row_sqnorms(X, extra=0.0, name="X"):
     """Squared row norms of a canonical CSR X, plus extra² (a bias column); refuses data
-    whose squares overflow (see check_squares)."""
-    data = X.data[:X.indptr[-1]]
+    whose squares overflow (see check_squares).  Squares in float64 (float32 values are
+    widened first) a block of rows at a time: no temporary the size of X, and the same
+    reduction per row as on the whole array, so float32 data give the bits of its
+    float64 copy."""
     with np.errstate(over="ignore", invalid="ignore"):
         sq = np.full(X.shape[0], extra * extra)
-        nonempty = np.diff(X.indptr) > 0
-        if data.size:
-            sq[nonempty] += np.add.reduceat(data * data, X.indptr[:-1][nonempty])
+        for a, b in row_blocks(X):
+            _add_block_sqnorms(X, a, b, sq)
         refuse_overflow(sq.sum(), X, extra, name)
     return sq
+
+
+def _add_block_sqnorms(X, a, b, sq):
+    """sq[a:b] += the squared norms of rows a..b-1 (their temporaries die on return)."""
+    values = X.data[X.indptr[a]:X.indptr[b]]
+    if values.size:
+        data = np.multiply(values, values, dtype=np.float64)   # float32: widened first
+        starts = X.indptr[a:b]
+        nonempty = X.indptr[a + 1:b + 1] > starts
+        sq[a:b][nonempty] += np.add.reduceat(data, starts[nonempty] - starts[0])
+
+
+def value_moments(X, squares_only=False):
+    """(sum, sum of squares) of the stored values of a canonical CSR X, accumulated in
+    float64 without a copy of X: float64 values in place, float32 ones widened a block
+    of rows at a time (their sums then differ from those of a float64 copy in the last
+    bits at most).  squares_only: sum is None."""
+    data = X.data[:X.indptr[-1]]
+    with np.errstate(over="ignore", invalid="ignore"):
+        if data.dtype == np.float64:
+            return (None if squares_only else data.sum()), np.einsum("i,i->", data, data)
+        total = 0.0 if not squares_only else None
+        total_sq = 0.0
+        for a, b in row_blocks(X):
+            block = float64_values(X, a, b)
+            if not squares_only:
+                total += block.sum()
+            total_sq += np.einsum("i,i->", block, block)
+            del block                 # before the next one is made
+        return total, total_sq
 
 
 def check_squares(X, extra=0.0, name="X"):
     """Refuse a canonical CSR X (plus a bias column of value extra) whose sum of squares
     overflows float64: every solver builds its step sizes and kernel values from squared
-    norms, and an overflow would end in a silently trivial model.  O(nnz), no copy."""
-    data = X.data[:X.indptr[-1]]
+    norms, and an overflow would end in a silently trivial model.  O(nnz), no copy of X
+    (float32 squares cannot overflow float64, but the bias column still can)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        refuse_overflow(np.einsum("i,i->", data, data) + X.shape[0] * extra * extra,
-                        X, extra, name)
+        refuse_overflow(value_moments(X, squares_only=True)[1]
+                        + X.shape[0] * extra * extra, X, extra, name)
 
 
 def refuse_overflow(total, X=None, extra=0.0, name="X"):

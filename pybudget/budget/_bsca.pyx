@@ -19,7 +19,7 @@ cdef class BscaSteps(EpochSteps):
     cdef double C
     cdef long n_updates
 
-    cdef void step(self, int i, const double* xd, const int* xi, int nnz) noexcept nogil:
+    cdef void step(self, int i) noexcept nogil:
         cdef double a = self.alpha[i] + 1.0 - self.y[i] * self.f[0], delta, coef
         cdef double* bp
         cdef int j
@@ -38,7 +38,7 @@ cdef class BscaSteps(EpochSteps):
             bp = self.mdl.beta
             bp[j] += coef / self.mdl.scale
         else:
-            self.mdl.add_sparse(xd, xi, nnz, self.xsq[i], &coef, i)
+            self.mdl.add_row(&self.X, i, self.xsq[i], &coef, i)
             if self.mdl.n_sv >= self.mdl.cap:
                 self.maintain()
 

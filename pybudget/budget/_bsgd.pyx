@@ -26,7 +26,7 @@ cdef class BsgdSteps(EpochSteps):
     cdef double lam
     cdef long avg_start, t, n_added
 
-    cdef void step(self, int i, const double* xd, const int* xi, int nnz) noexcept nogil:
+    cdef void step(self, int i) noexcept nogil:
         cdef const double* f = &self.f[0]
         cdef double* coef = &self.coef[0]
         cdef int c, r = -1, K = self.mdl.n_coef, y = self.codes[i]
@@ -53,7 +53,7 @@ cdef class BsgdSteps(EpochSteps):
                     coef[c] = 0.0
                 coef[y] = eta
                 coef[r] = -eta
-            self.mdl.add_sparse(xd, xi, nnz, self.xsq[i], coef, -1)
+            self.mdl.add_row(&self.X, i, self.xsq[i], coef, -1)
             self.n_added += 1
             if self.mdl.n_sv >= self.mdl.cap:
                 self.maintain()

@@ -10,6 +10,9 @@
 # beta * avg_pending into acc for every SV (before maintenance and folding, and at the
 # end); a new SV is pre-debited so it earns only the steps after its insertion.
 
+from pybudget._core._csr cimport CsrView
+
+
 cdef class BudgetModel:
     cdef readonly int d, n_coef, cap, n_sv, n_src
     cdef readonly double gamma
@@ -34,11 +37,15 @@ cdef class BudgetModel:
 
     cdef void kernel_row_sparse(self, const double* xd, const int* xi, int nnz, double xsq,
                                 double* out) noexcept nogil
+    cdef void kernel_row_csr(self, const CsrView* X, int i, double xsq,
+                             double* out) noexcept nogil
     cdef void kernel_row_dense(self, const double* x, double xsq, double* out) noexcept nogil
     cdef void sqdist_all(self, int p, double* out) noexcept nogil
     cdef void decision(self, const double* krow, double* out) noexcept nogil
     cdef int add_sparse(self, const double* xd, const int* xi, int nnz, double xsq,
                         const double* coef, int source) noexcept nogil
+    cdef int add_row(self, const CsrView* X, int i, double xsq, const double* coef,
+                     int source) noexcept nogil
     cdef int add_dense(self, const double* x, const double* coef, int source) noexcept nogil
     cdef void remove(self, int j) noexcept nogil
     cdef void scale_by(self, double f) noexcept nogil

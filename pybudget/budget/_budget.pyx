@@ -70,21 +70,25 @@ cdef extern from *:
         }
     }
 
-    /* kernel row of a sparse x against the n SVs of the feature-major ZT (stride ld) */
-    PB_CLONES static void pb_krow_sparse(int n, int ld, const double* restrict ZT,
-                                         const double* restrict sqn,
-                                         const double* restrict xd, const int* restrict xi,
-                                         int nnz, double xsq, double g,
-                                         double* restrict out) {
-        int j, k;
-        for (j = 0; j < n; j++) out[j] = 0.0;
-        for (k = 0; k < nnz; k++) {
-            const double* zc = ZT + (size_t)xi[k] * ld;
-            double v = xd[k];
-            for (j = 0; j < n; j++) out[j] += v * zc[j];
-        }
-        pb_gauss(n, g, xsq, sqn, out);
+    /* kernel row of a sparse x against the n SVs of the feature-major ZT (stride ld),
+       for float64 values (pb_krow_sparse) and float32 values (pb_krow_sparse_f32): each
+       value is taken in double, so both give the same bits for the same numbers */
+    #define PB_KROW_SPARSE(NAME, T)                                                     \
+    PB_CLONES static void NAME(int n, int ld, const double* restrict ZT,                \
+                               const double* restrict sqn,                              \
+                               const T* restrict xd, const int* restrict xi,            \
+                               int nnz, double xsq, double g, double* restrict out) {   \
+        int j, k;                                                                       \
+        for (j = 0; j < n; j++) out[j] = 0.0;                                           \
+        for (k = 0; k < nnz; k++) {                                                     \
+            const double* zc = ZT + (size_t)xi[k] * ld;                                 \
+            double v = (double)xd[k];                                                   \
+            for (j = 0; j < n; j++) out[j] += v * zc[j];                                \
+        }                                                                               \
+        pb_gauss(n, g, xsq, sqn, out);                                                  \
     }
+    PB_KROW_SPARSE(pb_krow_sparse, double)
+    PB_KROW_SPARSE(pb_krow_sparse_f32, float)
 
     PB_CLONES static void pb_krow_dense(int n, int ld, int d, const double* restrict ZT,
                                         const double* restrict sqn,
@@ -139,21 +143,41 @@ cdef extern from *:
     void pb_krow_sparse(int n, int ld, const double* ZT, const double* sqn,
                         const double* xd, const int* xi, int nnz, double xsq, double g,
                         double* out) nogil
+    void pb_krow_sparse_f32(int n, int ld, const double* ZT, const double* sqn,
+                            const float* xd, const int* xi, int nnz, double xsq, double g,
+                            double* out) nogil
     void pb_krow_dense(int n, int ld, int d, const double* ZT, const double* sqn,
                        const double* x, double xsq, double g, double* out) nogil
     double pb_dot4(int n, const double* b, const double* k) nogil
     void pb_sqdist_all(int n, int ld, int d, const double* ZT, const double* zp,
                        double* out) nogil
 
+from cython cimport floating
+
 import numpy as np
 import scipy.sparse as sp
 
-from pybudget._core._csr cimport CsrView, csr_view, csr_row
+from pybudget._core._csr cimport CsrView, csr_span, csr_view
 from pybudget._core._csr import csr_structure
 
 # Below this the lazy common factor is folded into the coefficients, well before
 # beta/scale could overflow or lose precision.
 cdef double FOLD_BELOW = 1e-9
+
+
+cdef inline void _put_sparse(double* z, double* zt, int d, int cap, const floating* xd,
+                             const int* xi, int nnz) noexcept nogil:
+    """Write a sparse row into SV row z and its feature-major mirror zt (stride cap)."""
+    cdef int k
+    # ZT's column j mirrors Z's row j (stale slots too): one contiguous read of the
+    # row finds the few strided column entries to clear
+    for k in range(d):
+        if z[k] != 0.0:
+            zt[<Py_ssize_t>k * cap] = 0.0
+    memset(z, 0, d * sizeof(double))
+    for k in range(nnz):
+        z[xi[k]] = xd[k]
+        zt[<Py_ssize_t>xi[k] * cap] = xd[k]
 
 
 cdef class BudgetModel:
@@ -196,6 +220,17 @@ cdef class BudgetModel:
         """out[j] = k(z_j, x) for a sparse x with squared norm xsq."""
         pb_krow_sparse(self.n_sv, self.cap, self.ZT, self.sqn, xd, xi, nnz, xsq, self.gamma,
                        out)
+
+    cdef void kernel_row_csr(self, const CsrView* X, int i, double xsq,
+                             double* out) noexcept nogil:
+        """kernel_row_sparse for row i of a view of either value type."""
+        cdef int nnz, start = csr_span(X, i, &nnz)
+        if X.data32 != NULL:
+            pb_krow_sparse_f32(self.n_sv, self.cap, self.ZT, self.sqn, X.data32 + start,
+                               X.indices + start, nnz, xsq, self.gamma, out)
+        else:
+            pb_krow_sparse(self.n_sv, self.cap, self.ZT, self.sqn, X.data + start,
+                           X.indices + start, nnz, xsq, self.gamma, out)
 
     cdef void kernel_row_dense(self, const double* x, double xsq, double* out) noexcept nogil:
         pb_krow_dense(self.n_sv, self.cap, self.d, self.ZT, self.sqn, x, xsq, self.gamma, out)
@@ -247,18 +282,22 @@ cdef class BudgetModel:
                         const double* coef, int source) noexcept nogil:
         """Append x with true coefficients coef (divided by the scale); returns the slot.
         The caller guarantees n_sv < cap."""
-        cdef int j = self.n_sv, k
+        cdef int j = self.n_sv
+        _put_sparse(self.Z + <Py_ssize_t>j * self.d, self.ZT + j, self.d, self.cap, xd, xi,
+                    nnz)
+        return self._commit(j, xsq, coef, source)
+
+    cdef int add_row(self, const CsrView* X, int i, double xsq, const double* coef,
+                     int source) noexcept nogil:
+        """add_sparse for row i of a view of either value type (stored as float64)."""
+        cdef int j = self.n_sv, nnz, start = csr_span(X, i, &nnz)
         cdef double* z = self.Z + <Py_ssize_t>j * self.d
-        cdef double* zt = self.ZT + j
-        # ZT's column j mirrors Z's row j (stale slots too): one contiguous read of the
-        # row finds the few strided column entries to clear
-        for k in range(self.d):
-            if z[k] != 0.0:
-                zt[<Py_ssize_t>k * self.cap] = 0.0
-        memset(z, 0, self.d * sizeof(double))
-        for k in range(nnz):
-            z[xi[k]] = xd[k]
-            zt[<Py_ssize_t>xi[k] * self.cap] = xd[k]
+        if X.data32 != NULL:
+            _put_sparse(z, self.ZT + j, self.d, self.cap, X.data32 + start,
+                        X.indices + start, nnz)
+        else:
+            _put_sparse(z, self.ZT + j, self.d, self.cap, X.data + start, X.indices + start,
+                        nnz)
         return self._commit(j, xsq, coef, source)
 
     cdef int add_dense(self, const double* x, const double* coef, int source) noexcept nogil:
@@ -453,9 +492,9 @@ cdef class BudgetModel:
         return out
 
     def decision_stream(self, X, double[::1] xsq):
-        """f(x_i) for every row of a CSR X with int32 indices and float64 data, each
-        computed as one training step computes its margin: a kernel row against the
-        current SVs, then the weighted sum.  Shape (n,) for a binary model, else
+        """f(x_i) for every row of a CSR X with int32 indices and float64 or float32
+        data, each computed as one training step computes its margin: a kernel row
+        against the current SVs, then the weighted sum.  Shape (n,) for a binary model, else
         (n, n_coef).  For checkpoints, benchmarks (kernel_throughput.py) and tests."""
         if (not sp.issparse(X) or X.format != "csr" or X.shape[1] != self.d
                 or xsq.shape[0] != X.shape[0]):
@@ -463,18 +502,14 @@ cdef class BudgetModel:
         csr_structure(X.indptr, X.indices, X.shape[0], self.d)  # kernels read unchecked
         if X.data.shape[0] < X.indptr[X.shape[0]]:
             raise ValueError("decision_stream: data is shorter than indptr says")
-        cdef CsrView V = csr_view(X.data, X.indices, X.indptr, X.shape[1])
-        cdef Py_ssize_t i
-        cdef const double* xd
-        cdef const int* xi
-        cdef int nnz
+        cdef CsrView V = csr_view(X)
+        cdef int i
         out = np.zeros((X.shape[0], self.n_coef))
         cdef double[:, ::1] o = out
         cdef double[::1] krow = np.zeros(self.cap + 1)
         with nogil:
             for i in range(V.n_rows):
-                csr_row(&V, i, &xd, &xi, &nnz)
-                self.kernel_row_sparse(xd, xi, nnz, xsq[i], &krow[0])
+                self.kernel_row_csr(&V, i, xsq[i], &krow[0])
                 self.decision(&krow[0], &o[i, 0])
         return out[:, 0] if self.n_coef == 1 else out
 

@@ -23,4 +23,4 @@ cdef class EpochSteps:
     cdef void maintain(self) noexcept nogil
     cdef void merge_down(self, int budget) noexcept nogil
     cdef bint run(self, int s_begin, int s_end) noexcept nogil
-    cdef void step(self, int i, const double* xd, const int* xi, int nnz) noexcept nogil
+    cdef void step(self, int i) noexcept nogil

@@ -4,7 +4,7 @@
 from libc.stdint cimport uint64_t
 
 from pybudget.budget._budget cimport BudgetModel
-from pybudget._core._csr cimport csr_row, csr_view
+from pybudget._core._csr cimport csr_view
 from pybudget.budget._maintain cimport Maintainer
 from pybudget._core._rng cimport rng_shuffle
 from pybudget._core._runtime cimport interrupted, now, segment_end
@@ -14,7 +14,7 @@ import numpy as np
 
 cdef class EpochSteps:
     cdef setup(self, X, double[::1] xsq, BudgetModel mdl, Maintainer mt, int M, uint64_t seed):
-        self.X = csr_view(X.data, X.indices, X.indptr, X.shape[1])
+        self.X = csr_view(X)
         self.xsq, self.mdl, self.mt, self.M, self.rng = xsq, mdl, mt, M, seed
         self.perm = np.arange(X.shape[0], dtype=np.int32)
         self.krow = np.zeros(mdl.cap + 1)
@@ -38,23 +38,20 @@ cdef class EpochSteps:
         """Steps s_begin .. s_end - 1 of the current epoch (s_begin == 0 reshuffles): each
         computes the decision values at its row into f, then the solver's step() acts on
         them.  True when interrupted by a signal (checked every 1024 steps)."""
-        cdef int s, i, nnz
-        cdef const double* xd
-        cdef const int* xi
+        cdef int s, i
         if s_begin == 0:
             rng_shuffle(&self.rng, &self.perm[0], self.X.n_rows)
         for s in range(s_begin, s_end):
             if (s & 1023) == 1023 and interrupted():
                 return True
             i = self.perm[s]
-            csr_row(&self.X, i, &xd, &xi, &nnz)
-            self.mdl.kernel_row_sparse(xd, xi, nnz, self.xsq[i], &self.krow[0])
+            self.mdl.kernel_row_csr(&self.X, i, self.xsq[i], &self.krow[0])
             self.mdl.decision(&self.krow[0], &self.f[0])
-            self.step(i, xd, xi, nnz)
+            self.step(i)
         return False
 
-    cdef void step(self, int i, const double* xd, const int* xi, int nnz) noexcept nogil:
-        """One solver step on row i (sparse xd, xi, nnz) with f already computed."""
+    cdef void step(self, int i) noexcept nogil:
+        """One solver step on row i of self.X with f already computed."""
         pass
 
 

@@ -145,9 +145,7 @@ def scale_gamma(X):
     """scikit-learn's gamma='scale' for dense or sparse X (zeros included)."""
     n, d = X.shape
     if sp.issparse(X):
-        data = X.data[:X.indptr[-1]]
-        with np.errstate(over="ignore", invalid="ignore"):
-            return gamma_from_moments(n, d, data.sum(), np.einsum("i,i->", data, data))
+        return gamma_from_moments(n, d, *V.value_moments(X))
     var = np.asarray(X).var()
     return 1.0 / (d * var) if var > 0 else 1.0
 
@@ -378,7 +376,8 @@ def kernel_decision(X, Z, dual_coef, gamma, chunk=4096):
         return out
     zsq = np.einsum("ij,ij->i", Z, Z)
     for a in range(0, n, chunk):
-        Xa = X[a:a + chunk]
+        # float32 input in float64 a chunk at a time: the same numbers as a float64 X
+        Xa = X[a:a + chunk].astype(np.float64, copy=False)
         if sp.issparse(Xa):
             xsq = np.asarray(Xa.multiply(Xa).sum(axis=1)).ravel()
             dots = np.asarray(Xa @ Z.T)

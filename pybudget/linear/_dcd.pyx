@@ -43,6 +43,55 @@ from pybudget._core._runtime cimport interrupted, now
 import numpy as np
 
 from pybudget._core._progress import report
+# sum_i w_i^2 added in numpy's pairwise order, the order np.sum(w * w) adds in (blocks
+# of at most 128 with 8 accumulators, halved at multiples of 8 above): the same bits
+# without np.sum's temporary w * w, which for a large d (or a K x d Crammer-Singer
+# model) is the largest array a linear fit would allocate after the weights.  Squares
+# are rounded before they are added (no FMA contraction), as numpy's separate
+# multiply rounds them; tests/test_linear_solver.py checks the equality.
+cdef extern from *:
+    """
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC push_options
+    #pragma GCC optimize("fp-contract=off")
+    #endif
+    #if defined(__clang__)
+    #pragma clang fp contract(off)
+    #endif
+    static double pb_pairwise_sqsum(const double* a, Py_ssize_t n) {
+        Py_ssize_t i, n2;
+        double res, v, r[8];
+        int j;
+        if (n < 8) {
+            res = 0.0;
+            for (i = 0; i < n; i++) { v = a[i] * a[i]; res += v; }
+            return res;
+        }
+        if (n <= 128) {
+            for (j = 0; j < 8; j++) r[j] = a[j] * a[j];
+            for (i = 8; i < n - (n % 8); i += 8)
+                for (j = 0; j < 8; j++) { v = a[i + j] * a[i + j]; r[j] += v; }
+            res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+            for (; i < n; i++) { v = a[i] * a[i]; res += v; }
+            return res;
+        }
+        n2 = n / 2;
+        n2 -= n2 % 8;
+        return pb_pairwise_sqsum(a, n2) + pb_pairwise_sqsum(a + n2, n - n2);
+    }
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC pop_options
+    #endif
+    """
+    double pb_pairwise_sqsum(const double* a, Py_ssize_t n) noexcept nogil
+
+
+def sum_of_squares(const double[::1] w):
+    """float(np.sum(w * w)), bit for bit, without the temporary w * w."""
+    if w.shape[0] == 0:
+        return 0.0
+    return pb_pairwise_sqsum(&w[0], w.shape[0])
+
 
 cdef enum:
     SEL_UNIFORM = 0
@@ -530,7 +579,7 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
         raise ValueError(f"problem must be one of {PROBLEMS}, got {problem!r}")
     cdef int n = y.shape[0]
     cdef DualData r
-    r.X = csr_view(X.data, X.indices, X.indptr, X.shape[1])
+    r.X = csr_view(X)
     r.y = &y[0]
     r.upper = &upper[0]
     r.diag = &diag[0]

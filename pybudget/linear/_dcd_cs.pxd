@@ -16,7 +16,9 @@
 # set when one class is left.
 from libc.math cimport fabs, INFINITY
 
-from pybudget._core._csr cimport csr_row
+from cython cimport floating
+
+from pybudget._core._csr cimport csr_span
 from pybudget.linear._dcd_rows cimport (DualData, Shrink, VISIT_DROP, VISIT_SKIP, VISIT_STEP)
 
 
@@ -33,23 +35,49 @@ cdef struct CsProblem:
     int* partial        # [0]: a class was shrunk since the last restore
 
 
-cdef inline void cs_margins(const CsProblem* P, const double* w, int i, const int* cls,
-                            int n_cls, double* out) noexcept nogil:
-    """out[k] = w_{cls[k]} . x_i + e_i^{cls[k]} (with the bias feature), one pass over
-    the row."""
-    cdef const double* xd
-    cdef const int* xi
+cdef inline void cs_row_margins(const floating* xd, const int* xi, int nnz, const double* w,
+                                int K, const int* cls, int n_cls, double* out) noexcept nogil:
+    """out[k] += w_{cls[k]} . x for a sparse row x (values of either type, taken in
+    double); w feature-major with K weights per feature."""
     cdef const double* wj
-    cdef int nnz, t, k, K = P.K, y = <int>P.r.y[i]
     cdef double v
-    csr_row(&P.r.X, i, &xd, &xi, &nnz)
-    for k in range(n_cls):
-        out[k] = 0.0
+    cdef int t, k
     for t in range(nnz):
         wj = w + <Py_ssize_t>xi[t] * K
         v = xd[t]
         for k in range(n_cls):
             out[k] += v * wj[cls[k]]
+
+
+cdef inline void cs_row_update(const floating* xd, const int* xi, int nnz, double* w, int K,
+                               const double* D, int n_moved) noexcept nogil:
+    """w_{D[k]} += D[K + k] x for k < n_moved (the block step's moves, classes stored as
+    doubles), one pass over the sparse row x."""
+    cdef double* wj
+    cdef double v
+    cdef int j, k
+    for j in range(nnz):
+        wj = w + <Py_ssize_t>xi[j] * K
+        v = xd[j]
+        for k in range(n_moved):
+            wj[<int>D[k]] += D[K + k] * v
+
+
+cdef inline void cs_margins(const CsProblem* P, const double* w, int i, const int* cls,
+                            int n_cls, double* out) noexcept nogil:
+    """out[k] = w_{cls[k]} . x_i + e_i^{cls[k]} (with the bias feature), one pass over
+    the row."""
+    cdef const double* wj
+    cdef int nnz, k, K = P.K, y = <int>P.r.y[i]
+    cdef int start = csr_span(&P.r.X, i, &nnz)
+    for k in range(n_cls):
+        out[k] = 0.0
+    if P.r.X.data32 != NULL:
+        cs_row_margins(P.r.X.data32 + start, P.r.X.indices + start, nnz, w, K, cls, n_cls,
+                       out)
+    else:
+        cs_row_margins(P.r.X.data + start, P.r.X.indices + start, nnz, w, K, cls, n_cls,
+                       out)
     wj = w + <Py_ssize_t>P.r.d * K
     for k in range(n_cls):
         out[k] += P.r.bias * wj[cls[k]] + (0.0 if cls[k] == y else 1.0)
@@ -98,11 +126,9 @@ cdef inline double cs_step(const CsProblem* P, double* w, double* a, int i, doub
     cdef const int* cls = P.cls + <Py_ssize_t>i * K
     cdef double* ai = a + <Py_ssize_t>i * K
     cdef double* D = P.D
-    cdef double C = P.r.upper[i], U, t, beta, new, dk, v, moved = 0.0
-    cdef const double* xd
-    cdef const int* xi
+    cdef double C = P.r.upper[i], U, t, beta, new, dk, moved = 0.0
     cdef double* wj
-    cdef int nnz, n_moved = 0
+    cdef int nnz, start, n_moved = 0
     for k in range(n_act):
         P.delta[k] = 0.0
     if A <= 0.0:
@@ -157,12 +183,11 @@ cdef inline double cs_step(const CsProblem* P, double* w, double* a, int i, doub
             n_moved += 1
             moved += fabs(dk)
     if n_moved:
-        csr_row(&P.r.X, i, &xd, &xi, &nnz)
-        for j in range(nnz):
-            wj = w + <Py_ssize_t>xi[j] * K
-            v = xd[j]
-            for k in range(n_moved):
-                wj[<int>D[k]] += D[K + k] * v
+        start = csr_span(&P.r.X, i, &nnz)
+        if P.r.X.data32 != NULL:
+            cs_row_update(P.r.X.data32 + start, P.r.X.indices + start, nnz, w, K, D, n_moved)
+        else:
+            cs_row_update(P.r.X.data + start, P.r.X.indices + start, nnz, w, K, D, n_moved)
         wj = w + <Py_ssize_t>P.r.d * K
         for k in range(n_moved):
             wj[<int>D[k]] += D[K + k] * P.r.bias

@@ -10,7 +10,7 @@
 # a_i: the step works on whichever of the two is smaller, and both are written back.
 from libc.math cimport exp, fabs, fmax, log, log1p
 
-from pybudget._core._csr cimport csr_row, sparse_axpy
+from pybudget._core._csr cimport csr_row_axpy
 from pybudget.linear._dcd_rows cimport DualData, Shrink, VISIT_STEP, row_margin
 
 
@@ -50,9 +50,6 @@ cdef inline double lr_step(const LrProblem* P, double* w, double* a, int i, doub
     cdef double C = P.r.upper[i], ai = a[i], ci = P.comp[i]
     cdef double z0, z, sg, gp, gpp, tmpz, mu
     cdef int it = 0
-    cdef const double* xd
-    cdef const int* xi
-    cdef int nnz
     # g'(C/2) in a_i decides the side: >= 0 puts the minimiser at or below C/2.
     if 0.5 * q * (ci - ai) + G < 0.0:
         sg = -1.0
@@ -90,8 +87,7 @@ cdef inline double lr_step(const LrProblem* P, double* w, double* a, int i, doub
         a[i] = C - z
     mu = sg * (z - z0)
     if mu != 0.0:
-        csr_row(&P.r.X, i, &xd, &xi, &nnz)
-        sparse_axpy(mu * P.r.y[i], xd, xi, nnz, w)
+        csr_row_axpy(&P.r.X, i, mu * P.r.y[i], w)
         w[P.r.d] += mu * P.r.y[i] * P.r.bias
     return mu
 

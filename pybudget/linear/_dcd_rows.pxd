@@ -3,8 +3,8 @@
 # shrinking.  A problem (see _dcd_svm.pxd, _dcd_svr.pxd) is a struct holding a DualData
 # `r` plus its own constants, and a set of inline hooks; _dcd.pyx writes each
 # selection strategy once over them.
-from pybudget._core._csr cimport (CsrView, csr_row, csr_prefetch_dense, csr_prefetch_row,
-                                  sparse_dot_dense, sparse_sqnorm)
+from pybudget._core._csr cimport (CsrView, csr_prefetch_dense, csr_prefetch_row, csr_row_dot,
+                                  csr_row_sqnorm)
 
 # What a problem's shrink_visit hook tells the hard-shrinking strategy.
 cdef enum:
@@ -37,20 +37,12 @@ cdef struct Shrink:
 cdef inline double row_margin(const CsrView* X, double bias, int d, const double* w,
                               int i) noexcept nogil:
     """w . x_i, plus bias * w[d] for the constant feature."""
-    cdef const double* xd
-    cdef const int* xi
-    cdef int nnz
-    csr_row(X, i, &xd, &xi, &nnz)
-    return sparse_dot_dense(xd, xi, nnz, w) + bias * w[d]
+    return csr_row_dot(X, i, w) + bias * w[d]
 
 
 cdef inline double row_sqnorm(const CsrView* X, double bias, int i) noexcept nogil:
     """||x_i||^2 + bias^2."""
-    cdef const double* xd
-    cdef const int* xi
-    cdef int nnz
-    csr_row(X, i, &xd, &xi, &nnz)
-    return sparse_sqnorm(xd, nnz) + bias * bias
+    return csr_row_sqnorm(X, i) + bias * bias
 
 
 cdef inline double dual_qd(const DualData* r, int i) noexcept nogil:

@@ -4,7 +4,7 @@
 # (0 for hinge), cvec[i] the sample's effective C (for the primal objective).
 from libc.math cimport fabs, INFINITY
 
-from pybudget._core._csr cimport csr_row, sparse_axpy
+from pybudget._core._csr cimport csr_row_axpy
 from pybudget.linear._dcd_rows cimport (DualData, Shrink, VISIT_DROP, VISIT_SKIP, VISIT_STEP,
                                         row_margin)
 
@@ -35,9 +35,6 @@ cdef inline double svm_step(const SvmProblem* P, double* w, double* a, int i, do
                             double q) noexcept nogil:
     """Exact minimisation along coordinate i (gradient G, curvature q); returns the move."""
     cdef double old = a[i], U = P.r.upper[i], new
-    cdef const double* xd
-    cdef const int* xi
-    cdef int nnz
     if q > 0.0:
         new = old - G / q
         if new < 0.0:
@@ -50,8 +47,7 @@ cdef inline double svm_step(const SvmProblem* P, double* w, double* a, int i, do
     cdef double mu = new - old
     if mu != 0.0:
         a[i] = new
-        csr_row(&P.r.X, i, &xd, &xi, &nnz)
-        sparse_axpy(mu * P.r.y[i], xd, xi, nnz, w)
+        csr_row_axpy(&P.r.X, i, mu * P.r.y[i], w)
         w[P.r.d] += mu * P.r.y[i] * P.r.bias
     return mu
 

@@ -6,7 +6,7 @@
 # step; liblinear's shrinking drops variables at 0 or at a bound.
 from libc.math cimport fabs, INFINITY
 
-from pybudget._core._csr cimport csr_row, sparse_axpy
+from pybudget._core._csr cimport csr_row_axpy
 from pybudget.linear._dcd_rows cimport (DualData, Shrink, VISIT_DROP, VISIT_STEP, row_margin)
 
 
@@ -42,9 +42,6 @@ cdef inline double svr_step(const SvrProblem* P, double* w, double* b, int i, do
                             double q) noexcept nogil:
     """Exact minimiser of G d + q/2 d^2 + eps |b_i + d| over the box; returns the move."""
     cdef double old = b[i], U = P.r.upper[i], gp = G + P.eps, gn = G - P.eps, new
-    cdef const double* xd
-    cdef const int* xi
-    cdef int nnz
     if q > 0.0:
         if gp < q * old:
             new = old - gp / q
@@ -64,8 +61,7 @@ cdef inline double svr_step(const SvrProblem* P, double* w, double* b, int i, do
     cdef double mu = new - old
     if mu != 0.0:
         b[i] = new
-        csr_row(&P.r.X, i, &xd, &xi, &nnz)
-        sparse_axpy(mu, xd, xi, nnz, w)
+        csr_row_axpy(&P.r.X, i, mu, w)
         w[P.r.d] += mu * P.r.bias
     return mu
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.extmath import safe_sparse_dot
 
 from pybudget._core import _validation as V
-from pybudget.linear._dcd import SELECTIONS, dcd_solve
+from pybudget._core._csr import rows_combination
+from pybudget.linear._dcd import SELECTIONS, dcd_solve, sum_of_squares
 from pybudget.linear.svm import (LinearResult, SolverState, check_linear_params,
                                  resolve_selection)
 
@@ -87,7 +87,7 @@ def cs_dual_cd(X, codes, n_classes, cvec, *, selection, tol, max_iter, bias, see
     if start is not None:
         with np.errstate(over="ignore", invalid="ignore"):   # checked just below
             alpha = project_blocks(np.asarray(start.alpha, dtype=float), codes, cvec)
-            W[:d] = safe_sparse_dot(X.T, alpha, dense_output=True)
+            rows_combination(X, alpha, W[:d])
             W[d] = bias * alpha.sum(axis=0)
         if not (np.isfinite(W).all() and np.isfinite(alpha).all()):
             start = None           # a start rescaled to a far larger C can overflow
@@ -108,7 +108,7 @@ def cs_dual_cd(X, codes, n_classes, cvec, *, selection, tol, max_iter, bias, see
     if not np.isfinite(W).all():
         raise ValueError(f"C={C:g} is too large for this data: the weights overflowed")
     with np.errstate(over="ignore", invalid="ignore"):
-        wsq = float(np.sum(W * W))
+        wsq = sum_of_squares(w)      # np.sum(W * W) without its temporary
         dual = float(alpha[np.arange(n), codes].sum() - 0.5 * wsq)
         primal = 0.5 * wsq + out["loss_sum"]
     state = SolverState(alpha, prefs, perm, out["n_active"], out["dref"], C)

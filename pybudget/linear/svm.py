@@ -9,9 +9,10 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.extmath import safe_sparse_dot
 
 from pybudget._core import _validation as V
+from pybudget._core._csr import rows_combination, used_columns
 from pybudget._core._estimator import SVMClassifierBase, binary_problems, one_vs_rest
 from pybudget._core._progress import report
-from pybudget.linear._dcd import SELECTIONS, dcd_solve
+from pybudget.linear._dcd import SELECTIONS, dcd_solve, sum_of_squares
 
 SELECTION_CHOICES = (*SELECTIONS, "auto")
 MULTI_CLASS = ("ovr", "crammer_singer")
@@ -176,23 +177,26 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     if start is not None:
         with np.errstate(over="ignore", invalid="ignore"):   # checked just below
             ay = np.clip(start.alpha, lower, upper) * (1.0 if problem == "svr" else y)
-            w[:d] = safe_sparse_dot(ay, X)
+            rows_combination(X, ay[:, None], w[:d, None])
             w[d] = bias * ay.sum()
         if not np.isfinite(w).all():
             # A start rescaled to a far larger C can overflow: start cold instead.
             start = None
             w[:] = 0.0
-    if start is None:
+    fresh = start is None
+    if fresh:
         start = SolverState.fresh(np.zeros(n), C)
         if problem == "lr":
-            w[:d] = safe_sparse_dot(lower * y, X)
+            rows_combination(X, (lower * y)[:, None], w[:d, None])
             w[d] = bias * np.sum(lower * y)
-    alpha = np.clip(start.alpha, lower, upper)
+    # A fresh state's arrays are this run's own: clipped and updated in place, not copied.
+    alpha = np.clip(start.alpha, lower, upper, out=start.alpha if fresh else None)
     comp = None
     if problem == "lr":
         upper = cvec
         comp = upper - alpha     # C_i - alpha_i, kept exact by the solver from here
-    prefs, perm = start.prefs.copy(), start.perm.copy()
+    prefs, perm = ((start.prefs, start.perm) if fresh
+                   else (start.prefs.copy(), start.perm.copy()))
     n_active, dref = start.n_active, start.dref
     if problem == "svr":
         tol = tol * regression_tol_scale(y, epsilon)
@@ -206,7 +210,7 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     # Plain reductions, not BLAS: a BLAS call can wake (multi-threaded) OpenBLAS workers
     # that spin for a while and slow the next solve on a busy machine.
     with np.errstate(over="ignore", invalid="ignore"):   # inf at absurd C, e.g. 1e308
-        wsq = float(np.sum(w * w))
+        wsq = sum_of_squares(w)      # np.sum(w * w) without its temporary
         if problem == "lr":
             # -(1/2 |w|^2 + sum a log a + c log c - C log C), c = C - a: the maximised
             # dual, equal to the primal at the optimum (written with a/C, c/C to
@@ -219,7 +223,7 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
             dual = float(linear - 0.5 * wsq - 0.5 * np.sum(diag * alpha * alpha))
         primal = 0.5 * wsq + out["loss_sum"]
     state = SolverState(alpha, prefs, perm, out["n_active"], out["dref"], C)
-    return LinearResult(coef=w[:d].copy(), intercept=float(w[d] * bias), alpha=alpha,
+    return LinearResult(coef=w[:d], intercept=float(w[d] * bias), alpha=alpha,
                         n_iter=out["n_iter"], n_steps=out["n_steps"], dual_objective=dual,
                         primal_objective=primal, kkt_violation=out["kkt_violation"],
                         converged=out["converged"], time=elapsed, state=state)
@@ -272,12 +276,10 @@ def resolve_selection(selection, X, cvec, bias, sqnorms=None):
     """
     if selection != "auto":
         return selection
-    n, d = X.shape
+    n = X.shape[0]
     if X.nnz == 0:
         return "shrinking"
-    # columns in use: a count per column, unless there are far more columns than entries
-    d_used = (np.unique(X.indices).size if d > 8 * X.nnz
-              else int(np.count_nonzero(np.bincount(X.indices, minlength=d))))
+    d_used = used_columns(X)    # columns in use
     if d_used < AUTO_MIN_DIM_RATIO * n:
         return "shrinking"
     if sqnorms is None:
@@ -453,12 +455,20 @@ class LinearClassifierBase(SVMClassifierBase):
         starts = dict(zip(binary_problems(K),
                           self._warm_starts(X, classes, cvec, C, len(binary_problems(K)))))
 
+        # One problem's weights are coef_ as they are; more are copied into coef_ row by
+        # row as the problems finish (no stacking at the end: with many classes coef_
+        # is by far the largest array of the fit).
+        coef = np.empty((K, X.shape[1])) if K > 2 else None
+
         def solve(k, seed):
             # per class only the label vector: the rest is shared, read-only
             res = _solve_binary(X, np.where(codes == k, 1.0, -1.0), cvec, C, sqnorms=sqnorms,
                                 loss=loss, selection=selection, tol=tol,
                                 max_iter=max_iter, bias=bias, seed=seed, start=starts[k],
                                 verbose=verbose)
+            if coef is not None:
+                coef[k] = res.coef
+                res.coef = coef[k]
             if verbose:
                 report(f"class {classes[k]}: {res.n_iter} sweeps, {res.n_steps} steps, "
                        f"dual {res.dual_objective:.6g}, KKT {res.kkt_violation:.3g}, "
@@ -467,7 +477,7 @@ class LinearClassifierBase(SVMClassifierBase):
 
         results = one_vs_rest(K, V.seed_from(self.random_state), solve, n_jobs)
         self.classes_ = classes
-        self.coef_ = np.vstack([r.coef for r in results])
+        self.coef_ = coef if coef is not None else results[0].coef[None, :]
         self.intercept_ = np.array([r.intercept for r in results])
         self.n_iter_ = max(r.n_iter for r in results)
         self.n_steps_ = sum(r.n_steps for r in results)
