@@ -677,3 +677,129 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     return {"n_iter": out.n_iter, "n_steps": S.steps, "converged": bool(out.converged),
             "n_active": out.final_active, "dref": S.dref,
             "kkt_violation": out.kkt, "loss_sum": out.loss_sum}
+
+
+# ---- one CoCoA+ round on one partition (pybudget.dask) -------------------------------
+#
+# CoCoA+ with sigma' = K partitions asks each partition for local steps with curvature
+# sigma' Q_ii and margins against w + sigma' dw_k.  In the variables u = K alpha with box
+# K C_i, that local problem is exactly the dual of the same loss at C' = K C on the
+# partition's rows, started from u and the global w (every conjugate loss of the family
+# scales so: K l*_C(u / K) = l*_{KC}(u), and the L2 losses' D_ii becomes 1 / (2 K C_i)).
+# So a round runs the unchanged strategies on that problem: the caller passes
+# upper = K C_i, diag = D_ii / K and keeps u; the partition's dw_k is (v - w) / K.
+
+def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1] diag,
+              const double[::1] cvec, double bias, double[::1] alpha, double[::1] w,
+              double[::1] prefs, int[::1] perm, int n_active, double[::1] scal,
+              double[::1] qd, bint fresh, int selection, int sweeps, uint64_t seed,
+              bint squared, bint check, str problem="svm", double epsilon=0.0,
+              comp=None):
+    """``sweeps`` sweeps of a strategy, in place on alpha (u), w (v, entering as the global
+    w) and the strategy state: prefs (AVSF preferences), perm and n_active (hard
+    shrinking's active set first), scal = [shrink max_old, min_old, max_new, min_new,
+    AVSF dref (<= 0: learn it), logistic inner tolerance], qd (curvatures, computed
+    here when ``fresh``).  No strategy stops early here: every rule runs at tolerance 0
+    (the caller stops on the duality gap).
+
+    With ``check``, a pass before the sweeps, at the entering w (cvec holds the
+    unscaled C_i): the exact maximal violation and the weighted primal loss (returned
+    as kkt_violation and loss_sum), and hard shrinking's active set recomputed from
+    scratch (the rows at a bound whose gradient points outwards are shrunk; every
+    other row is active again).  Returns a dict with those, n_active and n_steps."""
+    if problem not in PROBLEMS[:3]:
+        raise ValueError(f"problem must be one of {PROBLEMS[:3]}, got {problem!r}")
+    cdef int n = y.shape[0], i, s
+    if n == 0:
+        return {"n_active": 0, "n_steps": 0, "kkt_violation": 0.0, "loss_sum": 0.0}
+    cdef DualData r
+    r.X = csr_view(X)
+    r.y = &y[0]
+    r.upper = &upper[0]
+    r.diag = &diag[0]
+    r.cvec = &cvec[0]
+    r.bias = bias
+    r.n = n
+    r.d = X.shape[1]
+    r.squared = squared
+    cdef SvmProblem svm
+    cdef SvrProblem svr
+    cdef LrProblem lr
+    cdef LrInner inner
+    cdef double[::1] comp_view
+    svm.r = r
+    svr.r = r
+    svr.eps = epsilon
+    if problem == "lr":
+        comp_view = comp
+        lr.r = r
+        lr.comp = &comp_view[0]
+        lr.inner = &inner
+        inner.eps_min = 1e-8
+        inner.eps = scal[5] if scal[5] > inner.eps_min else inner.eps_min
+        inner.newton = 0
+        inner.max_inner = 100
+        inner.old_a = 0.0
+        inner.old_c = 0.0
+    cdef State S
+    S.qd = &qd[0]
+    S.sched = <int*>malloc(n * sizeof(int))
+    if S.sched == NULL:
+        raise MemoryError()
+    S.w = &w[0]
+    S.a = &alpha[0]
+    S.order = &perm[0]
+    S.pp = &prefs[0]
+    S.learned = &prefs[0]
+    S.psum = 0.0
+    for i in range(n):
+        S.psum += prefs[i]
+    S.dref = scal[4]
+    S.first_sweep = scal[4] <= 0.0
+    S.shown = 0.0
+    S.rng = seed
+    S.steps = 0
+    S.n = n
+    S.active = n_active
+    S.canstop = False
+    S.saved = False
+    S.sh.max_old, S.sh.min_old, S.sh.max_new, S.sh.min_new = scal[0], scal[1], scal[2], scal[3]
+    cdef double kkt = 0.0, loss_sum = 0.0
+    cdef int active = n_active, which = PROBLEMS.index(problem)
+    with nogil:
+        if fresh:
+            for i in range(n):
+                qd[i] = dual_qd(&r, i)
+        if which == 0:
+            kkt = round_sweeps(&svm, &S, selection, sweeps, check, &loss_sum)
+        elif which == 1:
+            kkt = round_sweeps(&svr, &S, selection, sweeps, check, &loss_sum)
+        else:
+            kkt = round_sweeps(&lr, &S, selection, sweeps, check, &loss_sum)
+    free(S.sched)
+    scal[0], scal[1], scal[2], scal[3] = S.sh.max_old, S.sh.min_old, S.sh.max_new, S.sh.min_new
+    scal[4] = S.dref
+    if problem == "lr":
+        scal[5] = inner.eps
+    return {"n_active": S.active, "n_steps": S.steps, "kkt_violation": kkt,
+            "loss_sum": loss_sum}
+
+
+cdef double round_sweeps(const Problem* P, State* S, int selection, int sweeps, bint check,
+                         double* loss_sum) noexcept nogil:
+    """The check pass (when asked) and the sweeps of dcd_round; returns the check's
+    violation (0 without it)."""
+    cdef double kkt = 0.0
+    cdef int s, active
+    if check:
+        kkt = exact_pass(P, S, 0.0, loss_sum, &active)
+        if selection == SEL_SHRINKING:
+            S.active = active
+    for s in range(sweeps):
+        if selection == SEL_UNIFORM:
+            S.shown = uniform_sweep(P, S)
+        elif selection == SEL_SHRINKING:
+            shrinking_sweep(P, S, 0.0)
+        else:
+            avsf_sweep(P, S, 0.0)
+    return kkt

@@ -1,0 +1,12 @@
+"""One problem on a Dask cluster: CoCoA+ with pybudget's dual CD as the local solver.
+
+``pip install "pybudget[dask]"`` installs Dask.  The estimators mirror the one-machine
+ones (``pybudget.LinearSVC``, ``LogisticRegression``, ``LinearSVR``) and train on Dask
+arrays chunked by rows or on LIBSVM shards read on the workers
+(:func:`read_svmlight`); ``engine="threads"`` runs the same algorithm in this process
+without Dask.  See docs/user_guide.md, "Training on a Dask cluster".
+"""
+from pybudget.dask._sources import SvmlightShards, read_svmlight
+from pybudget.dask.estimators import LinearSVC, LinearSVR, LogisticRegression
+
+__all__ = ["LinearSVC", "LinearSVR", "LogisticRegression", "SvmlightShards", "read_svmlight"]

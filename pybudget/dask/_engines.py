@@ -1,0 +1,190 @@
+"""Where the partitions live and how a round reaches them.
+
+Both engines run the same Partition code and hand the driver the same results in the
+same order, so a fit gives the same bits on either:
+
+- ThreadsEngine: every partition in this process, the round's (partition, problem)
+  tasks on a pool of threads (the sweeps release the GIL).  For tests and comparisons.
+- DaskEngine: each partition built once on a Dask worker and kept there
+  (``_worker.REGISTRY``); each round scatters the weights of the unfinished problems
+  to every worker and runs one task per (partition, problem), pinned to the partition's
+  worker.  A worker that leaves is noticed by polling the scheduler (a pinned task would
+  otherwise wait for it forever): the driver then gets PartitionsLost and asks for
+  ``recover``, which rebuilds the lost partitions on the workers left, from their sources.
+"""
+import time
+import uuid
+
+from pybudget._core._parallel import map_threads
+from pybudget.dask import _worker
+from pybudget.dask._cocoa import PartitionsLost
+from pybudget.dask._partition import payload_bytes
+from pybudget.dask._sources import build_partition
+
+POLL_SECONDS = 0.2
+
+
+def _assemble(n_parts, active, outs):
+    """outs in (partition, problem) order -> [{problem: (msg, stats, state)}] and the
+    bytes of the weight changes."""
+    res = [{} for _ in range(n_parts)]
+    up = 0
+    it = iter(outs)
+    for p in range(n_parts):
+        for j in active:
+            out = next(it)
+            res[p][j] = out
+            up += payload_bytes(out[0])
+    return res, up
+
+
+class ThreadsEngine:
+    """The partitions in this process (see the module docstring)."""
+
+    def __init__(self, n_threads=1):
+        self.n_threads = n_threads
+        self.parts = []
+
+    def build(self, sources, regression, names):
+        self.parts = [build_partition(p, s, regression, names[p]) for p, s in enumerate(sources)]
+        return [P.summary(regression) for P in self.parts]
+
+    def setup(self, spec):
+        return [P.setup(spec) for P in self.parts]
+
+    def round(self, rnd, active, W, check, sweeps, want_state):
+        def task(P, j):
+            msg, stats = P.round(j, rnd, W[j], check, sweeps)
+            return msg, stats, (P.state(j) if want_state else None)
+
+        outs = map_threads(task, [(P, j) for P in self.parts for j in active], self.n_threads)
+        res, up = _assemble(len(self.parts), active, outs)
+        return res, up + len(self.parts) * W[active].nbytes
+
+    def recover(self, spec, states):
+        raise RuntimeError("the threads engine cannot lose a partition")
+
+    def peak_memory(self):
+        return {"local": _worker.peak_memory()}
+
+    def close(self):
+        self.parts = []
+
+
+class DaskEngine:
+    """The partitions on the workers of a Dask cluster (see the module docstring)."""
+
+    def __init__(self, client, timeout=600.0, worker_grace=30.0):
+        self.client = client
+        self.timeout = timeout
+        self.grace = worker_grace
+        self.job = uuid.uuid4().hex
+        self.where = {}
+        self.sources = None
+
+    def workers(self):
+        return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+
+    def _live_workers(self):
+        """The current workers, waiting up to worker_grace seconds for one to come."""
+        deadline = time.monotonic() + self.grace
+        while True:
+            live = self.workers()
+            if live:
+                return live
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no Dask worker left: none joined within "
+                                   f"{self.grace:g} s; the fit is abandoned")
+            time.sleep(POLL_SECONDS)
+
+    def _submit(self, fn, part, *args):
+        return self.client.submit(fn, *args, workers=[self.where[part]],
+                                  allow_other_workers=False, pure=False)
+
+    def _gather(self, futures):
+        """Results of pinned futures, in order; PartitionsLost when a partition's worker
+        leaves or no longer holds it; RuntimeError after ``timeout`` seconds."""
+        from distributed import wait
+
+        deadline = time.monotonic() + self.timeout
+        parts = {f.key: p for f, p in futures}
+        futs = [f for f, _ in futures]
+        while True:
+            try:
+                wait(futs, timeout=POLL_SECONDS)
+            except TimeoutError:
+                pass
+            failed = [f for f in futs if f.status == "error"]
+            if failed:
+                exc = failed[0].exception()
+                self._cancel(futs)
+                if isinstance(exc, _worker.PartitionMissing):
+                    raise PartitionsLost(str(exc))
+                raise exc
+            if all(f.status == "finished" for f in futs):
+                return self.client.gather(futs)
+            live = set(self.workers())
+            gone = sorted({parts[f.key] for f in futs if self.where[parts[f.key]] not in live})
+            if gone:
+                self._cancel(futs)
+                raise PartitionsLost(f"the workers of partitions {gone} left the cluster")
+            if time.monotonic() > deadline:
+                self._cancel(futs)
+                raise RuntimeError(f"a round took longer than timeout={self.timeout:g} s; "
+                                   "the fit is abandoned")
+
+    def _cancel(self, futs):
+        self.client.cancel([f for f in futs if f.status != "finished"])
+
+    def build(self, sources, regression, names, locality=None):
+        """Build every partition on a worker: the one holding its data (locality[p]) when
+        given and alive, else round-robin over the workers by address."""
+        self.sources, self.regression, self.names = sources, regression, names
+        live = self._live_workers()
+        for p in range(len(sources)):
+            pref = locality[p] if locality else None
+            self.where[p] = pref if pref in live else live[p % len(live)]
+        return self._gather([(self._submit(_worker.build_task, p, self.job, p, sources[p],
+                                           regression, names[p]), p)
+                             for p in range(len(sources))])
+
+    def setup(self, spec):
+        return self._gather([(self._submit(_worker.setup_task, p, self.job, p, spec), p)
+                             for p in self.where])
+
+    def round(self, rnd, active, W, check, sweeps, want_state):
+        live = self.workers()
+        wf = self.client.scatter([W[j] for j in active], broadcast=True, hash=False)
+        futs = [(self._submit(_worker.round_task, p, self.job, p, j, rnd, wf[i], check,
+                              sweeps, want_state), p)
+                for p in self.where for i, j in enumerate(active)]
+        outs = self._gather(futs)
+        del wf
+        res, up = _assemble(len(self.where), active, outs)
+        return res, up + len(live) * W[active].nbytes
+
+    def recover(self, spec, states):
+        """Rebuild the lost partitions on the workers left and put every partition back
+        to the checkpoint (``states``: per partition {problem: state}, or None for the
+        start)."""
+        live = self._live_workers()
+        held = self.client.run(_worker.parts_here, self.job)
+        lost = [p for p in self.where if p not in held.get(self.where[p], ())]
+        for p in lost:
+            self.where[p] = live[p % len(live)]
+        if lost:
+            self._gather([(self._submit(_worker.build_task, p, self.job, p, self.sources[p],
+                                        self.regression, self.names[p]), p) for p in lost])
+        self._gather([(self._submit(_worker.restore_task, p, self.job, p, spec,
+                                    None if states is None else states[p]), p)
+                      for p in self.where])
+
+    def peak_memory(self):
+        return self.client.run(_worker.peak_memory)
+
+    def close(self):
+        try:
+            self.client.run(_worker.drop_job, self.job)
+        except Exception:       # a closing cluster: nothing left to drop
+            pass
+

@@ -1,0 +1,500 @@
+"""LinearSVC, LogisticRegression and LinearSVR trained on a Dask cluster by CoCoA+.
+
+Each takes its one-machine namesake's parameters plus ``client``, ``n_partitions``,
+``local_sweeps``, ``checkpoint_every``, ``engine`` and ``timeout``; ``tol`` is a relative
+duality gap and ``max_iter`` counts rounds.  ``to_local()`` gives the one-machine
+estimator with the same coefficients.
+"""
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.utils.validation import check_is_fitted
+
+from pybudget._core import _validation as V
+from pybudget._core._estimator import binary_problems
+from pybudget._core._progress import report
+from pybudget.dask._cocoa import cocoa
+from pybudget.dask._engines import DaskEngine, ThreadsEngine
+from pybudget.dask._sources import SvmlightShards, dask_pieces, memory_sources
+from pybudget.linear.logistic import LogisticRegression as LocalLogisticRegression
+from pybudget.linear.svm import (AUTO_MIN_DIM_RATIO, AUTO_MIN_SCALE, LOSSES,
+                                 REGRESSION_LOSSES, check_linear_params)
+from pybudget.linear.svm import LinearSVC as LocalLinearSVC
+from pybudget.linear.svr import LinearSVR as LocalLinearSVR
+
+ENGINES = ("dask", "threads")
+MEMORY_PARTITIONS = 4     # default n_partitions for numpy / scipy input
+
+
+def _is_dask(x):
+    try:
+        from dask.base import is_dask_collection
+    except ImportError:
+        return False
+    return is_dask_collection(x)
+
+
+def _client(client):
+    try:
+        from distributed import get_client
+    except ImportError:
+        raise ImportError("pybudget.dask needs Dask: pip install 'pybudget[dask]' "
+                          "(or use engine='threads')") from None
+    if client is not None:
+        return client
+    try:
+        return get_client()
+    except ValueError:
+        raise ValueError("no Dask client: pass client=, create a distributed.Client "
+                         "first, or use engine='threads'") from None
+
+
+class _CocoaBase(BaseEstimator):
+    """The fit shared by the three estimators (see the module docstring)."""
+
+    _regression = False
+    _loss_choices = LOSSES
+
+    def _check_params(self):
+        C, tol, max_iter, bias = check_linear_params(
+            self.C, self.loss, self.selection, self.tol, self.max_iter, self.fit_intercept,
+            self.intercept_scaling, self._loss_choices)
+        V.choice("engine", self.engine, ENGINES)
+        sweeps = V.positive_int("local_sweeps", self.local_sweeps)
+        ckpt = V.positive_int("checkpoint_every", self.checkpoint_every, minimum=0)
+        if self.n_partitions is not None:
+            V.positive_int("n_partitions", self.n_partitions)
+        V.positive("timeout", self.timeout)
+        if getattr(self, "warm_start", False):
+            raise ValueError("warm_start is not supported by pybudget.dask estimators")
+        return C, tol, max_iter, bias, sweeps, ckpt
+
+    def _sources(self, X, y, sample_weight, engine):
+        """(sources, names, locality) of the partitions of the training data."""
+        if isinstance(X, SvmlightShards):
+            if y is not None or sample_weight is not None:
+                raise ValueError("with LIBSVM shards the labels come from the files: "
+                                 "y and sample_weight must be None")
+            if self.n_partitions not in (None, len(X.paths)):
+                raise ValueError(f"n_partitions={self.n_partitions} but there are "
+                                 f"{len(X.paths)} shards (one partition per shard)")
+            return ([("svmlight", p, X.n_features, X.zero_based) for p in X.paths],
+                    [f"shard {p!r}" for p in X.paths], None)
+        if y is None:
+            raise ValueError("y is required (it is None only for LIBSVM shards)")
+        if _is_dask(X):
+            return self._dask_sources(X, y, sample_weight, engine)
+        if not sp.issparse(X):
+            X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-d, got shape {X.shape}")
+        y = np.asarray(y)
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels")
+        sw = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        P = self.n_partitions or MEMORY_PARTITIONS
+        srcs = memory_sources(X.tocsr() if sp.issparse(X) else X, y, sw, P)
+        return srcs, [f"partition {p} (rows {i})" for p, i in enumerate(_ranges(X, P))], None
+
+    def _dask_sources(self, X, y, sample_weight, engine):
+        if X.ndim != 2 or len(X.chunks[1]) != 1:
+            raise ValueError("X must be a 2-d Dask array chunked by rows only (one chunk "
+                             "across the columns): use X.rechunk({1: -1})")
+        if any(np.isnan(c) for c in X.chunks[0]):
+            raise ValueError("X has unknown chunk sizes: call X.compute_chunk_sizes()")
+        n, d = X.shape
+        P = self.n_partitions or len(X.chunks[0])
+        pieces = {"X": dask_pieces(X, P, n)}
+        for name, v in (("y", y), ("sw", sample_weight)):
+            if v is None:
+                continue
+            if not _is_dask(v):
+                import dask.array as da
+                v = da.from_array(np.asarray(v), chunks=(X.chunks[0],))
+            if v.shape[0] != n:
+                raise ValueError(f"X has {n} rows but {name} has {v.shape[0]}")
+            pieces[name] = dask_pieces(v, P, n)
+        flat = [blk for key in pieces for part in pieces[key] for blk in part]
+        locality = None
+        if engine == "dask":
+            client = _client(self.client)
+            futs = client.compute(flat)
+            who = client.who_has(futs)
+            done = iter(futs)
+        else:
+            import dask
+            done = iter(dask.compute(*flat, scheduler="sync"))
+        got = {key: [[next(done) for _ in part] for part in pieces[key]] for key in pieces}
+        if engine == "dask":
+            first = [got["X"][p][0] if got["X"][p] else None for p in range(P)]
+            locality = [sorted(who.get(f.key, ()))[0] if f is not None and who.get(f.key)
+                        else None for f in first]
+            self._keep_alive = futs
+        srcs = [("pieces", got["X"][p], got["y"][p],
+                 got["sw"][p] if "sw" in got else None, d) for p in range(P)]
+        bounds = np.concatenate([[0], np.cumsum(X.chunks[0])])
+        names = [f"partition {p} (chunks {_chunk_span(bounds, p, P, n)})" for p in range(P)]
+        return srcs, names, locality
+
+    def _fit(self, X, y, sample_weight):
+        C, tol, max_iter, bias, sweeps, ckpt = self._check_params()
+        verbose = V.verbosity(self.verbose)
+        seed = V.seed_from(self.random_state)
+        t0 = time.perf_counter()
+        engine = (DaskEngine(_client(self.client), timeout=self.timeout)
+                  if self.engine == "dask" else ThreadsEngine(V.n_jobs(self.n_jobs)))
+        self._keep_alive = None
+        try:
+            srcs, names, locality = self._sources(X, y, sample_weight, self.engine)
+            if self.engine == "dask":
+                summ = engine.build(srcs, self._regression, names, locality)
+            else:
+                summ = engine.build(srcs, self._regression, names)
+            spec, n_problems, d, classes = self._spec(summ, C, bias, seed, X)
+            if verbose:
+                report(f"{len(srcs)} partitions, {sum(s['n'] for s in summ)} rows, {d} "
+                       f"columns, {n_problems} problems, selection {spec['selection']}",
+                       time.perf_counter() - t0)
+
+            def progress(e):
+                if verbose:
+                    mem = engine.peak_memory()
+                    peaks = ", ".join(f"{m:.0f}" for _, m in sorted(mem.items()) if m)
+                    report(f"round {e['round']}: relative duality gap {e['gap']:.3g}, "
+                           f"{e['active']} problems left, worker peak memory [{peaks}] MiB",
+                           time.perf_counter() - t0)
+
+            res = cocoa(engine, spec, n_problems, d, tol=tol, max_rounds=max_iter,
+                        sweeps=sweeps, checkpoint_every=ckpt, callback=progress)
+            self._worker_peaks = engine.peak_memory()
+        finally:
+            engine.close()
+            self._keep_alive = None
+        self._set_result(res, bias, d, classes, spec, len(srcs), time.perf_counter() - t0)
+        if not res.converged.all():
+            warnings.warn(f"{type(self).__name__} reached max_iter={max_iter} rounds before "
+                          f"a relative duality gap of tol={tol}; increase max_iter",
+                          ConvergenceWarning)
+        return self
+
+    def _spec(self, summ, C, bias, seed, X):
+        d = max(s["d"] for s in summ)
+        if isinstance(X, SvmlightShards) and X.n_features:
+            d = X.n_features
+        n = sum(s["n"] for s in summ)
+        if n == 0:
+            raise ValueError("every partition is empty: no rows to train on")
+        K = sum(1 for s in summ if s["n"] > 0)
+        spec = {"loss": self.loss, "K": K, "bias": bias, "d": d, "C": C, "seed": seed,
+                "epsilon": getattr(self, "epsilon", 0.0)}
+        if self._regression:
+            spec["epsilon"] = V.nonnegative("epsilon", self.epsilon)
+            spec["regression"] = True
+            classes, n_problems = None, 1
+        else:
+            labels = np.concatenate([s["labels"] for s in summ if s["n"]])
+            classes = np.unique(labels)
+            if classes.shape[0] < 2:
+                raise ValueError(f"y has {classes.shape[0]} class; at least 2 are needed")
+            counts = np.zeros(classes.shape[0], dtype=np.int64)
+            for s in summ:
+                if s["n"]:
+                    counts[np.searchsorted(classes, s["labels"])] += s["counts"]
+            spec["classes"] = classes
+            spec["class_weight"] = self._class_weight_vector(classes, counts)
+            spec["positive"] = binary_problems(classes.shape[0])
+            n_problems = len(spec["positive"])
+        spec["selection"] = self._resolve(summ, n, C, bias)
+        return spec, n_problems, d, classes
+
+    def _resolve(self, summ, n, C, bias):
+        """selection="auto" as on one machine (linear.svm.resolve_selection), from the
+        partitions' statistics: the widest partition's column count stands for the
+        columns in use, the median of the partitions' median squared norms for theirs
+        (class and sample weights left out)."""
+        if self.selection != "auto":
+            return self.selection
+        used = max(s["used"] for s in summ)
+        if used == 0 or used < AUTO_MIN_DIM_RATIO * n:
+            return "shrinking"
+        scale = C * (float(np.median([s["median_sqnorm"] for s in summ if s["n"]]))
+                     + bias * bias)
+        return "avsf" if scale >= AUTO_MIN_SCALE else "shrinking"
+
+    def _class_weight_vector(self, classes, counts):
+        cw = getattr(self, "class_weight", None)
+        if cw is None:
+            return np.ones(classes.shape[0])
+        if isinstance(cw, str):
+            if cw != "balanced":
+                raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {cw!r}")
+            return counts.sum() / (classes.shape[0] * counts)
+        return LocalLinearSVC(class_weight=cw)._class_weights(classes, None)
+
+    def _set_result(self, res, bias, d, classes, spec, n_parts, elapsed):
+        coef = res.W[:, :d]
+        self.n_features_in_ = d
+        if classes is not None:
+            self.classes_ = classes
+        self.n_rounds_ = res.n_rounds
+        self.n_iter_ = res.n_rounds
+        self.n_steps_ = res.n_steps
+        self.duality_gap_ = res.gap
+        self.primal_objective_ = res.primal
+        self.dual_objective_ = res.dual
+        self.kkt_violation_ = res.kkt
+        self.converged_ = res.converged
+        self.bytes_sent_ = res.bytes_sent
+        self.n_checks_ = res.n_checks
+        self.recoveries_ = res.recoveries
+        self.n_partitions_ = n_parts
+        self.selection_ = spec["selection"]
+        self.fit_time_ = elapsed
+        self.rounds_log_ = res.log
+        self.intercept_ = res.W[:, d] * bias
+        self.coef_ = coef
+
+    # ---- prediction -----------------------------------------------------------------
+
+    def to_local(self):
+        """The one-machine estimator with these coefficients (for ``pybudget.save``, the
+        command line's ``predict``, and prediction on numpy or scipy input)."""
+        check_is_fitted(self, "coef_")
+        cls = self._local_class
+        names = cls().get_params()
+        local = cls(**{k: v for k, v in self.get_params().items() if k in names})
+        for name in ("n_features_in_", "n_iter_", "n_steps_", "selection_", "fit_time_"):
+            setattr(local, name, getattr(self, name))
+        self._copy_solution(local)
+        return local
+
+    def _copy_solution(self, local):
+        local.classes_ = self.classes_
+        local.coef_ = self.coef_.copy()
+        local.intercept_ = self.intercept_.copy()
+        local.dual_objective_ = self.dual_objective_.copy()
+        local.kkt_violation_ = self.kkt_violation_.copy()
+        local.converged_ = self.converged_.copy()
+
+    def _blockwise(self, X, method, n_out):
+        """method of the local model on X: a Dask array of X's row chunks for Dask
+        input (n_out columns, or 1-d when None), a numpy array otherwise."""
+        local = self.to_local()
+        fn = getattr(local, method)
+        if not _is_dask(X):
+            return fn(X)
+        if X.ndim != 2 or len(X.chunks[1]) != 1:
+            raise ValueError("X must be a 2-d Dask array chunked by rows only")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but the model was fitted "
+                             f"with {self.n_features_in_}")
+        dtype = self.classes_.dtype if method == "predict" and hasattr(self, "classes_") \
+            else np.float64
+        if n_out is None:
+            return X.map_blocks(fn, drop_axis=1, dtype=dtype, meta=np.empty((0,), dtype))
+        return X.map_blocks(fn, chunks=(X.chunks[0], (n_out,)), dtype=dtype,
+                            meta=np.empty((0, 0), dtype))
+
+    def decision_function(self, X):
+        k = self.coef_.shape[0]
+        return self._blockwise(X, "decision_function", None if k == 1 else k)
+
+    def predict(self, X):
+        return self._blockwise(X, "predict", None)
+
+    def score(self, X, y, sample_weight=None):
+        pred = self.predict(X)
+        if _is_dask(pred):
+            pred = pred.compute()
+        if _is_dask(y):
+            y = y.compute()
+        metric = r2_score if self._regression else accuracy_score
+        return metric(np.asarray(y), pred, sample_weight=sample_weight)
+
+
+def _ranges(X, P):
+    n = X.shape[0]
+    return [f"{p * n // P}-{(p + 1) * n // P - 1}" for p in range(P)]
+
+
+def _chunk_span(bounds, p, P, n):
+    lo, hi = p * n // P, (p + 1) * n // P
+    first = int(np.searchsorted(bounds, lo, side="right") - 1)
+    last = int(np.searchsorted(bounds, max(hi - 1, lo), side="right") - 1)
+    return f"{first}" if first == last else f"{first}-{last}"
+
+
+_COMMON_DOC = """
+    client : distributed.Client or None, default=None
+        The cluster to train on; the current client when None.
+    n_partitions : int or None, default=None
+        Row partitions (never dependent on the number of workers): the row chunks of a
+        Dask array, one per LIBSVM shard, 4 for numpy or scipy input.
+    local_sweeps : int, default=1
+        Sweeps of the local solver per round.
+    checkpoint_every : int, default=10
+        Rounds between checkpoints of the partitions' duals (0: only the start).  A lost
+        worker costs at most this many rounds, replayed to the same bits.
+    engine : {"dask", "threads"}, default="dask"
+        "threads" runs the same algorithm in this process (same bits as "dask").
+    timeout : float, default=600
+        Seconds a round may take before fit gives up with an error.
+"""
+
+
+class LinearSVC(ClassifierMixin, _CocoaBase):
+    __doc__ = """Linear SVM (hinge or squared hinge, one-vs-rest) trained by CoCoA+ on a Dask
+    cluster, with pybudget's dual CD strategies as the local solver.
+
+    Parameters as :class:`pybudget.LinearSVC` (``multi_class="ovr"`` only, no
+    ``warm_start``), except ``tol`` : float, default=1e-3, the relative duality gap
+    (P - D) / P at which a binary problem stops, and ``max_iter`` : int, default=1000,
+    the most rounds.  ``n_jobs`` sets the threads of ``engine="threads"``.
+    """ + _COMMON_DOC + """
+    Attributes
+    ----------
+    classes_, coef_, intercept_ : as :class:`pybudget.LinearSVC`.
+    n_rounds_ : int
+        Rounds run (the largest over the binary problems); also ``n_iter_``.
+    duality_gap_, kkt_violation_, primal_objective_, dual_objective_, converged_ :
+    ndarray of shape (n_problems,)
+        Relative duality gap, exact maximal KKT violation over all rows, objectives and
+        convergence flag of each binary problem at its final weights.
+    bytes_sent_ : int
+        Bytes of weights moved between the client and the partitions.
+    """
+
+    _local_class = LocalLinearSVC
+
+    def __init__(self, C=1.0, *, loss="hinge", multi_class="ovr", selection="auto",
+                 tol=1e-3, max_iter=1000, fit_intercept=True, intercept_scaling=1.0,
+                 class_weight=None, warm_start=False, random_state=None, n_jobs=None,
+                 verbose=0, client=None, n_partitions=None, local_sweeps=1,
+                 checkpoint_every=10, engine="dask", timeout=600.0):
+        self.C = C
+        self.loss = loss
+        self.multi_class = multi_class
+        self.selection = selection
+        self.tol = tol
+        self.max_iter = max_iter
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.class_weight = class_weight
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.client = client
+        self.n_partitions = n_partitions
+        self.local_sweeps = local_sweeps
+        self.checkpoint_every = checkpoint_every
+        self.engine = engine
+        self.timeout = timeout
+
+    def fit(self, X, y=None, sample_weight=None):
+        if self.multi_class != "ovr":
+            raise ValueError("pybudget.dask.LinearSVC supports multi_class='ovr' only, got "
+                             f"{self.multi_class!r}")
+        return self._fit(X, y, sample_weight)
+
+
+class LogisticRegression(ClassifierMixin, _CocoaBase):
+    __doc__ = """L2-regularised logistic regression (one-vs-rest) trained by CoCoA+ on a
+    Dask cluster, with pybudget's dual CD strategies as the local solver.
+
+    Parameters as :class:`pybudget.LogisticRegression` (no ``warm_start``), except
+    ``tol`` : float, default=1e-3, a relative duality gap, and ``max_iter``, the most
+    rounds.""" + _COMMON_DOC
+
+    _local_class = LocalLogisticRegression
+    _loss_choices = ("logistic",)
+    loss = "logistic"
+
+    def __init__(self, C=1.0, *, selection="auto", tol=1e-3, max_iter=1000,
+                 fit_intercept=True, intercept_scaling=1.0, class_weight=None,
+                 random_state=None, warm_start=False, n_jobs=None, verbose=0, client=None,
+                 n_partitions=None, local_sweeps=1, checkpoint_every=10, engine="dask",
+                 timeout=600.0):
+        self.C = C
+        self.selection = selection
+        self.tol = tol
+        self.max_iter = max_iter
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.class_weight = class_weight
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.client = client
+        self.n_partitions = n_partitions
+        self.local_sweeps = local_sweeps
+        self.checkpoint_every = checkpoint_every
+        self.engine = engine
+        self.timeout = timeout
+
+    def fit(self, X, y=None, sample_weight=None):
+        return self._fit(X, y, sample_weight)
+
+    def predict_proba(self, X):
+        return self._blockwise(X, "predict_proba", self.classes_.shape[0])
+
+
+class LinearSVR(RegressorMixin, _CocoaBase):
+    __doc__ = """Linear support vector regression trained by CoCoA+ on a Dask cluster, with
+    pybudget's dual CD strategies as the local solver.
+
+    Parameters as :class:`pybudget.LinearSVR` (no ``warm_start``), except ``tol`` :
+    float, default=1e-3, a relative duality gap, and ``max_iter``, the most rounds.
+    ``coef_`` has shape (n_features,), as on one machine.""" + _COMMON_DOC
+
+    _local_class = LocalLinearSVR
+    _regression = True
+    _loss_choices = REGRESSION_LOSSES
+
+    def __init__(self, C=1.0, *, epsilon=0.0, loss="epsilon_insensitive", selection="auto",
+                 tol=1e-3, max_iter=1000, fit_intercept=True, intercept_scaling=1.0,
+                 random_state=None, warm_start=False, n_jobs=None, verbose=0, client=None,
+                 n_partitions=None, local_sweeps=1, checkpoint_every=10, engine="dask",
+                 timeout=600.0):
+        self.C = C
+        self.epsilon = epsilon
+        self.loss = loss
+        self.selection = selection
+        self.tol = tol
+        self.max_iter = max_iter
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.client = client
+        self.n_partitions = n_partitions
+        self.local_sweeps = local_sweeps
+        self.checkpoint_every = checkpoint_every
+        self.engine = engine
+        self.timeout = timeout
+
+    def fit(self, X, y=None, sample_weight=None):
+        return self._fit(X, y, sample_weight)
+
+    def _set_result(self, res, bias, d, classes, spec, n_parts, elapsed):
+        super()._set_result(res, bias, d, classes, spec, n_parts, elapsed)
+        self.coef_ = self.coef_[0]
+
+    def _copy_solution(self, local):
+        local.coef_ = self.coef_.copy()
+        local.intercept_ = self.intercept_.copy()
+        local.dual_objective_ = float(self.dual_objective_[0])
+        local.primal_objective_ = float(self.primal_objective_[0])
+        local.kkt_violation_ = float(self.kkt_violation_[0])
+        local.converged_ = bool(self.converged_[0])
+
+    def decision_function(self, X):
+        raise AttributeError("LinearSVR has no decision_function; use predict")
