@@ -6,6 +6,7 @@ stdout, progress and messages to stderr; errors print one line and exit with sta
 """
 import argparse
 import contextlib
+import glob
 import math
 import os
 import sys
@@ -131,22 +132,7 @@ def _make_estimator(args, kernel):
         return {k: getattr(args, k) for k in names if getattr(args, k) is not None}
 
     if kernel == "linear":
-        loss = args.loss or "hinge"
-        name = ESTIMATOR_OF[loss]
-        kw = given(("tol", "selection", "max_iter"))
-        if loss == "crammer_singer":   # the multi-class hinge loss, one joint problem
-            kw["multi_class"] = "crammer_singer"
-        elif name != "LogisticRegression":
-            kw["loss"] = loss
-        if args.epsilon is not None:
-            if name != "LinearSVR":
-                raise CLIError("-p (epsilon) applies only to regression (-s 12 or 13)")
-            kw["epsilon"] = args.epsilon
-        if args.bias is not None:
-            kw.update(fit_intercept=args.bias > 0,
-                      intercept_scaling=args.bias if args.bias > 0 else 1.0)
-        else:
-            kw.update(fit_intercept=False)  # liblinear's default -B -1: no bias
+        name, kw = _linear_kwargs(args)
         if args.n_jobs is not None:
             if name == "LinearSVR":
                 raise CLIError("-n (threads) applies to classification: regression is "
@@ -159,6 +145,29 @@ def _make_estimator(args, kernel):
     if args.gamma is not None:
         kw["gamma"] = _gamma(args.gamma)
     return BudgetSVC(C=args.c, random_state=args.seed, verbose=verbose, **kw)
+
+
+def _linear_kwargs(args):
+    """(estimator name, keyword arguments) of a linear model from -s/--loss, -e, -p, -B,
+    --selection and --max-iter (the ones not given keep the estimator's defaults)."""
+    loss = args.loss or "hinge"
+    name = ESTIMATOR_OF[loss]
+    kw = {k: getattr(args, k) for k in ("tol", "selection", "max_iter")
+          if getattr(args, k) is not None}
+    if loss == "crammer_singer":   # the multi-class hinge loss, one joint problem
+        kw["multi_class"] = "crammer_singer"
+    elif name != "LogisticRegression":
+        kw["loss"] = loss
+    if args.epsilon is not None:
+        if name != "LinearSVR":
+            raise CLIError("-p (epsilon) applies only to regression (-s 12 or 13)")
+        kw["epsilon"] = args.epsilon
+    if args.bias is not None:
+        kw.update(fit_intercept=args.bias > 0,
+                  intercept_scaling=args.bias if args.bias > 0 else 1.0)
+    else:
+        kw.update(fit_intercept=False)  # liblinear's default -B -1: no bias
+    return name, kw
 
 
 def _check_params(est):
@@ -241,6 +250,11 @@ def _fit_width(X, d):
 def _train(args):
     from pybudget.datasets import load_svmlight
     from pybudget.io import save
+    if args.scheduler is not None or args.workers is not None:
+        return _train_cluster(args)
+    if args.local_sweeps is not None:
+        raise CLIError("--local-sweeps applies to training on a Dask cluster "
+                       "(--scheduler or --workers)")
     kernel = _resolve_kernel(args)
     est = _make_estimator(args, kernel)
     _check_params(est)  # before reading a possibly large file
@@ -272,6 +286,104 @@ def _train(args):
     _log(args, f"trained ({_summary(est)})", time.perf_counter() - t0)
     est.set_params(verbose=0)
     save(est, model_file)
+    _log(args, f"model written to {model_file}")
+    return 0
+
+
+# ---------------------------------------------------------------------------- train on Dask
+
+CLUSTER = "--scheduler/--workers"
+CLUSTER_TOL = 1e-3   # pybudget.dask's default tol (a relative duality gap)
+
+
+def _cluster_usage(args):
+    """The one-line refusals of options that a Dask cluster does not train with."""
+    kernel_given = [flag for dest, flag in KERNEL_OPTS.items()
+                    if getattr(args, dest) is not None]
+    if args.stream:
+        kernel_given.insert(0, "--stream")
+    if args.kernel == "rbf":
+        kernel_given.insert(0, "--kernel rbf")
+    if args.solver in SOLVERS:
+        kernel_given.insert(0, f"--solver {args.solver}")
+    if kernel_given:
+        raise CLIError(f"{', '.join(kernel_given)}: a Dask cluster ({CLUSTER}) trains "
+                       "linear models only")
+    if args.loss == "crammer_singer":
+        raise CLIError(f"Crammer-Singer (-s 4) is one joint problem on one machine; {CLUSTER} "
+                       "train one-vs-rest linear models (-s 3, 1, 7, 12 or 13)")
+    if args.cv is not None:
+        raise CLIError(f"-v (cross-validation) runs on one machine; drop {CLUSTER}")
+    if args.n_jobs is not None:
+        raise CLIError("-n (threads) applies to one machine; with a cluster the workers "
+                       "train in parallel (--workers N)")
+    if args.verbose:
+        raise CLIError(f"--verbose (per-sweep trace) applies to one machine; with {CLUSTER} "
+                       "the progress is one line per duality-gap check")
+    if args.workers is not None and args.workers < 1:
+        raise CLIError(f"--workers must be >= 1, got {args.workers}")
+    if args.model_file is None and glob.has_magic(args.train_file):
+        raise CLIError("TRAIN_FILE is a glob: give MODEL_FILE too")
+
+
+@contextlib.contextmanager
+def _dask_client(args):
+    """A distributed.Client: to the scheduler at --scheduler, or to a local cluster of
+    --workers processes started (and closed) for the run."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise CLIError(f'{CLUSTER} need Dask: pip install "pybudget[dask]"') from None
+    with contextlib.ExitStack() as stack:
+        if args.workers is not None:
+            _log(args, f"starting a local Dask cluster of {args.workers} worker processes")
+            # no dashboard; the scheduler's HTTP server (always started) on a free port,
+            # not 8787, which another cluster may hold (a warning, then another port)
+            cluster = stack.enter_context(LocalCluster(
+                n_workers=args.workers, threads_per_worker=1, processes=True,
+                dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}))
+            client = stack.enter_context(Client(cluster))
+        else:
+            client = stack.enter_context(Client(args.scheduler))
+            n = len(client.scheduler_info(n_workers=-1)["workers"])
+            _log(args, f"connected to the Dask scheduler at {args.scheduler}, {n} workers")
+        yield client
+
+
+def _train_cluster(args):
+    """TRAIN_FILE (a path or a glob of LIBSVM shards) trained by CoCoA+ on a Dask cluster
+    (pybudget.dask); the model saved is the one-machine estimator with its weights."""
+    from pybudget.io import save
+    _cluster_usage(args)
+    import pybudget.dask as pbd
+    name, kw = _linear_kwargs(args)
+    if args.local_sweeps is not None:
+        kw["local_sweeps"] = args.local_sweeps
+    est = getattr(pbd, name)(C=args.c, random_state=args.seed,
+                             verbose=0 if args.quiet else 1, **kw)
+    est._check_params()   # before starting or reaching a cluster
+    model_file = args.model_file or (os.path.basename(args.train_file) + ".model")
+    shards = pbd.read_svmlight(args.train_file, zero_based=args.zero_based)
+    t0 = time.perf_counter()
+    with _dask_client(args) as client:
+        _log(args, f"training {_describe(est)} by CoCoA+ on {len(shards.paths)} shard(s), "
+                   f"{est.local_sweeps} local sweep(s) per round, tol = relative duality gap")
+        est.set_params(client=client)
+        with _warnings_as_lines(args):
+            try:
+                est.fit(shards)
+            except Exception as e:   # the cluster's own errors, one line too
+                if not type(e).__module__.startswith(("distributed", "dask", "tornado")):
+                    raise
+                raise CLIError(f"Dask: {type(e).__name__}: {e}") from None
+        est.set_params(client=None)
+        _log(args, f"trained ({est.n_rounds_} rounds, relative duality gap "
+                   f"{np.max(est.duality_gap_):.3g}, KKT violation "
+                   f"{np.max(est.kkt_violation_):.3g}, {est.bytes_sent_} bytes sent)",
+             time.perf_counter() - t0)
+    local = est.to_local()
+    local.set_params(verbose=0)
+    save(local, model_file)
     _log(args, f"model written to {model_file}")
     return 0
 
@@ -427,14 +539,24 @@ With -v N the command prints the N-fold cross-validation accuracy and writes no
 model (as in liblinear).  --stream reads the file in chunks of --chunk-size rows
 (BSGD partial_fit, bounded memory) for data larger than memory.
 
+With --scheduler ADDRESS (an existing Dask cluster) or --workers N (a local cluster
+of N processes started for the run) one linear problem is trained by CoCoA+ on the
+cluster (pybudget.dask, pip install "pybudget[dask]"): TRAIN_FILE is then a path or a
+quoted glob of LIBSVM shards, one partition per file, read by the workers (which must
+see the same paths); -e is the relative duality gap (default %g) and --max-iter caps
+the rounds.  The model file is the one-machine model, for predict as usual.
+
 Progress goes to stderr (per class for linear models, per chunk with an ETA when
-streaming; --verbose adds the per-sweep trace), -q silences it."""
+streaming, per duality-gap check on a cluster: round, relative gap, elapsed time and
+the peak memory of each worker; --verbose adds the per-sweep trace), -q silences it."""
 
 EPILOG = """\
 examples:
   pybudget train -c 1 -B 1 train.txt model.pb
   pybudget train --kernel rbf -c 10 -g 0.05 --budget 200 --epochs 3 train.txt model.pb
   pybudget train -v 5 -c 0.1 train.txt
+  pybudget train --workers 4 -c 0.1 -B 1 "shards/part-*.svm.bz2" model.pb
+  pybudget train --scheduler tcp://10.0.0.1:8786 -s 7 "/shared/part-*.svm" model.pb
   pybudget predict test.txt model.pb predictions.txt
   pybudget info model.pb"""
 
@@ -469,10 +591,11 @@ def build_parser():
     g.set_defaults(func=_cgrid)
 
     t = sub.add_parser("train", help="train a model on a LIBSVM file and save it",
-                       description=TRAIN_HELP, epilog=EPILOG,
+                       description=TRAIN_HELP % CLUSTER_TOL, epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("train_file", metavar="TRAIN_FILE",
-                   help="LIBSVM/svmlight file (plain, .gz, .bz2, .xz)")
+                   help="LIBSVM/svmlight file (plain, .gz, .bz2, .xz); with "
+                        "--scheduler/--workers also a quoted glob of shards")
     t.add_argument("model_file", metavar="MODEL_FILE", nargs="?",
                    help="where to write the model (default: TRAIN_FILE's name + '.model')")
     t.add_argument("--zero-based", action="store_true",
@@ -508,15 +631,20 @@ def build_parser():
     lin.add_argument("-p", dest="epsilon", type=float, default=None, metavar="EPSILON",
                      help="epsilon of the regression losses (default %s)"
                      % _default("LinearSVR", "epsilon"))
-    _option(lin, "-e", "LinearSVC", "tolerance on the final KKT violation", dest="tol",
-            type=float, metavar="EPS")
+    lin.add_argument("-e", dest="tol", type=float, default=None, metavar="EPS",
+                     help="tolerance on the final KKT violation (default %s); with "
+                          "--scheduler/--workers on the relative duality gap (P - D) / P "
+                          "(default %g)" % (_default("LinearSVC", "tol"), CLUSTER_TOL))
     lin.add_argument("-B", dest="bias", type=_finite, default=None, metavar="BIAS",
                      help="if BIAS > 0, append a constant feature of that value (a "
                           "regularised bias, liblinear's -B); default -1: no bias")
     lin.add_argument("--selection", choices=SELECTION_CHOICES,
                      default=None, help="coordinate selection (default: LinearSVC's, "
                                         "currently %s)" % _default("LinearSVC", "selection"))
-    _option(lin, "--max-iter", "LinearSVC", "cap on sweeps per problem", type=int)
+    lin.add_argument("--max-iter", type=int, default=None,
+                     help="cap on sweeps per problem (default %s); with "
+                          "--scheduler/--workers on CoCoA+ rounds (default 1000)"
+                     % _default("LinearSVC", "max_iter"))
     ker = t.add_argument_group("budgeted kernel models (--kernel rbf)")
     ker.add_argument("-g", dest="gamma", default=None, metavar="GAMMA",
                      help="Gaussian kernel exp(-gamma |x-x'|^2): a number or 'scale' "
@@ -544,6 +672,17 @@ def build_parser():
                      help="read TRAIN_FILE in chunks (BSGD partial_fit, bounded memory)")
     ker.add_argument("--chunk-size", type=int, default=10000,
                      help="rows per chunk with --stream (default %(default)s)")
+    dk = t.add_argument_group("Dask cluster (linear models by CoCoA+; pip install "
+                              "\"pybudget[dask]\")")
+    where = dk.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                       help="train on the Dask cluster whose scheduler is at ADDRESS "
+                            "(e.g. tcp://host:8786)")
+    where.add_argument("--workers", type=int, metavar="N", default=None,
+                       help="train on a local Dask cluster of N worker processes (one "
+                            "thread each), started for this run and closed after it")
+    dk.add_argument("--local-sweeps", type=int, default=None, metavar="K",
+                    help="sweeps of the local dual CD solver per round (default 1)")
     t.set_defaults(func=_train)
 
     p = sub.add_parser("predict", help="predict a LIBSVM file with a saved model",
