@@ -49,3 +49,15 @@ def test_build_compare_quick(tmp_path):
                    text=True, timeout=600, env=env)
     record = json.loads((tmp_path / "build_compare_quick.json").read_text())
     assert {r["workload"] for r in record["rows"]} >= {"a9a bsgd 1 epoch: seconds"}
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="bench reads /proc")
+def test_distributed_quick(tmp_path):
+    pytest.importorskip("distributed")
+    subprocess.run([sys.executable, str(BENCH / "distributed.py"), "--quick", "--out",
+                    str(tmp_path)], check=True, capture_output=True, text=True,
+                   timeout=600, cwd=tempfile.gettempdir())
+    for study in ("correct", "rounds", "speed", "memory"):
+        rec = json.loads((tmp_path / f"distributed_{study}_quick.json").read_text())
+        assert "machine" in rec and rec["rows"]
+        assert (tmp_path / f"distributed_{study}_quick.md").read_text().startswith("###")

@@ -1,0 +1,626 @@
+"""pybudget.dask (CoCoA+ with the dual CD strategies as local solver) against the
+one-machine solvers: issue 20's "done means".
+
+- ``correct``: a 2-worker LocalCluster (2 processes x 1 thread) started here; the
+  training data as a Dask array of 4 row chunks (CSR blocks), ``n_partitions=4``,
+  ``tol=1e-4`` (relative duality gap), C = 1, ``random_state=0``; against
+  ``pybudget.solve_linear`` at ``tol=1e-4`` (KKT) with the same loss and bias.  Cells: a9a
+  hinge with bias; debian-lib hinge and squared hinge, each with and without bias;
+  debian-lib logistic; debian-size SVR (epsilon-insensitive, epsilon = 0 on both sides,
+  LinearSVR's default).  Reported: both primal objectives and their relative
+  difference (target <= 1e-4), both test scores (accuracy or R^2, target: within 0.1
+  point), rounds, gap, KKT violation, converged_.  A cell that reaches ``--max-rounds``
+  is reported as not converged, with the gap it reached.
+- ``rounds``: debian-lib hinge with bias, C = 1 and 100, 2 partitions, local solvers
+  AVSF, shrinking and uniform: the fit's ``n_rounds_`` at ``tol=1e-3`` (data passes =
+  rounds x local_sweeps, plus ``n_checks_`` gap-check passes of about half a sweep)
+  against the sweeps the one-machine ``solve_linear`` (same strategy, same bias) needs to
+  reach a relative gap of 1e-3 (found by doubling then bisection on ``max_iter`` at
+  ``tol=1e-12``: the first m sweeps of a run are the same in a longer run); target
+  ratio <= 1.5.  Runs with ``engine="threads"`` (bit-identical to the Dask engine).
+- ``speed``: debian-sections20, 20 classes one-vs-rest, C = 1: the one-machine
+  ``pybudget.LinearSVC(C=1, n_jobs=1)`` (default tol) in this process; its per-class
+  relative duality gaps (primal computed here from coef_/intercept_ as liblinear's
+  0.5 |w|^2 incl. the bias weight + C sum hinge); then ``pybudget.dask.LinearSVC`` on a
+  2-worker x 1-thread LocalCluster, data persisted on the workers first (2 row chunks,
+  ``n_partitions=2``), ``tol`` = the largest one-machine gap.  Wall time of ``fit``,
+  medians of r interleaved repeats; target dask / one-machine <= 0.7.
+- ``memory``: debian-sections20 as in ``speed``: each worker's peak RSS during the fit
+  (the high-water mark reset before the fit through ``/proc/self/clear_refs``, read from
+  VmHWM after it) against the one-machine fit's peak measured the same way in a fresh
+  child process that loaded the data first; absolute and above the RSS before the fit.
+  Target: each worker's peak <= 0.6x the one-machine peak.
+
+``--quick``: small subsets (a9a, a synthetic 4-class problem), seconds; outputs named
+``*_quick*``.  Writes bench/results/distributed/distributed_<study>.{json,md}.
+
+    PYBUDGET_DATA=<data> python bench/distributed.py [--study correct rounds speed memory]
+        [-r 3] [--max-rounds 1500] [--quick] [--out DIR]
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# this file's name shadows the ``distributed`` package (Dask's) when bench/ is first on
+# sys.path (it is: the script's folder): move bench/ to the end, import Dask's first
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(HERE)]
+sys.modules.pop("distributed", None)
+
+import numpy as np  # noqa: E402
+
+from common import machine, results_dir, write_outputs  # noqa: E402
+
+MB = 2 ** 20
+STUDIES = ("correct", "rounds", "speed", "memory")
+
+# name, data, estimator kind, loss, fit_intercept
+CORRECT_CELLS = [
+    ("a9a hinge, bias", "a9a", "svc", "hinge", True),
+    ("debian-lib hinge, bias", "debian-lib", "svc", "hinge", True),
+    ("debian-lib hinge, no bias", "debian-lib", "svc", "hinge", False),
+    ("debian-lib squared hinge, bias", "debian-lib", "svc", "squared_hinge", True),
+    ("debian-lib squared hinge, no bias", "debian-lib", "svc", "squared_hinge", False),
+    ("debian-lib logistic, bias", "debian-lib", "lr", "logistic", True),
+    ("debian-size SVR, bias", "debian-size", "svr", "epsilon_insensitive", True),
+]
+QUICK_CORRECT_CELLS = [
+    ("a9a[:2000] hinge, bias", "a9a", "svc", "hinge", True),
+    ("a9a[:2000] squared hinge, no bias", "a9a", "svc", "squared_hinge", False),
+    ("a9a[:2000] logistic, bias", "a9a", "lr", "logistic", True),
+    ("a9a[:2000] SVR on the labels, bias", "a9a", "svr", "epsilon_insensitive", True),
+]
+
+
+# ---- data and cluster ---------------------------------------------------------------
+
+_CACHE = {}
+
+
+def load_data(name, quick):
+    """(X, y, X_test, y_test), one data set cached at a time."""
+    if name not in _CACHE:
+        _CACHE.clear()
+        if name == "synthetic":
+            import scipy.sparse as sp
+            from sklearn.datasets import make_classification
+            X, y = make_classification(n_samples=3000, n_features=40, n_informative=12,
+                                       n_classes=4, random_state=0)
+            X = sp.csr_matrix(X)
+            _CACHE[name] = (X[:2000], y[:2000], X[2000:], y[2000:])
+        else:
+            from pybudget.datasets import load
+            X, y, Xt, yt = load(name)
+            if quick:
+                X, y = X[:2000], y[:2000]
+            _CACHE[name] = (X, y, Xt, yt)
+    return _CACHE[name]
+
+
+def start_cluster():
+    from distributed import Client, LocalCluster
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           dashboard_address=None)
+    return cluster, Client(cluster)
+
+
+def as_dask(X, y, chunks_n):
+    import dask.array as da
+    n, d = X.shape
+    rows = math.ceil(n / chunks_n)
+    return (da.from_array(X, chunks=(rows, d), asarray=False),
+            da.from_array(np.asarray(y), chunks=(rows,)))
+
+
+def rel_gap(primal, dual):
+    return (primal - dual) / abs(primal) if primal else 0.0
+
+
+def score_local(kind, res, Xt, yt):
+    """Test accuracy or R^2 of a solve_linear result."""
+    from sklearn.metrics import accuracy_score, r2_score
+    f = Xt @ res.coef + res.intercept
+    if kind == "svr":
+        return float(r2_score(yt, f))
+    return float(accuracy_score(yt, np.where(f > 0, res.classes[1], res.classes[0])))
+
+
+def dask_estimator(kind, loss, C, **kw):
+    import pybudget.dask as pbd
+    if kind == "svc":
+        return pbd.LinearSVC(C=C, loss=loss, **kw)
+    if kind == "lr":
+        return pbd.LogisticRegression(C=C, **kw)
+    return pbd.LinearSVR(C=C, epsilon=0.0, loss=loss, **kw)
+
+
+# ---- correct ------------------------------------------------------------------------
+
+def study_correct(a, client):
+    import pybudget
+    cells = QUICK_CORRECT_CELLS if a.quick else CORRECT_CELLS
+    rows = []
+    for name, data, kind, loss, bias in cells:
+        for C in a.C:
+            X, y, Xt, yt = load_data(data, a.quick)
+            t0 = time.perf_counter()
+            loc = pybudget.solve_linear(X, y, C=C, loss=loss, selection="auto", tol=a.tol,
+                                        max_iter=100000, fit_intercept=bias, random_state=0,
+                                        epsilon=0.0)
+            t_loc = time.perf_counter() - t0
+            Xd, yd = as_dask(X, y, 4)
+            est = dask_estimator(kind, loss, C, tol=a.tol, max_iter=a.max_rounds,
+                                 fit_intercept=bias, random_state=0, client=client,
+                                 n_partitions=4, engine=a.engine)
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est.fit(Xd, yd)
+            t_dask = time.perf_counter() - t0
+            s_loc = score_local(kind, loc, Xt, yt)
+            s_dask = float(est.score(Xt, yt))
+            p_loc, p_dask = float(loc.primal_objective), float(est.primal_objective_[0])
+            row = {"cell": name, "data": data, "loss": loss, "fit_intercept": bias, "C": C,
+                   "n": X.shape[0], "d": X.shape[1], "engine": a.engine,
+                   "local": {"primal": p_loc, "dual": float(loc.dual_objective),
+                             "rel_gap": rel_gap(p_loc, loc.dual_objective),
+                             "sweeps": int(loc.n_iter), "kkt": float(loc.kkt_violation),
+                             "selection": loc.selection, "converged": bool(loc.converged),
+                             "score": s_loc, "seconds": t_loc},
+                   "dask": {"primal": p_dask, "dual": float(est.dual_objective_[0]),
+                            "rel_gap": float(est.duality_gap_[0]),
+                            "rounds": int(est.n_rounds_), "checks": int(est.n_checks_),
+                            "kkt": float(est.kkt_violation_[0]),
+                            "converged": bool(est.converged_[0]),
+                            "selection": est.selection_, "score": s_dask,
+                            "bytes_sent": int(est.bytes_sent_), "seconds": t_dask,
+                            "max_rounds": a.max_rounds,
+                            "gap_log": [(e["round"], e["gap"]) for e in est.rounds_log_]},
+                   "primal_rel_diff": (p_dask - p_loc) / abs(p_loc),
+                   "score_diff_points": 100 * (s_dask - s_loc)}
+            row["met_primal"] = abs(row["primal_rel_diff"]) <= 1e-4
+            row["met_score"] = abs(row["score_diff_points"]) <= 0.1
+            rows.append(row)
+            print(f"{name} C={C}: primal {p_loc:.6g} / {p_dask:.6g} "
+                  f"({row['primal_rel_diff']:+.2e}), score {s_loc:.4f} / {s_dask:.4f}, "
+                  f"{est.n_rounds_} rounds, gap {est.duality_gap_[0]:.2e}, converged "
+                  f"{bool(est.converged_[0])}, {t_dask:.0f} s", flush=True)
+    return rows
+
+
+def md_correct(rows, a):
+    lines = [f"### correct: pybudget.dask (4 partitions, 2-worker LocalCluster, engine "
+             f"\"{a.engine}\", tol {a.tol:g} relative gap) against solve_linear (tol "
+             f"{a.tol:g} KKT){', quick' if a.quick else ''}", "",
+             "| cell | C | one-machine primal | dask primal | rel. diff | one-machine "
+             "score | dask score | diff (points) | rounds (checks) | dask gap | dask KKT "
+             "| converged | primal within 1e-4 | score within 0.1 pt |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        L, D = r["local"], r["dask"]
+        lines.append(
+            f"| {r['cell']} | {r['C']:g} | {L['primal']:.8g} | {D['primal']:.8g} | "
+            f"{r['primal_rel_diff']:+.2e} | {100 * L['score']:.2f} | {100 * D['score']:.2f} | "
+            f"{r['score_diff_points']:+.2f} | {D['rounds']} ({D['checks']}) | "
+            f"{D['rel_gap']:.2e} | {D['kkt']:.2e} | "
+            f"{'yes' if D['converged'] else 'NO (max ' + str(D['max_rounds']) + ')'} | "
+            f"{'met' if r['met_primal'] else 'not met'} | "
+            f"{'met' if r['met_score'] else 'not met'} |")
+    lines += ["", "Score: test accuracy (%) for the classifiers, test R^2 x 100 for the SVR. "
+              "One-machine: `solve_linear(selection=\"auto\", random_state=0)`; its own "
+              "relative gaps and sweeps are in the JSON.  Rel. diff = (dask - one-machine) "
+              "/ one-machine primal.  Checks: gap-check passes (about half a sweep each).",
+              ""]
+    return lines
+
+
+# ---- rounds -------------------------------------------------------------------------
+
+def sweeps_to_gap(X, y, C, selection, bias, target, cap):
+    """Smallest m found (doubling, then bisection to within 2 %) with
+    solve_linear(max_iter=m) at a relative gap <= target; (m, gap at m, solves)."""
+    import pybudget
+
+    def gap(m):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = pybudget.solve_linear(X, y, C=C, loss="hinge", selection=selection, tol=1e-12,
+                                      max_iter=m, fit_intercept=bias,
+                                      random_state=0)
+        return rel_gap(r.primal_objective, r.dual_objective)
+
+    solves = 0
+    hi, g_hi = 1, gap(1)
+    solves += 1
+    lo = 0
+    while g_hi > target:
+        if hi >= cap:
+            return None, g_hi, solves
+        lo, hi = hi, min(2 * hi, cap)
+        g_hi = gap(hi)
+        solves += 1
+    while hi - lo > max(1, lo // 50):       # to within 2 %
+        mid = (lo + hi) // 2
+        g = gap(mid)
+        solves += 1
+        if g <= target:
+            hi, g_hi = mid, g
+        else:
+            lo = mid
+    return hi, g_hi, solves
+
+
+def study_rounds(a):
+    import pybudget.dask as pbd
+    data = "a9a" if a.quick else "debian-lib"
+    X, y, _, _ = load_data(data, a.quick)
+    Cs = (1.0,) if a.quick else (1.0, 100.0)
+    rows = []
+    for C in Cs:
+        for sel in ("avsf", "shrinking", "uniform"):
+            t0 = time.perf_counter()
+            m, g_m, solves = sweeps_to_gap(X, y, C, sel, True, a.rounds_tol, 100000)
+            t_loc = time.perf_counter() - t0
+            est = pbd.LinearSVC(C=C, loss="hinge", selection=sel, tol=a.rounds_tol,
+                                max_iter=a.max_rounds, fit_intercept=True, random_state=0,
+                                n_partitions=2, local_sweeps=1, engine="threads", n_jobs=2)
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est.fit(X, y)
+            t_dask = time.perf_counter() - t0
+            rounds = int(est.n_rounds_)
+            conv = bool(est.converged_[0])
+            ratio = rounds / m if (m and conv) else None
+            row = {"data": data, "C": C, "selection": sel, "local_sweeps_to_gap": m,
+                   "local_gap_at": g_m, "local_solves": solves, "local_seconds": t_loc,
+                   "rounds": rounds, "passes": rounds * est.local_sweeps,
+                   "checks": int(est.n_checks_), "dask_gap": float(est.duality_gap_[0]),
+                   "converged": conv, "max_rounds": a.max_rounds, "ratio": ratio,
+                   "lower_bound_ratio": (rounds / m if m else None),
+                   "met": ratio is not None and ratio <= 1.5, "dask_seconds": t_dask,
+                   "gap_log": [(e["round"], e["gap"]) for e in est.rounds_log_]}
+            rows.append(row)
+            print(f"rounds {data} C={C} {sel}: one machine {m} sweeps, dask {rounds} rounds "
+                  f"(+{row['checks']} checks), gap {row['dask_gap']:.2e}, converged {conv}",
+                  flush=True)
+    return rows
+
+
+def md_rounds(rows, a):
+    lines = [f"### rounds: data passes to a relative gap of {a.rounds_tol:g}, 2 partitions "
+             f"(engine \"threads\", bit-identical to the Dask engine) against one-machine "
+             f"sweeps{', quick' if a.quick else ''}", "",
+             "| data | C | local solver | one-machine sweeps | CoCoA+ rounds (= passes) | "
+             "gap checks | final gap | ratio rounds / sweeps | target <= 1.5 |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if r["converged"]:
+            ratio = f"{r['ratio']:.2f}" if r["ratio"] is not None else "-"
+            rounds = str(r["rounds"])
+        else:
+            lb = r["lower_bound_ratio"]
+            ratio = f"> {lb:.1f}" if lb is not None else "-"
+            rounds = f"> {r['rounds']} (not converged)"
+        lines.append(f"| {r['data']} | {r['C']:g} | {r['selection']} | "
+                     f"{r['local_sweeps_to_gap']} | {rounds} | {r['checks']} | "
+                     f"{r['dask_gap']:.2e} | {ratio} | {'met' if r['met'] else 'not met'} |")
+    lines += ["", "Bias on (fit_intercept=True) on both sides, hinge loss, random_state=0, "
+              "local_sweeps=1.  One-machine sweeps: the smallest max_iter found by doubling "
+              "then bisection (to within 2 %) at which solve_linear(tol=1e-12) ends "
+              "at a relative gap <= "
+              f"{a.rounds_tol:g} (the gap of the hinge loss is not monotone in the sweeps, "
+              "so this is a crossing, not necessarily the first).  CoCoA+ rounds: the "
+              "fit's n_rounds_ (the round whose start passed the gap check; checks are "
+              "scheduled, up to 10 rounds apart), each round one local sweep over each "
+              "partition's rows; the check passes come on top.", ""]
+    return lines
+
+
+# ---- speed --------------------------------------------------------------------------
+
+def ovr_primals(est, X, y):
+    """Per-class primal objective of a one-machine one-vs-rest LinearSVC (hinge): 0.5
+    |w|^2 with the bias weight (intercept / intercept_scaling) + C sum hinge."""
+    out = []
+    s = est.intercept_scaling if est.fit_intercept else 1.0
+    for k, c in enumerate(est.classes_):
+        yk = np.where(y == c, 1.0, -1.0)
+        w, b = est.coef_[k], float(est.intercept_[k])
+        wb = b / s if est.fit_intercept else 0.0
+        margin = yk * (X @ w + b)
+        out.append(0.5 * (float(w @ w) + wb * wb)
+                   + est.C * float(np.maximum(0.0, 1.0 - margin).sum()))
+    return np.array(out)
+
+
+def speed_data(a):
+    return load_data("synthetic" if a.quick else "debian-sections20", a.quick)
+
+
+def study_speed(a, client):
+    import pybudget
+    import pybudget.dask as pbd
+    from distributed import wait
+    X, y, Xt, yt = speed_data(a)
+    Xd, yd = as_dask(X, y, 2)
+    Xd, yd = client.persist([Xd, yd])
+    wait([Xd, yd])
+    reps = 1 if a.quick else a.repeats
+    t_loc, t_dask = [], []
+    # the one-machine fit first: its gaps set the Dask fit's tol
+    loc = pybudget.LinearSVC(C=1.0, n_jobs=1, random_state=0)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loc.fit(X, y)
+    t_loc.append(time.perf_counter() - t0)
+    primals = ovr_primals(loc, X, y)
+    duals = np.asarray(loc.dual_objective_, dtype=float)
+    gaps = (primals - duals) / np.abs(primals)
+    tol = float(gaps.max())
+    est = None
+    for r in range(reps):
+        order = ("dask", "local") if r % 2 == 0 else ("local", "dask")
+        for which in order:
+            if which == "local" and r == 0:
+                continue                      # done above
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if which == "local":
+                    m = pybudget.LinearSVC(C=1.0, n_jobs=1, random_state=0)
+                    t0 = time.perf_counter()
+                    m.fit(X, y)
+                    t_loc.append(time.perf_counter() - t0)
+                else:
+                    est = pbd.LinearSVC(C=1.0, tol=tol, max_iter=a.max_rounds,
+                                        random_state=0, client=client, n_partitions=2)
+                    t0 = time.perf_counter()
+                    est.fit(Xd, yd)
+                    t_dask.append(time.perf_counter() - t0)
+    m_loc, m_dask = float(np.median(t_loc)), float(np.median(t_dask))
+    acc_loc = float(loc.score(Xt, yt))
+    acc_dask = float(est.score(Xt, yt))
+    row = {"data": "synthetic" if a.quick else "debian-sections20", "n": X.shape[0],
+           "d": X.shape[1], "n_classes": int(loc.classes_.size), "tol": tol,
+           "local_gaps": gaps.tolist(), "local_primals": primals.tolist(),
+           "local_duals": duals.tolist(), "local_sweeps": int(np.max(loc.n_iter_)),
+           "dask_gaps": est.duality_gap_.tolist(), "dask_primals":
+           est.primal_objective_.tolist(), "dask_converged": est.converged_.tolist(),
+           "dask_rounds": int(est.n_rounds_), "dask_checks": int(est.n_checks_),
+           "dask_selection": est.selection_, "local_selection": loc.selection_,
+           "times_local": t_loc, "times_dask": t_dask, "median_local": m_loc,
+           "median_dask": m_dask, "ratio": m_dask / m_loc, "met": m_dask / m_loc <= 0.7,
+           "accuracy_local": acc_loc, "accuracy_dask": acc_dask, "repeats": reps,
+           "bytes_sent": int(est.bytes_sent_)}
+    print(f"speed: one machine {m_loc:.2f} s, dask {m_dask:.2f} s, ratio {row['ratio']:.2f}",
+          flush=True)
+    return [row]
+
+
+def md_speed(rows, a):
+    r = rows[0]
+    lines = [f"### speed: pybudget.dask.LinearSVC (2 workers x 1 thread, data persisted, "
+             f"2 partitions) against LinearSVC(n_jobs=1), same duality gap (medians of "
+             f"{r['repeats']}, interleaved{', quick' if a.quick else ''})", "",
+             "| data | classes | one-machine (s) | dask (s) | ratio | target <= 0.7 | tol "
+             "(largest one-machine gap) | dask rounds (checks) | accuracy one-machine / "
+             "dask |", "|---|---|---|---|---|---|---|---|---|",
+             f"| {r['data']} | {r['n_classes']} | {r['median_local']:.2f} | "
+             f"{r['median_dask']:.2f} | {r['ratio']:.2f} | "
+             f"{'met' if r['met'] else 'not met'} | {r['tol']:.2e} | {r['dask_rounds']} "
+             f"({r['dask_checks']}) | {100 * r['accuracy_local']:.2f} / "
+             f"{100 * r['accuracy_dask']:.2f} |", "",
+             "Per class: relative duality gap one-machine / dask", "",
+             "| class | one-machine gap | dask gap | dask converged |", "|---|---|---|---|"]
+    for k, (g1, g2, c) in enumerate(zip(r["local_gaps"], r["dask_gaps"],
+                                        r["dask_converged"])):
+        lines.append(f"| {k} | {g1:.2e} | {g2:.2e} | {'yes' if c else 'NO'} |")
+    lines += ["", "One-machine gap: (P - D) / P with P = 0.5 |w|^2 (bias weight included) "
+              "+ C sum hinge computed from coef_/intercept_, D = dual_objective_.  The "
+              "Dask fit stops each class at a gap <= the largest of them.", ""]
+    return lines
+
+
+# ---- memory -------------------------------------------------------------------------
+
+def proc_status():
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                key, value = line.split(":")
+                out[key] = int(value.split()[0]) / 1024
+    return out
+
+
+def reset_peak():
+    """Reset VmHWM to VmRSS (Linux >= 4.0); the status after it."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        ok = True
+    except OSError:
+        ok = False
+    st = proc_status()
+    st["reset"] = ok
+    return st
+
+
+def memory_child(job):
+    """A one-machine fit in this fresh process; prints its memory marks as JSON."""
+    import scipy.sparse as sp
+    warnings.simplefilter("ignore")
+    import pybudget
+    rng = np.random.default_rng(0)
+    Xw = sp.random(200, 30, density=0.3, format="csr", random_state=rng)
+    pybudget.LinearSVC(C=1.0, random_state=0).fit(Xw, np.arange(200) % 3)
+    del Xw
+    marks = {"imports": proc_status()}
+    X = sp.load_npz(job["x"])
+    y = np.load(job["y"])
+    marks["loaded"] = proc_status()
+    marks["before_fit"] = reset_peak()
+    t0 = time.perf_counter()
+    pybudget.LinearSVC(C=1.0, n_jobs=1, random_state=0).fit(X, y)
+    seconds = time.perf_counter() - t0
+    marks["fit"] = proc_status()
+    print(json.dumps({"marks": marks, "seconds": seconds}))
+
+
+def study_memory(a, client):
+    import scipy.sparse as sp
+
+    import pybudget.dask as pbd
+    from distributed import wait
+    X, y, Xt, yt = speed_data(a)
+    with tempfile.TemporaryDirectory() as tmp:
+        sp.save_npz(Path(tmp) / "X.npz", sp.csr_matrix(X), compressed=False)
+        np.save(Path(tmp) / "y.npy", y)
+        job = {"x": str(Path(tmp) / "X.npz"), "y": str(Path(tmp) / "y.npy")}
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [str(HERE.parent), os.environ.get("PYTHONPATH", "")]))
+        r = subprocess.run([sys.executable, str(HERE / "distributed.py"), "--memory-child",
+                            json.dumps(job)], env=env, capture_output=True, text=True,
+                           cwd=tmp)
+        if r.returncode:
+            raise RuntimeError(f"child failed:\n{r.stderr[-3000:]}")
+        child = json.loads(r.stdout.strip().splitlines()[-1])
+    one_peak = child["marks"]["fit"]["VmHWM"]
+    one_base = child["marks"]["before_fit"]["VmRSS"]
+    # a small fit first so the workers have imported and warmed everything lazily loaded
+    Xs, ys = as_dask(X[:400], y[:400], 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pbd.LinearSVC(C=1.0, tol=1e-2, max_iter=5, random_state=0, client=client,
+                      n_partitions=2).fit(Xs, ys)
+    Xd, yd = as_dask(X, y, 2)
+    Xd, yd = client.persist([Xd, yd])
+    wait([Xd, yd])
+    before = client.run(reset_peak)
+    tol = a.memory_tol
+    est = pbd.LinearSVC(C=1.0, tol=tol, max_iter=a.max_rounds, random_state=0,
+                        client=client, n_partitions=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(Xd, yd)
+    after = client.run(proc_status)
+    workers = []
+    for addr in sorted(before):
+        peak, base = after[addr]["VmHWM"], before[addr]["VmRSS"]
+        workers.append({"worker": addr, "rss_before_fit": base, "peak": peak,
+                        "above_baseline": peak - base, "reset": before[addr]["reset"],
+                        "ratio_abs": peak / one_peak,
+                        "ratio_above": (peak - base) / max(one_peak - one_base, 1e-9),
+                        "met": peak / one_peak <= 0.6})
+    row = {"data": "synthetic" if a.quick else "debian-sections20", "n": X.shape[0],
+           "d": X.shape[1], "n_classes": int(np.unique(y).size),
+           "x_mb": (X.data.nbytes + X.indices.nbytes + X.indptr.nbytes) / MB,
+           "one_machine": {"peak": one_peak, "rss_before_fit": one_base,
+                           "above_baseline": one_peak - one_base, "marks": child["marks"],
+                           "seconds": child["seconds"]},
+           "workers": workers, "dask_tol": tol, "dask_rounds": int(est.n_rounds_),
+           "dask_converged": est.converged_.tolist(),
+           "worker_peaks_from_estimator": {str(k): v for k, v in
+                                          getattr(est, "_worker_peaks", {}).items()}}
+    print(f"memory: one machine peak {one_peak:.0f} MiB, workers "
+          f"{[round(w['peak']) for w in workers]} MiB", flush=True)
+    return [row]
+
+
+def md_memory(rows, a):
+    r = rows[0]
+    o = r["one_machine"]
+    lines = [f"### memory: each worker's peak RSS during pybudget.dask.LinearSVC.fit (2 "
+             f"workers x 1 thread, 2 partitions) against the one-machine LinearSVC(n_jobs=1)"
+             f" fit's peak{', quick' if a.quick else ''}", "",
+             f"{r['data']}: {r['n']} rows, {r['n_classes']} classes, X {r['x_mb']:.1f} MiB "
+             f"(CSR). One-machine (fresh child, data loaded, mark reset): peak "
+             f"{o['peak']:.0f} MiB, {o['rss_before_fit']:.0f} MiB before the fit, "
+             f"{o['above_baseline']:.0f} MiB above it.  Dask fit at tol {r['dask_tol']:g}, "
+             f"{r['dask_rounds']} rounds.", "",
+             "| worker | RSS before fit (MiB) | peak (MiB) | above before-fit (MiB) | peak / "
+             "one-machine peak | above / one-machine above | target <= 0.6 (peak) |",
+             "|---|---|---|---|---|---|---|"]
+    for w in r["workers"]:
+        lines.append(f"| {w['worker']} | {w['rss_before_fit']:.0f} | {w['peak']:.0f} | "
+                     f"{w['above_baseline']:.0f} | {w['ratio_abs']:.2f} | "
+                     f"{w['ratio_above']:.2f} | {'met' if w['met'] else 'not met'} |")
+    lines += ["", "Worker marks: /proc/self/clear_refs 5 through client.run after the data "
+              "was persisted (each worker holds its half of the rows before the fit), "
+              "VmHWM after the fit.", ""]
+    return lines
+
+
+# ---- main ---------------------------------------------------------------------------
+
+def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--memory-child":
+        memory_child(json.loads(sys.argv[2]))
+        return
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--study", nargs="+", choices=STUDIES, default=list(STUDIES))
+    ap.add_argument("-r", "--repeats", type=int, default=3)
+    ap.add_argument("--C", type=float, nargs="+", default=[1.0],
+                    help="C values of the correct study (default 1)")
+    ap.add_argument("--tol", type=float, default=1e-4, help="correct study's tol")
+    ap.add_argument("--rounds-tol", type=float, default=1e-3)
+    ap.add_argument("--memory-tol", type=float, default=1e-2,
+                    help="relative gap of the memory study's Dask fit")
+    ap.add_argument("--max-rounds", type=int, default=None,
+                    help="max_iter (rounds) of the Dask fits (default 1500; quick 200)")
+    ap.add_argument("--engine", choices=("dask", "threads"), default="dask",
+                    help="engine of the correct study (default dask)")
+    ap.add_argument("--stem", default=None, help="output name suffix")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=str(results_dir("distributed")))
+    a = ap.parse_args()
+    if a.max_rounds is None:
+        a.max_rounds = 200 if a.quick else 1500
+    cluster = client = None
+    try:
+        if {"correct", "speed", "memory"} & set(a.study) and not (
+                a.study == ["correct"] and a.engine == "threads"):
+            cluster, client = start_cluster()
+        for study in a.study:
+            load_before = os.getloadavg()
+            t0 = time.perf_counter()
+            if study == "correct":
+                rows, md = study_correct(a, client), md_correct
+            elif study == "rounds":
+                rows, md = study_rounds(a), md_rounds
+            elif study == "speed":
+                rows, md = study_speed(a, client), md_speed
+            else:
+                rows, md = study_memory(a, client), md_memory
+            seconds = time.perf_counter() - t0
+            load_after = os.getloadavg()
+            cmd = "python bench/distributed.py " + " ".join(sys.argv[1:])
+            lines = md(rows, a) + [
+                f"Command: `{cmd}` ({seconds:.0f} s). Load average before "
+                f"{load_before[0]:.2f}, after {load_after[0]:.2f} ({os.cpu_count()} cores, "
+                "shared with other jobs: timings are indicative; rounds, sweeps and "
+                "objectives are deterministic).", ""]
+            stem = (f"distributed_{study}" + (f"_{a.stem}" if a.stem else "")
+                    + ("_quick" if a.quick else ""))
+            write_outputs(stem, {"machine": machine(), "study": study, "args": vars(a),
+                                 "command": cmd, "seconds": seconds,
+                                 "loadavg_before": load_before,
+                                 "loadavg_after": load_after, "rows": rows},
+                          "\n".join(lines), a.out)
+    finally:
+        if client is not None:
+            client.close()
+            cluster.close()
+
+
+if __name__ == "__main__":
+    main()
