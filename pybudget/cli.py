@@ -7,6 +7,7 @@ stdout, progress and messages to stderr; errors print one line and exit with sta
 import argparse
 import contextlib
 import glob
+import logging
 import math
 import os
 import sys
@@ -338,10 +339,12 @@ def _dask_client(args):
         if args.workers is not None:
             _log(args, f"starting a local Dask cluster of {args.workers} worker processes")
             # no dashboard; the scheduler's HTTP server (always started) on a free port,
-            # not 8787, which another cluster may hold (a warning, then another port)
+            # not 8787, which another cluster may hold (a warning, then another port); the
+            # workers' logs silenced: a failed task's error comes back as one line
             cluster = stack.enter_context(LocalCluster(
                 n_workers=args.workers, threads_per_worker=1, processes=True,
-                dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}))
+                dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                silence_logs=logging.CRITICAL))
             client = stack.enter_context(Client(cluster))
         else:
             client = stack.enter_context(Client(args.scheduler))
@@ -372,6 +375,8 @@ def _train_cluster(args):
         with _warnings_as_lines(args):
             try:
                 est.fit(shards)
+            except RuntimeError as e:   # pybudget.dask gives up: workers or tasks lost
+                raise CLIError(str(e)) from None
             except Exception as e:   # the cluster's own errors, one line too
                 if not type(e).__module__.startswith(("distributed", "dask", "tornado")):
                     raise

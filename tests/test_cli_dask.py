@@ -128,6 +128,19 @@ def test_worker_side_error_is_one_line(scheduler, capsys, tmp_path):
     assert "Traceback" not in err and not (tmp_path / "m.pbm").exists()
 
 
+def test_local_cluster_error_is_one_line(capfd, tmp_path):
+    """--workers in this process: a shard the workers cannot read is one line, without
+    the workers' logged tracebacks (they write to the same terminal)."""
+    (tmp_path / "part-0.svm").write_text("1 1:1\n-1 2:1\n")
+    (tmp_path / "part-1.svm").write_text("1 1:1\nnot a row\n")
+    code = main(["train", "--workers", "1", "-q", str(tmp_path / "part-*.svm"),
+                 str(tmp_path / "m.pbm")])
+    out, err = capfd.readouterr()
+    assert code == 2 and out == ""
+    assert err.startswith("pybudget: error: cannot read") and err.count("\n") == 1, err
+    assert "part-1.svm" in err and not (tmp_path / "m.pbm").exists()
+
+
 BAD = [
     (["--kernel", "rbf"], "--kernel rbf: a Dask cluster"),
     (["--solver", "bsgd"], "--solver bsgd: a Dask cluster"),
