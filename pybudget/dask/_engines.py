@@ -12,6 +12,7 @@ same order, so a fit gives the same bits on either:
   otherwise wait for it forever): the driver then gets PartitionsLost and asks for
   ``recover``, which rebuilds the lost partitions on the workers left, from their sources.
 """
+import threading
 import time
 import uuid
 
@@ -102,39 +103,51 @@ class DaskEngine:
                                   allow_other_workers=False, pure=False)
 
     def _gather(self, futures):
-        """Results of pinned futures, in order; PartitionsLost when a partition's worker
-        leaves or no longer holds it; RuntimeError after ``timeout`` seconds."""
-        from distributed import wait
-
-        deadline = time.monotonic() + self.timeout
-        parts = {f.key: p for f, p in futures}
+        """Results of pinned futures ((future, partition) pairs), in order.  A watchdog
+        thread polls the scheduler: when a partition's worker has left (its pinned task
+        would wait for it forever) or ``timeout`` seconds have passed, it cancels the
+        futures, and this raises PartitionsLost or RuntimeError respectively.  A task
+        that finds its partition gone raises PartitionsLost too."""
         futs = [f for f, _ in futures]
-        while True:
-            try:
-                wait(futs, timeout=POLL_SECONDS)
-            except TimeoutError:
-                pass
-            failed = [f for f in futs if f.status == "error"]
-            if failed:
-                exc = failed[0].exception()
-                self._cancel(futs)
-                if isinstance(exc, _worker.PartitionMissing):
-                    raise PartitionsLost(str(exc))
-                raise exc
-            if all(f.status == "finished" for f in futs):
-                return self.client.gather(futs)
-            live = set(self.workers())
-            gone = sorted({parts[f.key] for f in futs if self.where[parts[f.key]] not in live})
-            if gone:
-                self._cancel(futs)
-                raise PartitionsLost(f"the workers of partitions {gone} left the cluster")
-            if time.monotonic() > deadline:
-                self._cancel(futs)
-                raise RuntimeError(f"a round took longer than timeout={self.timeout:g} s; "
-                                   "the fit is abandoned")
+        stop = threading.Event()
+        why = []
 
-    def _cancel(self, futs):
-        self.client.cancel([f for f in futs if f.status != "finished"])
+        def watch():
+            deadline = time.monotonic() + self.timeout
+            while not stop.wait(POLL_SECONDS):
+                try:
+                    live = set(self.workers())
+                except Exception:          # the client is closing: gather will fail
+                    return
+                gone = sorted({p for f, p in futures
+                               if self.where[p] not in live and f.status != "finished"})
+                if gone:
+                    why.append(PartitionsLost(f"the workers of partitions {gone} left "
+                                              "the cluster"))
+                elif time.monotonic() > deadline:
+                    why.append(RuntimeError(f"a round took longer than timeout="
+                                            f"{self.timeout:g} s; the fit is abandoned"))
+                if why:
+                    self.client.cancel(futs)
+                    return
+
+        watchdog = threading.Thread(target=watch, daemon=True)
+        watchdog.start()
+        try:
+            return self.client.gather(futs)
+        except Exception as exc:
+            if why:
+                raise why[0] from None
+            self.client.cancel(futs)
+            if isinstance(exc, _worker.PartitionMissing):
+                raise PartitionsLost(str(exc)) from None
+            if type(exc).__name__ == "KilledWorker":
+                raise RuntimeError(f"a task of the fit keeps failing (it was running on "
+                                   f"workers that died): {exc}") from None
+            raise
+        finally:
+            stop.set()
+            watchdog.join()
 
     def build(self, sources, regression, names, locality=None):
         """Build every partition on a worker: the one holding its data (locality[p]) when
@@ -153,7 +166,6 @@ class DaskEngine:
                              for p in self.where])
 
     def round(self, rnd, active, W, check, sweeps, want_state):
-        live = self.workers()
         wf = self.client.scatter([W[j] for j in active], broadcast=True, hash=False)
         futs = [(self._submit(_worker.round_task, p, self.job, p, j, rnd, wf[i], check,
                               sweeps, want_state), p)
@@ -161,7 +173,7 @@ class DaskEngine:
         outs = self._gather(futs)
         del wf
         res, up = _assemble(len(self.where), active, outs)
-        return res, up + len(live) * W[active].nbytes
+        return res, up + len(set(self.where.values())) * W[active].nbytes
 
     def recover(self, spec, states):
         """Rebuild the lost partitions on the workers left and put every partition back

@@ -1,0 +1,408 @@
+"""pybudget.dask: CoCoA+ on a Dask LocalCluster that the tests start themselves.
+
+The engines and worker counts must give the same bits; a killed worker must cost
+nothing but time; bad input must fail in one line and leave nothing behind."""
+import os
+import pickle
+import signal
+import threading
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+
+import pybudget
+import pybudget.dask as pbd
+from pybudget.dask import _engines, _worker
+from pybudget.dask import estimators as E
+from pybudget.dask._partition import Partition, add_into, encode
+from pybudget.dask._sources import build_partition, row_bounds
+
+distributed = pytest.importorskip("distributed")
+da = pytest.importorskip("dask.array")
+
+
+def make_data(n=1200, d=60, seed=0, classes=2, density=0.15):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=density, format="csr", random_state=seed)
+    X.data = rng.normal(size=X.data.shape)
+    W = rng.normal(size=(d, classes))
+    y = np.argmax(X @ W + 0.3 * rng.normal(size=(n, classes)), axis=1)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as c:
+        yield c
+
+
+def chunked(X, y, parts):
+    step = -(-X.shape[0] // parts)
+    return da.from_array(X, chunks=(step, X.shape[1])), da.from_array(y, chunks=step)
+
+
+def held(client):
+    """Partitions of every job still registered on the workers."""
+    return client.run(lambda: len(_worker.REGISTRY))
+
+
+# ---- the local solver and the driver --------------------------------------------------
+
+def test_encode_round_trip_sparse_and_dense():
+    w = np.zeros(30)
+    w[[3, 7]] = [1.5, -2.0]
+    assert encode(w)[0] == "sparse"
+    dense = np.arange(30.0)
+    assert encode(dense)[0] == "dense"
+    for v in (w, dense):
+        acc = np.ones(30)
+        add_into(acc, encode(v))
+        np.testing.assert_array_equal(acc, np.ones(30) + v)
+
+
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_one_partition_is_serial_dual_cd(loss):
+    """With K = 1 the local problem is the global one: the duality gap certifies the
+    one-machine optimum (objective within the gap of solve_linear's)."""
+    X, y = make_data()
+    ref = pybudget.solve_linear(X, y, C=1.0, loss=loss, tol=1e-8, max_iter=20000,
+                                fit_intercept=True, random_state=0)
+    m = pbd.LinearSVC(C=1.0, loss=loss, tol=1e-6, n_partitions=1, engine="threads",
+                      random_state=0, max_iter=5000).fit(X, y)
+    assert m.converged_.all() and m.duality_gap_[0] <= 1e-6
+    assert abs(m.primal_objective_[0] - ref.primal_objective) <= 2e-6 * ref.primal_objective
+    # the reported gap is the gap of the returned weights
+    w = np.concatenate([m.coef_[0], m.intercept_])
+    margins = np.where(y == 1, 1, -1) * (X @ w[:-1] + w[-1])
+    hinge = np.maximum(0, 1 - margins)
+    primal = 0.5 * w @ w + np.sum(hinge ** 2 if loss == "squared_hinge" else hinge)
+    assert primal == pytest.approx(m.primal_objective_[0], rel=1e-10)
+
+
+@pytest.mark.parametrize("selection", ["uniform", "shrinking", "avsf"])
+@pytest.mark.parametrize("est,kw", [
+    (pbd.LinearSVC, {"loss": "hinge"}),
+    (pbd.LinearSVC, {"loss": "squared_hinge", "fit_intercept": False}),
+    (pbd.LogisticRegression, {}),
+    (pbd.LinearSVR, {"epsilon": 0.1}),
+])
+def test_four_partitions_reach_the_one_machine_optimum(selection, est, kw):
+    X, y = make_data(n=900, d=40)
+    if est is pbd.LinearSVR:
+        y = X @ np.linspace(-1, 1, X.shape[1]) + np.cos(np.arange(X.shape[0]))
+        loss, local = kw.get("loss", "epsilon_insensitive"), {"epsilon": 0.1}
+    else:
+        loss = "logistic" if est is pbd.LogisticRegression else kw["loss"]
+        local = {}
+    bias = kw.get("fit_intercept", True)
+    ref = pybudget.solve_linear(X, y, C=0.5, loss=loss, tol=1e-9, max_iter=50000,
+                                fit_intercept=bias, random_state=0, **local)
+    m = est(C=0.5, tol=1e-4, n_partitions=4, engine="threads", selection=selection,
+            random_state=1, max_iter=5000, **kw).fit(X, y)
+    assert m.converged_.all()
+    # weak duality: the optimum lies between the dual and the primal objective
+    p_opt = ref.primal_objective
+    assert m.dual_objective_[0] <= p_opt * (1 + 1e-9) + 1e-9
+    assert m.primal_objective_[0] >= p_opt * (1 - 1e-9) - 1e-9
+    assert (m.primal_objective_[0] - p_opt) <= 1e-4 * abs(m.primal_objective_[0]) + 1e-9
+
+
+def test_multiclass_one_vs_rest_matches_one_machine_predictions():
+    X, y = make_data(n=1500, classes=4, seed=3)
+    labels = np.array(["d", "c", "b", "a"])[y]           # any label values
+    m = pbd.LinearSVC(C=1.0, tol=1e-4, engine="threads", random_state=0,
+                      max_iter=5000).fit(X, labels)
+    one = pybudget.LinearSVC(C=1.0, tol=1e-4, random_state=0, max_iter=20000).fit(X, labels)
+    np.testing.assert_array_equal(m.classes_, one.classes_)
+    assert m.coef_.shape == (4, X.shape[1]) and m.duality_gap_.shape == (4,)
+    agree = (m.predict(X) == one.predict(X)).mean()
+    assert agree >= 0.995
+
+
+def test_class_and_sample_weights_are_the_one_machine_problem():
+    X, y = make_data(n=800, seed=5)
+    sw = np.random.default_rng(0).uniform(0, 2, X.shape[0])
+    sw[:50] = 0.0                                          # rows that take no part
+    cw = {0: 2.0, 1: 0.5}
+    one = pybudget.LinearSVC(C=1.0, tol=1e-6, class_weight=cw, max_iter=50000,
+                             random_state=0).fit(X, y, sample_weight=sw)
+    m = pbd.LinearSVC(C=1.0, tol=1e-4, class_weight=cw, engine="threads", random_state=0,
+                      max_iter=20000).fit(X, y, sample_weight=sw)
+    assert m.converged_.all()
+    # the dual objective of the one-machine solution is a lower bound of our primal
+    assert m.primal_objective_[0] >= one.dual_objective_[0] * (1 - 1e-9)
+    assert m.primal_objective_[0] - one.dual_objective_[0] <= 1.1e-4 * m.primal_objective_[0]
+    # and without the weights the problem differs
+    plain = pbd.LinearSVC(C=1.0, tol=1e-4, engine="threads", random_state=0).fit(X, y)
+    assert abs(plain.primal_objective_[0] - m.primal_objective_[0]) > 1e-2 * m.primal_objective_[0]
+
+
+def test_local_sweeps_and_max_iter_warn():
+    X, y = make_data()
+    with pytest.warns(pybudget.ConvergenceWarning if hasattr(pybudget, "ConvergenceWarning")
+                      else Warning, match="max_iter=2 rounds"):
+        m = pbd.LinearSVC(tol=1e-9, max_iter=2, engine="threads", random_state=0).fit(X, y)
+    assert m.n_rounds_ == 2 and not m.converged_[0]
+    # the final gap is still exact (a check-only pass certifies the final weights)
+    assert m.duality_gap_[0] > 1e-9
+    m3 = pbd.LinearSVC(tol=1e-3, local_sweeps=3, engine="threads", random_state=0).fit(X, y)
+    m1 = pbd.LinearSVC(tol=1e-3, local_sweeps=1, engine="threads", random_state=0).fit(X, y)
+    assert m3.n_rounds_ < m1.n_rounds_
+
+
+# ---- determinism -----------------------------------------------------------------------
+
+def test_dask_equals_threads_bit_for_bit(client):
+    X, y = make_data(classes=3)
+    Xd, yd = chunked(X, y, 4)
+    a = pbd.LinearSVC(C=2.0, tol=1e-2, random_state=7, client=client).fit(Xd, yd)
+    b = pbd.LinearSVC(C=2.0, tol=1e-2, random_state=7, engine="threads",
+                      n_partitions=4).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.intercept_, b.intercept_)
+    np.testing.assert_array_equal(a.duality_gap_, b.duality_gap_)
+    assert a.n_rounds_ == b.n_rounds_
+    assert held(client) == {w: 0 for w in held(client)}     # nothing left on the workers
+
+
+def test_same_bits_with_one_two_three_workers_and_run_to_run():
+    X, y = make_data(n=1000)
+    coefs = []
+    for n_workers in (1, 2, 3, 3):
+        with distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
+                                      processes=False, dashboard_address=None) as cl, \
+                distributed.Client(cl) as c:
+            Xd, yd = chunked(X, y, 5)
+            m = pbd.LinearSVC(tol=1e-2, random_state=3, client=c,
+                              selection="shrinking").fit(Xd, yd)
+            coefs.append(np.concatenate([m.coef_.ravel(), m.intercept_]))
+    for c in coefs[1:]:
+        np.testing.assert_array_equal(c, coefs[0])
+
+
+def test_partitions_do_not_depend_on_chunks():
+    """n_partitions re-cuts the rows: 3 chunks or 7 chunks, the same partitions."""
+    X, y = make_data(n=700)
+    m = [pbd.LinearSVC(tol=1e-4, n_partitions=4, random_state=0, engine="threads")
+         .fit(*chunked(X, y, k)) for k in (3, 7)]
+    np.testing.assert_array_equal(m[0].coef_, m[1].coef_)
+    assert row_bounds(10, 4) == [0, 2, 5, 7, 10]
+
+
+# ---- faults ------------------------------------------------------------------------------
+
+class KillingEngine(_engines.DaskEngine):
+    """Kills the worker of partition 0 while round ``at`` runs (``times`` times)."""
+    at, times, kills = 6, 1, 0
+
+    def round(self, rnd, active, W, check, sweeps, want_state):
+        if rnd == type(self).at and type(self).kills < type(self).times:
+            type(self).kills += 1
+            pid = self.client.run(os.getpid, workers=[self.where[0]])[self.where[0]]
+            threading.Timer(0.05, os.kill, (pid, signal.SIGKILL)).start()
+        return super().round(rnd, active, W, check, sweeps, want_state)
+
+
+@pytest.fixture
+def nanny_client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as c:
+        yield c
+
+
+def test_killed_worker_mid_fit_replays_to_the_same_bits(nanny_client, monkeypatch):
+    X, y = make_data(n=1500, seed=11)
+    Xd, yd = chunked(X, y, 4)
+    ref = pbd.LinearSVC(tol=1e-5, random_state=0, engine="threads", n_partitions=4,
+                        checkpoint_every=4).fit(X, y)
+    assert ref.n_rounds_ > KillingEngine.at + 2
+    monkeypatch.setattr(E, "DaskEngine", KillingEngine)
+    KillingEngine.kills = 0
+    m = pbd.LinearSVC(tol=1e-5, random_state=0, client=nanny_client,
+                      checkpoint_every=4).fit(Xd, yd)
+    assert KillingEngine.kills == 1 and m.recoveries_ == 1
+    np.testing.assert_array_equal(m.coef_, ref.coef_)
+    assert m.duality_gap_[0] <= 1e-5
+
+
+def test_svmlight_shards_are_reread_after_a_loss(nanny_client, monkeypatch, tmp_path):
+    from sklearn.datasets import dump_svmlight_file
+    X, y = make_data(n=900, seed=2)
+    for p, (a, b) in enumerate(zip(row_bounds(900, 3)[:-1], row_bounds(900, 3)[1:])):
+        dump_svmlight_file(X[a:b], y[a:b], tmp_path / f"part-{p}.svm")
+    shards = pbd.read_svmlight(str(tmp_path / "part-*.svm"), n_features=X.shape[1])
+    ref = pbd.LinearSVC(tol=1e-4, random_state=0, engine="threads").fit(shards)
+    monkeypatch.setattr(E, "DaskEngine", KillingEngine)
+    KillingEngine.kills, KillingEngine.at = 0, 3
+    m = pbd.LinearSVC(tol=1e-4, random_state=0, client=nanny_client).fit(shards)
+    KillingEngine.at = 6
+    assert m.recoveries_ == 1
+    np.testing.assert_array_equal(m.coef_, ref.coef_)
+
+
+def test_a_worker_lost_every_round_is_a_clear_error(nanny_client, monkeypatch):
+    X, y = make_data(n=600)
+    monkeypatch.setattr(E, "DaskEngine", KillingEngine)
+    monkeypatch.setattr(KillingEngine, "at", 1)
+    monkeypatch.setattr(KillingEngine, "times", 10)
+    KillingEngine.kills = 0
+    clf = pbd.LinearSVC(tol=1e-9, random_state=0, client=nanny_client, max_iter=50)
+    with pytest.raises(RuntimeError, match="lost partitions 4 times"):
+        clf.fit(*chunked(X, y, 2))
+    assert not hasattr(clf, "coef_")
+
+
+def test_no_worker_left_raises_within_the_timeout():
+    X, y = make_data(n=600)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cl, distributed.Client(cl) as c:
+        Xd, yd = c.persist(list(chunked(X, y, 2)))
+        gone = threading.Timer(1.0, lambda: cl.scale(0))
+
+        class Slow(_engines.DaskEngine):
+            def round(self, *a, **k):
+                if a[0] == 2 and not gone.is_alive() and not gone.finished.is_set():
+                    gone.start()
+                    gone.join()
+                return super().round(*a, **k)
+
+        E_engine = E.DaskEngine
+        E.DaskEngine = Slow
+        try:
+            with pytest.raises(RuntimeError, match="no Dask worker left"):
+                pbd.LinearSVC(tol=1e-12, max_iter=10**6, client=c, timeout=5.0,
+                              random_state=0).fit(Xd, yd)
+        finally:
+            E.DaskEngine = E_engine
+
+
+# ---- bad input ----------------------------------------------------------------------------
+
+def test_chunks_with_different_column_counts_name_the_chunk(client):
+    import dask
+    X, y = make_data(n=200)
+    good = dask.delayed(lambda: X[:100])()
+    bad = dask.delayed(lambda: X[100:, :50])()
+    Xd = da.concatenate([da.from_delayed(good, shape=(100, 60), dtype=float,
+                                         meta=sp.csr_matrix((0, 60))),
+                         da.from_delayed(bad, shape=(100, 60), dtype=float,
+                                         meta=sp.csr_matrix((0, 60)))])
+    clf = pbd.LinearSVC(client=client)
+    with pytest.raises(ValueError, match=r"partition 1 \(chunks 1\): 50 columns, expected 60"):
+        clf.fit(Xd, da.from_array(y, chunks=100))
+    assert not hasattr(clf, "coef_")
+    assert held(client) == {w: 0 for w in held(client)}
+
+
+@pytest.mark.parametrize("where,value", [("X", np.nan), ("X", np.inf), ("y", np.nan)])
+def test_nan_or_inf_names_the_chunk(client, where, value):
+    X, y = make_data(n=300)
+    X, y = X.toarray(), y.astype(float)
+    (X if where == "X" else y)[250] = value
+    with pytest.raises(ValueError, match=r"partition 2 \(chunks 2\)") as e:
+        pbd.LinearSVC(client=client).fit(*chunked(X, y, 3))
+    assert "\n" not in str(e.value)
+
+
+def test_one_class_and_unknown_class_weight_label():
+    X, y = make_data(n=200)
+    with pytest.raises(ValueError, match="1 class"):
+        pbd.LinearSVC(engine="threads").fit(X, np.zeros(200))
+    with pytest.raises(ValueError, match="class_weight has label 5"):
+        pbd.LinearSVC(engine="threads", class_weight={5: 1.0}).fit(X, y)
+
+
+def test_empty_partitions_take_no_part():
+    X, y = make_data(n=6, d=4, density=0.9)
+    y = np.array([0, 1, 0, 1, 0, 1])
+    m = pbd.LinearSVC(n_partitions=10, engine="threads", random_state=0).fit(X, y)
+    assert m.converged_.all() and m.n_partitions_ == 10
+    with pytest.raises(ValueError, match="no rows"):
+        pbd.LinearSVC(engine="threads").fit(*chunked(X[:0], y[:0], 1))
+
+
+def test_shard_that_is_not_libsvm(client, tmp_path):
+    good, bad = tmp_path / "a.svm", tmp_path / "b.svm"
+    good.write_text("1 1:0.5 2:1\n-1 1:-0.5\n")
+    bad.write_text("this is, not, libsvm\n")
+    with pytest.raises(ValueError, match=r"cannot read '.*b\.svm' as a LIBSVM file"):
+        pbd.LinearSVC(client=client).fit(pbd.read_svmlight([good, bad]))
+    with pytest.raises(ValueError, match="no files match"):
+        pbd.read_svmlight(str(tmp_path / "none-*.svm"))
+
+
+@pytest.mark.parametrize("param,value", [("local_sweeps", 0), ("tol", -1.0), ("C", 0.0),
+                                         ("engine", "mpi"), ("n_partitions", 0),
+                                         ("checkpoint_every", -1), ("timeout", 0)])
+def test_bad_parameters(param, value):
+    X, y = make_data(n=100)
+    with pytest.raises((ValueError, TypeError), match=param):
+        pbd.LinearSVC(engine="threads", **{param: value}).fit(X, y)
+
+
+def test_no_client_is_a_clear_error():
+    X, y = make_data(n=100)
+    with pytest.raises(ValueError, match="no Dask client"):
+        pbd.LinearSVC().fit(X, y)
+
+
+# ---- estimator conventions ----------------------------------------------------------------
+
+def test_to_local_save_predict_and_dask_prediction(client, tmp_path):
+    X, y = make_data(n=800, classes=3)
+    Xd, yd = chunked(X, y, 4)
+    m = pbd.LinearSVC(tol=1e-4, random_state=0, client=client).fit(Xd, yd)
+    local = m.to_local()
+    assert isinstance(local, pybudget.LinearSVC)
+    pybudget.save(local, tmp_path / "m.pbm")
+    back = pybudget.load(tmp_path / "m.pbm")
+    np.testing.assert_array_equal(back.predict(X), m.predict(X))
+    pd = m.predict(Xd)
+    assert isinstance(pd, da.Array)
+    np.testing.assert_array_equal(pd.compute(), local.predict(X))
+    assert m.decision_function(Xd).compute().shape == (800, 3)
+    assert m.score(Xd, yd) == pytest.approx(local.score(X, y))
+    lr = pbd.LogisticRegression(tol=1e-4, random_state=0, client=client).fit(Xd, yd)
+    proba = lr.predict_proba(Xd).compute()
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_allclose(proba, lr.to_local().predict_proba(X))
+
+
+def test_svr_dask(client):
+    X, _ = make_data(n=600)
+    y = X @ np.linspace(-1, 1, X.shape[1])
+    Xd, yd = chunked(X, y, 3)
+    m = pbd.LinearSVR(C=1.0, tol=1e-4, random_state=0, client=client).fit(Xd, yd)
+    assert m.coef_.shape == (X.shape[1],)
+    assert m.score(Xd, yd) > 0.9
+    np.testing.assert_allclose(m.predict(Xd).compute(), m.to_local().predict(X))
+
+
+def test_clone_get_params_pickle():
+    X, y = make_data(n=300)
+    m = pbd.LinearSVC(C=3.0, engine="threads", random_state=0, local_sweeps=2)
+    c = clone(m)
+    assert c.get_params() == m.get_params()
+    m.fit(X, y)
+    back = pickle.loads(pickle.dumps(m))
+    np.testing.assert_array_equal(back.predict(X), m.predict(X))
+    one = pybudget.LinearSVC().get_params()
+    assert set(one) <= set(m.get_params())        # the namesake's parameters, and more
+
+
+def test_partition_round_leaves_w_alone():
+    X, y = make_data(n=100)
+    P = build_partition(0, ("arrays", X, y, None, X.shape[1]), False, "p0")
+    assert isinstance(P, Partition)
+    spec = {"loss": "hinge", "K": 2, "bias": 1.0, "d": X.shape[1], "C": 1.0, "seed": 0,
+            "classes": np.array([0, 1]), "class_weight": np.ones(2), "positive": [1],
+            "selection": "uniform"}
+    P.setup(spec)
+    w = np.ones(X.shape[1] + 1)
+    P.round(0, 0, w, True, 1)
+    np.testing.assert_array_equal(w, np.ones(X.shape[1] + 1))
