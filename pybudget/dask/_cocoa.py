@@ -108,12 +108,18 @@ def cocoa(engine, spec, n_problems, d, *, tol, max_rounds, sweeps, checkpoint_ev
         try:
             res, nbytes = engine.round(drv.t, drv.active, W, check, sweeps, want_state)
         except PartitionsLost as exc:
-            recoveries += 1
-            if recoveries > MAX_RECOVERIES:
-                raise RuntimeError(f"the fit lost partitions {recoveries} times; last: "
-                                   f"{exc}") from None
+            lost = exc
+            while True:                    # (a recovery can lose a worker too)
+                recoveries += 1
+                if recoveries > MAX_RECOVERIES:
+                    raise RuntimeError(f"the fit lost partitions {recoveries} times; "
+                                       f"last: {lost}") from None
+                try:
+                    engine.recover(spec, ckpt[2])
+                    break
+                except PartitionsLost as again:
+                    lost = again
             drv, W = copy.deepcopy(ckpt[0]), ckpt[1].copy()
-            engine.recover(spec, ckpt[2])
             continue
         bytes_sent += nbytes
         still = list(drv.active)

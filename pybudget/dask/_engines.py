@@ -13,6 +13,7 @@ same order, so a fit gives the same bits on either:
   ``recover``, which rebuilds the lost partitions on the workers left, from their sources.
 """
 import threading
+from concurrent.futures import CancelledError
 import time
 import uuid
 
@@ -78,7 +79,7 @@ class DaskEngine:
     def __init__(self, client, timeout=600.0, worker_grace=30.0):
         self.client = client
         self.timeout = timeout
-        self.grace = worker_grace
+        self.grace = min(worker_grace, timeout)
         self.job = uuid.uuid4().hex
         self.where = {}
         self.sources = None
@@ -114,13 +115,16 @@ class DaskEngine:
 
         def watch():
             deadline = time.monotonic() + self.timeout
+            missing = set()
             while not stop.wait(POLL_SECONDS):
                 try:
                     live = set(self.workers())
                 except Exception:          # the client is closing: gather will fail
                     return
-                gone = sorted({p for f, p in futures
-                               if self.where[p] not in live and f.status != "finished"})
+                now = {p for f, p in futures
+                       if self.where[p] not in live and f.status != "finished"}
+                gone = sorted(now & missing)   # absent on two polls in a row
+                missing = now
                 if gone:
                     why.append(PartitionsLost(f"the workers of partitions {gone} left "
                                               "the cluster"))
@@ -139,8 +143,10 @@ class DaskEngine:
             if why:
                 raise why[0] from None
             self.client.cancel(futs)
-            if isinstance(exc, _worker.PartitionMissing):
-                raise PartitionsLost(str(exc)) from None
+            if isinstance(exc, (_worker.PartitionMissing, OSError, CancelledError)):
+                # the partition, the connection, or the round's weights (scattered to
+                # a worker that died) are gone
+                raise PartitionsLost(f"{type(exc).__name__}: {exc}") from None
             if type(exc).__name__ == "KilledWorker":
                 raise RuntimeError(f"a task of the fit keeps failing (it was running on "
                                    f"workers that died): {exc}") from None
@@ -165,10 +171,29 @@ class DaskEngine:
         return self._gather([(self._submit(_worker.setup_task, p, self.job, p, spec), p)
                              for p in self.where])
 
+    def _scatter(self, rows):
+        """The weights of the round, sent straight to each worker that holds partitions
+        ({address: [future per row]}).  A worker that dies meanwhile breaks the
+        connection (or times it out): PartitionsLost.  (A broadcast through the
+        scheduler can wait forever for a dead worker.)"""
+        out = {}
+        targets = sorted(set(self.where.values()))
+        gone = sorted(set(targets) - set(self.workers()))
+        if gone:    # (connecting to a closed port would be retried until a timeout)
+            raise PartitionsLost(f"workers {gone} left the cluster")
+        for addr in targets:
+            try:
+                out[addr] = self.client.scatter(rows, workers=[addr], direct=True,
+                                                hash=False)
+            except OSError as exc:         # distributed's CommClosedError among them
+                raise PartitionsLost(f"lost the connection to worker {addr} ({exc!r})") \
+                    from None
+        return out
+
     def round(self, rnd, active, W, check, sweeps, want_state):
-        wf = self.client.scatter([W[j] for j in active], broadcast=True, hash=False)
-        futs = [(self._submit(_worker.round_task, p, self.job, p, j, rnd, wf[i], check,
-                              sweeps, want_state), p)
+        wf = self._scatter([W[j] for j in active])
+        futs = [(self._submit(_worker.round_task, p, self.job, p, j, rnd,
+                              wf[self.where[p]][i], check, sweeps, want_state), p)
                 for p in self.where for i, j in enumerate(active)]
         outs = self._gather(futs)
         del wf
@@ -179,8 +204,12 @@ class DaskEngine:
         """Rebuild the lost partitions on the workers left and put every partition back
         to the checkpoint (``states``: per partition {problem: state}, or None for the
         start)."""
-        live = self._live_workers()
-        held = self.client.run(_worker.parts_here, self.job)
+        self._live_workers()
+        # the workers that answer (the scheduler may still list one that just died)
+        held = self.client.run(_worker.parts_here, self.job, on_error="ignore")
+        live = sorted(held)
+        if not live:
+            raise PartitionsLost("no worker answered")
         lost = [p for p in self.where if p not in held.get(self.where[p], ())]
         for p in lost:
             self.where[p] = live[p % len(live)]
@@ -192,7 +221,7 @@ class DaskEngine:
                       for p in self.where])
 
     def peak_memory(self):
-        return self.client.run(_worker.peak_memory)
+        return self.client.run(_worker.peak_memory, on_error="ignore")
 
     def close(self):
         try:
