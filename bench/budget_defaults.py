@@ -1,15 +1,19 @@
-"""Issue 12: which BudgetSVC default returns a good model on every seed.
+"""Issues 12 and 22: which BudgetSVC default returns a good model on every seed.
 
 For each cell (data set, solver, epochs; B = 500, C and gamma as in budget_accuracy.py)
 and each candidate setting, fits seeds 0-19 and records test accuracy and fit time.
 Candidates are named option sets: "paper" (offset=False, averaging="none": the last
 iterate, as the BSGD/BSCA papers return it, and pybudget's default before issue 12),
 "default" (nothing set: what a new user gets now: the offset, and for BSGD the tail
-average), and the alternatives that were measured to choose it.  "offset(ungated)"
-keeps the fitted offset even when it is not significant (Z_MIN = 0).  Only training
-rows enter any candidate; test labels are used for the scores in the table, nothing
-else.  Multi-class BSGD (B = 100, 5 epochs, pendigits and dna.scale with
-budget_accuracy.py's gamma) is checked the same way.  Writes
+average), "offset=False" (the default without the offset), "default(issue 12 rule)" (the
+default with issue 12's offset rule: the hinge minimiser itself when significant, not
+the point with the fewest sample errors between zero and it), and the alternatives that
+were measured to choose them.  "offset(ungated)" moves the threshold even when the
+hinge gain is not significant (Z_MIN = 0).  Only training rows enter any candidate; test
+labels are used for the scores in the table, nothing else.  Multi-class BSGD (B = 100,
+5 epochs, pendigits and dna.scale with budget_accuracy.py's gamma) is checked the same
+way, and the synthetic skin-like data of issue 22 (pybudget.datasets.synthetic, B = 100,
+generated, not read) in cells named "skin-like".  Writes
 bench/results/budget_defaults/budget_defaults.json and .md (--check:
 budget_defaults_check.*).
 
@@ -86,7 +90,7 @@ CANDIDATES = {
     "paper": {"offset": False, "averaging": "none", "checkpoints": 0},
     "default": {},
     "offset=False": {"offset": False},
-    "default(issue 12 rule)": {"_gates": "hinge"},
+    "default(issue 12 rule)": {"_rule": "issue 12"},
     "offset": {"offset": True, "averaging": "none"},
     "offset(ungated)": {"offset": True, "averaging": "none", "_z": 0.0},
     "tail": {"offset": False, "averaging": "tail"},
@@ -94,6 +98,11 @@ CANDIDATES = {
     "offset+averaging(last-half)": {"offset": True, "averaging": "last-half"},
     "checkpoints(2/epoch, >=10)": {"offset": False, "checkpoints": "2/epoch"},
     "averaging(last-half)": {"offset": False, "averaging": "last-half"},
+    # multi-merge (issue 22's note): M = 5 with lookup-wd, with the defaults and as in
+    # the papers
+    "multi-merge(M=5, lookup-wd)": {"merge_size": 5, "merge_search": "lookup-wd"},
+    "multi-merge(M=5, lookup-wd), paper": {"merge_size": 5, "merge_search": "lookup-wd",
+                                           "offset": False, "averaging": "none"},
 }
 
 
@@ -145,18 +154,19 @@ def one_seed(args):
             # "_z": the significance level of the offset (pybudget.budget._offset.Z_MIN), set
             # here to measure the offset without its test
             z = opts.pop("_z", _offset.Z_MIN)
-            # "_gates": "hinge" keeps the offset on the hinge test alone, the rule before
-            # issue 22 (_offset.GATES)
-            gates = _offset.GATES[:1] if opts.pop("_gates", None) == "hinge" else _offset.GATES
+            # "_rule": "issue 12" returns the hinge minimiser itself, the rule before issue
+            # 22 (which moves back to the fewest errors between zero and it)
+            fewest = ((lambda F, codes, b: b) if opts.pop("_rule", None) == "issue 12"
+                      else _offset.fewest_errors)
             saved, _offset.Z_MIN = _offset.Z_MIN, z
-            saved_gates, _offset.GATES = _offset.GATES, gates
+            saved_fewest, _offset.fewest_errors = _offset.fewest_errors, fewest
             t0 = time.perf_counter()
             try:
                 clf = BudgetSVC(C=C, gamma=gamma, budget=budget, solver=solver,
                                 epochs=epochs, random_state=seed, **opts).fit(X, y)
             finally:
                 _offset.Z_MIN = saved
-                _offset.GATES = saved_gates
+                _offset.fewest_errors = saved_fewest
             wall = time.perf_counter() - t0
             rows.append({"cell": label, "candidate": cand, "seed": seed, "options": opts,
                          "accuracy": 100 * float(np.mean(clf.predict(Xt) == yt)),
