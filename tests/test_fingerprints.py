@@ -1,6 +1,10 @@
 """Same seeds, same bits: every linear strategy and budget solver reproduces the models
 and step counts recorded in tests/data/fingerprints.json before the package was
-reorganised (tests/data/make_fingerprints.py, commit d07f2db)."""
+reorganised (tests/data/make_fingerprints.py, commit d07f2db).  Issue 22 changed the
+offset rule: the intercepts of the five default configurations with an offset (bsca,
+bsca_lookup_wd, bsca_m3, bsca_multi3, bsgd_checkpoints) were recorded again; their
+support vectors, coefficients and step counts are those of d07f2db, and the old rule
+still reproduces the old digests."""
 import importlib.util
 import json
 import warnings

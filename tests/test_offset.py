@@ -8,9 +8,11 @@ import pytest
 import scipy.sparse as sp
 
 from pybudget import BudgetSVC, load, save, solve_budget
-from pybudget.budget._offset import (SAMPLE, Z_MIN, fit_offset, hinge,
-                                     reservoir_update, row_hinge, significant)
+from pybudget.budget._offset import (SAMPLE, STEPS, Z_MIN, fewest_errors, fit_offset, hinge,
+                                     reservoir_update, row_error, row_hinge, sample_offset,
+                                     significant)
 from pybudget.budget.svm import kernel_decision
+from pybudget.datasets.synthetic import make_skin_like
 
 DATA = Path(__file__).parent / "data"
 
@@ -25,13 +27,14 @@ def _brute_binary(F, codes):
 
 
 def _check_returned(F, codes, b):
-    """A returned offset is the exact minimiser when that is significant, else zero
-    (F from numpy's kernel sums, which differ from the solvers' in the last bits)."""
+    """A returned offset is the point with the fewest errors between zero and the exact
+    hinge minimiser when that lowers the hinge significantly, else zero (F from numpy's
+    kernel sums, which differ from the solvers' in the last bits)."""
     best = fit_offset(F, codes)
+    if F.ndim == 1:
+        assert hinge(F, codes, best) == pytest.approx(_brute_binary(F, codes), abs=1e-9)
     if significant(F, codes, best):
-        np.testing.assert_allclose(b, best, rtol=1e-9, atol=1e-9)
-        if F.ndim == 1:
-            assert hinge(F, codes, b) == pytest.approx(_brute_binary(F, codes), abs=1e-9)
+        np.testing.assert_allclose(b, fewest_errors(F, codes, best), rtol=1e-9, atol=1e-9)
     else:
         assert np.all(b == 0)
 
@@ -133,8 +136,8 @@ def test_offset_only_adds_a_constant_per_problem(solver, k):
     diff = ours.decision_function(X) - paper.decision_function(X)
     shift = ours.intercept_ if k > 2 else ours.intercept_[0]
     np.testing.assert_allclose(diff, np.broadcast_to(shift, diff.shape), atol=1e-10)
-    # the offset minimises the training hinge of the returned f over the sample (all
-    # 400 rows here): no constant does better
+    # the offset: the fewest errors between zero and the hinge minimiser of the
+    # returned f over the sample (all 400 rows here)
     F = kernel_decision(X, ours.support_vectors_, ours.dual_coef_, ours.gamma_)
     codes = np.searchsorted(ours.classes_, y)
     if solver == "bsgd":
@@ -159,6 +162,83 @@ def test_shifted_last_iterate_is_repaired():
         paper.append(BudgetSVC(offset=False, averaging="none", **kw).fit(X, y).score(Xt, yt))
         ours.append(BudgetSVC(**kw).fit(X, y).score(Xt, yt))
     assert min(ours) > 0.9 and min(ours) > min(paper) + 0.05
+
+
+def test_offset_stops_where_the_sample_errors_are_fewest():
+    """Issue 22's mechanism on decision values alone: most rows of one class lie
+    correctly classified inside the margin (f fades to 0 away from the support vectors),
+    the other class lies beyond its margin but for one row in five between -1 and 0.
+    The hinge minimiser goes to about +1, a large, significant hinge gain that
+    misclassifies those rows; the offset stops where the sample's errors are fewest."""
+    rng = np.random.default_rng(0)
+    codes = (rng.random(2048) < 0.8).astype(np.int32)
+    other = np.where(rng.random(2048) < 0.8, rng.uniform(-3.0, -2.0, 2048),
+                     rng.uniform(-1.0, -0.1, 2048))
+    F = np.where(codes == 1, rng.uniform(0.0, 3.0, 2048), other)
+    b = fit_offset(F, codes)
+    assert b[0] > 0.8 and significant(F, codes, b)
+    assert row_error(F, codes, b).sum() > 50 and row_error(F, codes).sum() == 0
+    assert sample_offset(F, codes)[0] == 0.0            # zero has the fewest errors
+    # a few rows of the first class just below zero: the offset lifts them, no further
+    G = np.where((codes == 1) & (rng.random(2048) < 0.05), -0.05, F)
+    bg = fit_offset(G, codes)
+    got = sample_offset(G, codes)
+    assert 0.05 < got[0] < 0.1 and row_error(G, codes, got).sum() == 0
+    assert got[0] == pytest.approx(fewest_errors(G, codes, bg)[0])
+    # a shifted f (the a9a case) is shifted back
+    shifted = sample_offset(F - 2.0, codes)[0]
+    assert 1.9 < shifted <= fit_offset(F - 2.0, codes)[0]
+    assert row_error(F - 2.0, codes, np.array([shifted])).sum() == 0
+
+
+def test_fewest_errors_is_the_middle_of_the_best_run_nearest_zero():
+    # errors along t * b for b = 1: rows at -0.3 and -0.7 of the positive class, a row
+    # at -0.5 of the negative one: 2 errors on [0, 0.3], 1 on (0.3, 0.5], 2 on (0.5, 0.7]
+    # and 1 above; the run nearest zero is (0.3, 0.5]: grid points 0.3 + 1/256 ... 0.5
+    F = np.array([-0.3, -0.7, -0.5])
+    codes = np.array([1, 1, 0])
+    got = fewest_errors(F, codes, np.array([1.0]))[0]
+    first, last = np.floor(0.3 * STEPS) + 1, np.floor(0.5 * STEPS)
+    assert got == pytest.approx((first + last) / (2 * STEPS))
+    assert fewest_errors(F, codes, np.array([-1.0]))[0] == 0.0     # zero is best that way
+
+
+def test_row_error_counts_what_predict_gets_wrong():
+    X, y = _data(3)
+    clf = BudgetSVC(C=20.0, gamma=0.3, budget=25, epochs=2, random_state=3).fit(X, y)
+    codes = np.searchsorted(clf.classes_, y)
+    F = clf.decision_function(X)
+    assert row_error(F, codes).sum() == np.sum(clf.predict(X) != y)
+    X2, y2 = _data(2)
+    clf = BudgetSVC(C=20.0, gamma=0.3, budget=25, epochs=2, random_state=3).fit(X2, y2)
+    F = clf.decision_function(X2)
+    codes = np.searchsorted(clf.classes_, y2)
+    assert row_error(F, codes).sum() == np.sum(clf.predict(X2) != y2)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_offset_costs_nothing_on_nearly_separable_unbalanced_data(seed):
+    """Issue 22: low-dimensional, large, nearly separable, classes 1 : 4 (skin-like,
+    20,000 rows), BSCA with a budget of 100.  The hinge-only rule fitted an offset of
+    +1.0 and scored about 4.5 points below offset=False; the default must stay within
+    0.3 points of it."""
+    X, y = make_skin_like(20000, 1)
+    Xt, yt = make_skin_like(10000, 2)
+    kw = dict(C=1.0, gamma=0.01, budget=100, solver="bsca", random_state=seed)
+    ours = BudgetSVC(**kw).fit(X, y)
+    flat = BudgetSVC(offset=False, **kw).fit(X, y)
+    acc, acc_flat = (100 * np.mean(m.predict(Xt) == yt) for m in (ours, flat))
+    assert acc >= acc_flat - 0.3, (acc, acc_flat, ours.intercept_)
+
+
+def test_skin_like_data_is_seeded_and_has_its_traits():
+    X, y = make_skin_like(5000, 7)
+    X2, y2 = make_skin_like(5000, 7)
+    assert np.array_equal(X, X2) and np.array_equal(y, y2)
+    assert X.shape == (5000, 3) and X.min() >= 0 and X.max() <= 255
+    assert np.all(X == np.round(X)) and set(np.unique(y)) == {1.0, 2.0}
+    assert 0.18 < np.mean(y == 1) < 0.23
+    assert not np.array_equal(X, make_skin_like(5000, 8)[0])
 
 
 def test_solve_budget_and_checkpoints_carry_the_offset():

@@ -10,12 +10,25 @@ two order statistics of the kinks.  Multi-class models (one f_c per class) get o
 offset per class by exact coordinate minimisation of the multi-class hinge
 1 + max_{r != y} g_r - g_y, g = f + b, a few passes over the classes.
 
-The offset is kept only when it lowers the sample's hinge loss by Z_MIN standard errors:
-on a narrow kernel the training margins next to the support vectors are optimistic, and
-an offset fitted to them moves a well-placed threshold the wrong way (ijcnn1, 5 epochs:
-+0.7 fitted where the test-optimal one is -0.4).  Only training rows enter the offset;
-it is refitted on the final model (with checkpoints, at every checkpoint, whose
-objective then uses it; with partial_fit, on a reservoir sample of all rows seen).
+The offset is kept only when it lowers the sample's hinge loss by Z_MIN standard errors
+(paired over the sample's rows): on a narrow kernel the training margins next to the
+support vectors are optimistic, and an offset fitted to them moves a well-placed
+threshold the wrong way (ijcnn1, 5 epochs: +0.7 fitted where the test-optimal one is
+-0.4).  The hinge minimiser then gives the direction and the farthest the threshold may
+move; the offset returned is the point of that segment with the fewest classification
+errors on the sample (issue 22).  The hinge alone can move the threshold too far: on
+low-dimensional, nearly separable data with a narrow kernel, a budgeted f fades towards
+0 away from its support vectors, so many rows of the class that fills the space lie
+correctly classified but inside the margin, 0 < yf < 1.  Their hinge falls by one per
+unit of b until b = 1 - f, about 1, while the other class, mostly far beyond its margin,
+hardly resists: the minimiser lands near b = 1, a large and significant hinge gain, and
+puts the threshold inside the other class (bench/budget_defaults.py's skin-like cells:
+about +1.0, costing 1-4 points).  On the segment, the errors first fall (rows of the
+first class with f slightly below 0) and then rise (rows of the other class with
+-1 < f < 0).  A shifted f, as on a9a, has its fewest errors near the hinge minimiser.
+Only training rows enter the offset; it is refitted on the final model (with
+checkpoints, at every checkpoint, whose objective then uses it; with partial_fit, on a
+reservoir sample of all rows seen).
 """
 import numpy as np
 import scipy.sparse as sp
@@ -24,7 +37,8 @@ from pybudget.budget._budget import BudgetModel
 
 SAMPLE = 2048       # training rows in the sample (all rows if fewer)
 PASSES = 5          # coordinate passes over the classes of a multi-class model
-Z_MIN = 3.0         # keep the offset only when it lowers the sample hinge this clearly
+Z_MIN = 3.0         # move the threshold only when the hinge minimiser lowers the hinge so clearly
+STEPS = 256         # points on the segment from 0 to the hinge minimiser where errors are counted
 
 
 def draw_sample(X, xsq, codes, seed):
@@ -56,6 +70,14 @@ def row_hinge(F, codes, b=None):
         other[idx, codes] = -np.inf
         margins = G[idx, codes] - other.max(axis=1)
     return np.maximum(0.0, 1.0 - margins)
+
+
+def row_error(F, codes, b=None):
+    """Per-row classification errors (0 or 1) of F + b, as predict decides: positive
+    class where F + b > 0, else the largest column."""
+    G = F if b is None else F + (b[0] if F.ndim == 1 else b)
+    pred = (G > 0).astype(np.int64) if G.ndim == 1 else np.argmax(G, axis=1)
+    return (pred != codes).astype(np.float64)
 
 
 def significant(F, codes, b, z_min=Z_MIN):
@@ -118,11 +140,27 @@ def fit_offset(F, codes):
     return b
 
 
+def fewest_errors(F, codes, b):
+    """The offset t * b, t in [0, 1] on a grid of STEPS + 1 points, with the fewest
+    classification errors of F + t * b: zero when zero is among them, else the middle
+    of the run of grid points with the fewest errors nearest to zero (the middle keeps
+    the threshold away from the sample rows on either side)."""
+    errors = np.array([row_error(F, codes, t * b).sum()
+                       for t in np.linspace(0.0, 1.0, STEPS + 1)])
+    low = errors.min()
+    if errors[0] == low:
+        return np.zeros_like(b)
+    first = int(np.argmax(errors == low))
+    last = first + int(np.argmax(np.append(errors[first:] != low, True))) - 1
+    return (first + last) / (2 * STEPS) * b
+
+
 def sample_offset(F, codes):
-    """The offset returned for decision values F on the sample: fit_offset's, if it is
-    significant, else zeros."""
+    """The offset returned for decision values F on the sample: zeros unless
+    fit_offset's lowers the hinge significantly, then the point with the fewest errors
+    on the segment from zero to it."""
     b = fit_offset(F, codes)
-    return b if significant(F, codes, b, Z_MIN) else np.zeros_like(b)
+    return fewest_errors(F, codes, b) if significant(F, codes, b, Z_MIN) else np.zeros_like(b)
 
 
 def model_offset(Z, beta, gamma, sample):

@@ -470,10 +470,12 @@ class BudgetSVC(SVMClassifierBase):
         After training, fit b to minimise the mean hinge loss of f + b over a fixed
         random sample of min(n, 2048) training rows (exactly, per class for
         multi-class BSGD by exact coordinate steps, per problem for one-vs-rest BSCA).
-        It is kept only when it lowers that loss by at least 3 standard errors, so a
-        model whose threshold is already right is not moved by sampling noise.
-        ``partial_fit`` refits it at the end of every call on a reservoir sample of all
-        rows seen.
+        It is used only when it lowers that loss by at least 3 standard errors, so a
+        model whose threshold is already right is not moved by sampling noise, and
+        then only as far as the sample's errors fall: the offset is the point between
+        0 and the minimiser with the fewest misclassified sample rows (0 if none has
+        fewer than 0).  ``partial_fit`` refits it at the end of every call on a
+        reservoir sample of all rows seen.
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
         Seed of the solvers' random order and samples.
     n_jobs : int or None, default=None
