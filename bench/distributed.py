@@ -59,7 +59,7 @@ import numpy as np  # noqa: E402
 from common import machine, results_dir, write_outputs  # noqa: E402
 
 MB = 2 ** 20
-STUDIES = ("correct", "rounds", "speed", "memory")
+STUDIES = ("correct", "rounds", "partitions", "speed", "memory")
 
 # name, data, estimator kind, loss, fit_intercept
 CORRECT_CELLS = [
@@ -345,6 +345,41 @@ def ovr_primals(est, X, y):
     return np.array(out)
 
 
+def study_partitions(a):
+    """Rounds to the rounds study's gap against the number of partitions K, with and
+    without the intercept (the constant feature every partition shares)."""
+    import pybudget.dask as pbd
+    data = "a9a" if a.quick else "debian-lib"
+    X, y, _, _ = load_data(data, a.quick)
+    rows = []
+    for bias in (False, True):
+        for K in (1, 2, 4):
+            est = pbd.LinearSVC(C=1.0, selection="avsf", tol=a.rounds_tol,
+                                max_iter=a.max_rounds, fit_intercept=bias, random_state=0,
+                                n_partitions=K, engine="threads", n_jobs=2)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est.fit(X, y)
+            rows.append({"data": data, "bias": bias, "K": K, "rounds": int(est.n_rounds_),
+                         "checks": int(est.n_checks_), "gap": float(est.duality_gap_[0]),
+                         "converged": bool(est.converged_[0])})
+            print(f"partitions {data} bias={bias} K={K}: {rows[-1]['rounds']} rounds",
+                  flush=True)
+    return rows
+
+
+def md_partitions(rows, a):
+    lines = [f"### partitions: CoCoA+ rounds to a relative gap of {a.rounds_tol:g} against K "
+             f"(hinge, C = 1, avsf, engine \"threads\"){', quick' if a.quick else ''}", "",
+             "| data | bias | K | rounds (gap checks) | final gap | converged |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['data']} | {'yes' if r['bias'] else 'no'} | {r['K']} | "
+                     f"{r['rounds']} ({r['checks']}) | {r['gap']:.2e} | "
+                     f"{'yes' if r['converged'] else 'NO'} |")
+    return lines + [""]
+
+
 def speed_data(a):
     return load_data("synthetic" if a.quick else "debian-sections20", a.quick)
 
@@ -605,6 +640,8 @@ def main():
                 rows, md = study_correct(a, client), md_correct
             elif study == "rounds":
                 rows, md = study_rounds(a), md_rounds
+            elif study == "partitions":
+                rows, md = study_partitions(a), md_partitions
             elif study == "speed":
                 rows, md = study_speed(a, client), md_speed
             else:

@@ -171,11 +171,12 @@ class _CocoaBase(BaseEstimator):
 
             res = cocoa(engine, spec, n_problems, d, tol=tol, max_rounds=max_iter,
                         sweeps=sweeps, checkpoint_every=ckpt, callback=progress)
-            self._worker_peaks = engine.peak_memory()
+            peaks = engine.peak_memory()
         finally:
             engine.close()
             self._keep_alive = None
         self._set_result(res, bias, d, classes, spec, len(srcs), time.perf_counter() - t0)
+        self.worker_peak_memory_ = peaks
         if not res.converged.all():
             warnings.warn(f"{type(self).__name__} reached max_iter={max_iter} rounds before "
                           f"a relative duality gap of tol={tol}; increase max_iter",
@@ -266,7 +267,9 @@ class _CocoaBase(BaseEstimator):
         command line's ``predict``, and prediction on numpy or scipy input)."""
         check_is_fitted(self, "coef_")
         cls = self._local_class
-        names = cls().get_params()
+        # tol and max_iter mean a duality gap and rounds here, a KKT tolerance and
+        # sweeps there: the local model keeps its own defaults for a refit
+        names = set(cls().get_params()) - {"tol", "max_iter"}
         local = cls(**{k: v for k, v in self.get_params().items() if k in names})
         for name in ("n_features_in_", "n_iter_", "n_steps_", "selection_", "fit_time_"):
             setattr(local, name, getattr(self, name))
@@ -367,6 +370,8 @@ class LinearSVC(ClassifierMixin, _CocoaBase):
         convergence flag of each binary problem at its final weights.
     bytes_sent_ : int
         Bytes of weights moved between the client and the partitions.
+    worker_peak_memory_ : dict
+        Peak resident memory (MiB) of each worker process (by address) at the end of fit.
     """
 
     _local_class = LocalLinearSVC
