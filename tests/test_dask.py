@@ -409,3 +409,39 @@ def test_partition_round_leaves_w_alone():
     w = np.ones(X.shape[1] + 1)
     P.round(0, 0, w, True, 1)
     np.testing.assert_array_equal(w, np.ones(X.shape[1] + 1))
+
+
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_a_round_solves_the_cocoa_plus_subproblem(loss):
+    """Many local sweeps solve partition k's CoCoA+ subproblem (Ma et al. 2015) with
+    sigma' = K: max over d of sum_i [d_i - D_ii (a_i d_i + d_i^2 / 2)] - w.(A d)
+    - sigma'/2 |A d|^2, whose optimality, written in numpy from the definition, is
+    that y_i x_i.(w + sigma' A d) - 1 + D_ii (a_i + d_i) has no projected component."""
+    X, y = make_data(n=300, d=30, seed=4)
+    K, C = 3, 0.7
+    P = build_partition(1, ("arrays", X, y, None, X.shape[1]), False, "p1")
+    spec = {"loss": loss, "K": K, "bias": 1.0, "d": X.shape[1], "C": C, "seed": 5,
+            "classes": np.array([0, 1]), "class_weight": np.ones(2), "positive": [1],
+            "selection": "uniform"}
+    P.setup(spec)
+    rng = np.random.default_rng(0)
+    w = rng.normal(scale=0.1, size=X.shape[1] + 1)
+    a_old = P.problems[0]["u"] / K
+    msg, _ = P.round(0, 0, w, False, 3000)
+    dw = np.zeros_like(w)
+    add_into(dw, msg)
+    a = P.problems[0]["u"] / K
+    ys = np.where(y == 1, 1.0, -1.0)
+    Xb = sp.hstack([X, np.ones((X.shape[0], 1))]).tocsr()
+    np.testing.assert_allclose(dw, Xb.T @ ((a - a_old) * ys), atol=1e-12)
+    D = 0.5 / C if loss == "squared_hinge" else 0.0
+    G = ys * (Xb @ (w + K * dw)) - 1.0 + D * a
+    upper = np.inf if loss == "squared_hinge" else C
+    assert (a >= 0).all() and (a <= upper).all()
+    top = a >= upper * (1 - 1e-12)       # (u = K C is exact, u / K may round below C)
+    pg = np.where(a <= 0, np.minimum(G, 0), np.where(top, np.maximum(G, 0), G))
+    assert np.abs(pg).max() < (1e-4 if loss == "hinge" else 1e-8)
+    # and sigma' matters: with sigma' = 1 the same point is not optimal
+    G1 = ys * (Xb @ (w + dw)) - 1.0 + D * a
+    pg1 = np.where(a <= 0, np.minimum(G1, 0), np.where(top, np.maximum(G1, 0), G1))
+    assert np.abs(pg1).max() > 1e-2
