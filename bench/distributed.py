@@ -623,7 +623,7 @@ def main():
     ap.add_argument("--memory-tol", type=float, default=1e-2,
                     help="relative gap of the memory study's Dask fit")
     ap.add_argument("--max-rounds", type=int, default=None,
-                    help="max_iter (rounds) of the Dask fits (default 1500; quick 200)")
+                    help="max_iter (rounds) of the Dask fits (default 1500; quick 30)")
     ap.add_argument("--engine", choices=("dask", "threads"), default="dask",
                     help="engine of the correct study (default dask)")
     ap.add_argument("--stem", default=None, help="output name suffix")
@@ -631,7 +631,7 @@ def main():
     ap.add_argument("--out", default=str(results_dir("distributed")))
     a = ap.parse_args()
     if a.max_rounds is None:
-        a.max_rounds = 200 if a.quick else 1500
+        a.max_rounds = 30 if a.quick else 1500
     cluster = client = None
     try:
         if {"correct", "speed", "memory"} & set(a.study) and not (

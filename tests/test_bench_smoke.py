@@ -57,7 +57,7 @@ def test_distributed_quick(tmp_path):
     subprocess.run([sys.executable, str(BENCH / "distributed.py"), "--quick", "--out",
                     str(tmp_path)], check=True, capture_output=True, text=True,
                    timeout=600, cwd=tempfile.gettempdir())
-    for study in ("correct", "rounds", "speed", "memory"):
+    for study in ("correct", "rounds", "partitions", "speed", "memory"):
         rec = json.loads((tmp_path / f"distributed_{study}_quick.json").read_text())
         assert "machine" in rec and rec["rows"]
         assert (tmp_path / f"distributed_{study}_quick.md").read_text().startswith("###")
