@@ -1,6 +1,6 @@
 """Run the test suite against the *installed* pybudget (a wheel), not the source tree.
 
-Copies tests/, bench/, .ci/, .github/, README.md and pyproject.toml of the project (what
+Copies tests/, bench/, .ci/, .github/, docs/, README.md and pyproject.toml of the project (what
 the tests read) into a temporary directory without the pybudget/ package, checks that
 ``import pybudget`` resolves outside the project, and runs pytest there.  Used by
 .ci/wheel_check.sh and by cibuildwheel's test-command (there PROJECT_DIR is the checkout,
@@ -22,7 +22,7 @@ def main():
     # ignore_cleanup_errors: on Windows a file a test left open must not fail the run
     with tempfile.TemporaryDirectory(prefix="pybudget-tests-", ignore_cleanup_errors=True) as tmp:
         tmp = Path(tmp)
-        for name in ("tests", "bench", ".ci", ".github"):
+        for name in ("tests", "bench", ".ci", ".github", "docs"):
             shutil.copytree(project / name, tmp / name,
                             ignore=shutil.ignore_patterns("__pycache__", "results"))
         for name in ("README.md", "pyproject.toml"):

@@ -445,3 +445,13 @@ def test_a_round_solves_the_cocoa_plus_subproblem(loss):
     G1 = ys * (Xb @ (w + dw)) - 1.0 + D * a
     pg1 = np.where(a <= 0, np.minimum(G1, 0), np.where(top, np.maximum(G1, 0), G1))
     assert np.abs(pg1).max() > 1e-2
+
+
+def test_overflowing_values_are_refused():
+    X, y = make_data(n=200)
+    big = X.copy()
+    big.data[:5] = 1e200
+    clf = pbd.LinearSVC(engine="threads")
+    with pytest.raises(ValueError, match="too large for float64"):
+        clf.fit(big, y)
+    assert not hasattr(clf, "coef_")

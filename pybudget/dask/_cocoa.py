@@ -143,6 +143,9 @@ def cocoa(engine, spec, n_problems, d, *, tol, max_rounds, sweeps, checkpoint_ev
         for j in still:
             for r in res:
                 add_into(W[j], r[j][0])
+        if not np.isfinite(W[still]).all():
+            raise ValueError(f"C={spec['C']:g} is too large for this data: the weights "
+                             "overflowed")
         for r in res:
             for j in drv.active:
                 drv.n_steps += r[j][1]["steps"]

@@ -85,7 +85,11 @@ class DaskEngine:
         self.sources = None
 
     def workers(self):
-        return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+        try:
+            info = self.client.scheduler_info(n_workers=-1)   # (all of them; newer Dask)
+        except TypeError:
+            info = self.client.scheduler_info()
+        return sorted(info["workers"])
 
     def _live_workers(self):
         """The current workers, waiting up to worker_grace seconds for one to come."""
@@ -224,6 +228,7 @@ class DaskEngine:
         return self.client.run(_worker.peak_memory, on_error="ignore")
 
     def close(self):
+        self.sources = None          # (their futures: the chunks on the cluster)
         try:
             self.client.run(_worker.drop_job, self.job)
         except Exception:       # a closing cluster: nothing left to drop

@@ -74,8 +74,7 @@ class Partition:
             out["labels"], out["counts"] = np.unique(self.y, return_counts=True)
         # for selection="auto": columns in use and the median squared row norm
         out["used"] = int(np.unique(self.X.indices).size)
-        out["median_sqnorm"] = (float(np.median(np.asarray(self.X.multiply(self.X).sum(1))))
-                                if self.n else 0.0)
+        out["median_sqnorm"] = float(np.median(V.row_sqnorms(self.X))) if self.n else 0.0
         return out
 
     def setup(self, spec):
@@ -99,6 +98,7 @@ class Partition:
         keep = cvec > 0
         self.keep = None if keep.all() else np.flatnonzero(keep)
         Xk = self.X if self.keep is None else self.X[self.keep]
+        V.check_squares(Xk, spec["bias"])    # (as on one machine: no overflowing |x|^2)
         cvec = cvec[keep]
         self.Xk = Xk
         self.cvec = np.ascontiguousarray(cvec)

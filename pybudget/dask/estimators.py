@@ -75,7 +75,9 @@ class _CocoaBase(BaseEstimator):
         return C, tol, max_iter, bias, sweeps, ckpt
 
     def _sources(self, X, y, sample_weight, engine):
-        """(sources, names, locality) of the partitions of the training data."""
+        """(sources, names, locality) of the partitions of the training data.  Dask
+        chunks are computed on the cluster; the sources hold their futures, and the
+        engine holds the sources for the fit, so a lost partition can be rebuilt."""
         if isinstance(X, SvmlightShards):
             if y is not None or sample_weight is not None:
                 raise ValueError("with LIBSVM shards the labels come from the files: "
@@ -99,7 +101,8 @@ class _CocoaBase(BaseEstimator):
         sw = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
         P = self.n_partitions or MEMORY_PARTITIONS
         srcs = memory_sources(X.tocsr() if sp.issparse(X) else X, y, sw, P)
-        return srcs, [f"partition {p} (rows {i})" for p, i in enumerate(_ranges(X, P))], None
+        names = [f"partition {p} (rows {i})" for p, i in enumerate(_ranges(X, P))]
+        return srcs, names, None
 
     def _dask_sources(self, X, y, sample_weight, engine):
         if X.ndim != 2 or len(X.chunks[1]) != 1:
@@ -134,7 +137,6 @@ class _CocoaBase(BaseEstimator):
             first = [got["X"][p][0] if got["X"][p] else None for p in range(P)]
             locality = [sorted(who.get(f.key, ()))[0] if f is not None and who.get(f.key)
                         else None for f in first]
-            self._keep_alive = futs
         srcs = [("pieces", got["X"][p], got["y"][p],
                  got["sw"][p] if "sw" in got else None, d) for p in range(P)]
         bounds = np.concatenate([[0], np.cumsum(X.chunks[0])])
@@ -148,7 +150,6 @@ class _CocoaBase(BaseEstimator):
         t0 = time.perf_counter()
         engine = (DaskEngine(_client(self.client), timeout=self.timeout)
                   if self.engine == "dask" else ThreadsEngine(V.n_jobs(self.n_jobs)))
-        self._keep_alive = None
         try:
             srcs, names, locality = self._sources(X, y, sample_weight, self.engine)
             if self.engine == "dask":
@@ -174,7 +175,6 @@ class _CocoaBase(BaseEstimator):
             peaks = engine.peak_memory()
         finally:
             engine.close()
-            self._keep_alive = None
         self._set_result(res, bias, d, classes, spec, len(srcs), time.perf_counter() - t0)
         self.worker_peak_memory_ = peaks
         if not res.converged.all():

@@ -709,7 +709,7 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
     other row is active again).  Returns a dict with those, n_active and n_steps."""
     if problem not in PROBLEMS[:3]:
         raise ValueError(f"problem must be one of {PROBLEMS[:3]}, got {problem!r}")
-    cdef int n = y.shape[0], i, s
+    cdef int n = y.shape[0], i
     if n == 0:
         return {"n_active": 0, "n_steps": 0, "kkt_violation": 0.0, "loss_sum": 0.0}
     cdef DualData r
@@ -765,7 +765,7 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
     S.saved = False
     S.sh.max_old, S.sh.min_old, S.sh.max_new, S.sh.min_new = scal[0], scal[1], scal[2], scal[3]
     cdef double kkt = 0.0, loss_sum = 0.0
-    cdef int active = n_active, which = PROBLEMS.index(problem)
+    cdef int which = PROBLEMS.index(problem)
     with nogil:
         if fresh:
             for i in range(n):
@@ -790,12 +790,12 @@ cdef double round_sweeps(const Problem* P, State* S, int selection, int sweeps, 
     """The check pass (when asked) and the sweeps of dcd_round; returns the check's
     violation (0 without it)."""
     cdef double kkt = 0.0
-    cdef int s, active
+    cdef int _s, active
     if check:
         kkt = exact_pass(P, S, 0.0, loss_sum, &active)
         if selection == SEL_SHRINKING:
             S.active = active
-    for s in range(sweeps):
+    for _s in range(sweeps):
         if selection == SEL_UNIFORM:
             S.shown = uniform_sweep(P, S)
         elif selection == SEL_SHRINKING:
