@@ -99,6 +99,15 @@ cdef enum:
     SEL_AVSF = 2
 
 SELECTIONS = {"uniform": SEL_UNIFORM, "shrinking": SEL_SHRINKING, "avsf": SEL_AVSF}
+
+# Stopping rules: the largest violation <= tol (every problem), or liblinear's rule for
+# regression (-s 11/12/13): the sweep's L1 norm of the violations <= tol times the
+# first sweep's (SVR only).
+cdef enum:
+    RULE_MAX = 0
+    RULE_L1 = 1
+
+TOL_RULES = {"max": RULE_MAX, "liblinear": RULE_L1}
 PROBLEMS = ("svm", "svr", "lr", "cs")
 
 # AVSF constants from the paper: preference range and change rate.
@@ -264,6 +273,9 @@ cdef struct State:
     double psum
     double dref         # AVSF's reference gain
     double shown        # the sweep's violation measure (for verbose output)
+    double l1           # the sweep's L1 norm of the violations (RULE_L1)
+    double l1_init      # the first sweep's (< 0 until then)
+    int rule            # RULE_MAX or RULE_L1
     uint64_t rng
     long long steps
     int n
@@ -272,6 +284,15 @@ cdef struct State:
     bint canstop
     bint saved
     Shrink sh
+
+
+cdef inline bint l1_met(State* S, double l1, double tol) noexcept nogil:
+    """liblinear's regression rule: this sweep's L1 norm of the violations at most tol
+    times the first sweep's (recorded here on the first call)."""
+    if S.l1_init < 0.0:
+        S.l1_init = l1
+    S.l1 = l1
+    return l1 <= tol * S.l1_init
 
 
 cdef enum:
@@ -288,7 +309,7 @@ cdef double uniform_sweep(const Problem* P, State* S) noexcept nogil:
     cdef const double* qd = S.qd
     cdef int* order = S.order
     cdef int s, i, n = S.n
-    cdef double G, pg, v = 0.0
+    cdef double G, pg, v = 0.0, l1 = 0.0
     rng_shuffle(&S.rng, order, n)
     for s in range(n):
         i = order[s]
@@ -297,9 +318,12 @@ cdef double uniform_sweep(const Problem* P, State* S) noexcept nogil:
         pg = violation(P, a, i, G)
         if pg > v:
             v = pg
+        if Problem is SvrProblem:
+            l1 += pg
         if pg > 1e-12:
             step(P, w, a, i, G, qd[i])
     S.steps += n
+    S.l1 = l1
     return v
 
 
@@ -332,7 +356,7 @@ cdef int shrinking_sweep(const Problem* P, State* S, double tol) noexcept nogil:
         s += 1
     S.steps = steps
     code = SWEEP_GO
-    if shrink_met(P, &sh, tol):
+    if (l1_met(S, sh.sum_new, tol) if S.rule == RULE_L1 else shrink_met(P, &sh, tol)):
         if active == S.n:
             code = SWEEP_STOP
         else:
@@ -382,8 +406,8 @@ cdef bint avsf_sweep(const Problem* P, State* S, double tol) noexcept nogil:
     cdef const double* qd = S.qd
     cdef const int* sched = S.sched
     cdef int s, i, n = S.n
-    cdef double G, pg, mu, g, href, pnew, v = 0.0, dref = S.dref, psum = S.psum
-    cdef bint first_sweep = S.first_sweep
+    cdef double G, pg, mu, g, href, pnew, v = 0.0, l1 = 0.0, dref = S.dref, psum = S.psum
+    cdef bint first_sweep = S.first_sweep, met
     make_schedule(&S.rng, pp, psum, n, S.sched)
     for s in range(n):
         i = sched[s]
@@ -392,6 +416,8 @@ cdef bint avsf_sweep(const Problem* P, State* S, double tol) noexcept nogil:
         pg = violation(P, a, i, G)
         if pg > v:
             v = pg
+        if Problem is SvrProblem:
+            l1 += pg
         mu = step(P, w, a, i, G, qd[i]) if pg > 1e-12 else 0.0
         g = gain(P, a, i, G, mu, qd[i])
         if first_sweep:
@@ -414,7 +440,8 @@ cdef bint avsf_sweep(const Problem* P, State* S, double tol) noexcept nogil:
     S.dref = dref
     S.psum = psum
     S.shown = v
-    if v < tol:
+    met = l1_met(S, l1, tol) if S.rule == RULE_L1 else v < tol
+    if met:
         if S.canstop:
             return True
         # Reset preferences: the next sweep is uniform and must confirm.
@@ -484,7 +511,7 @@ cdef Outcome run(const Problem* P, State* S, int selection, double tol, int max_
     while out.n_iter < max_iter:
         if selection == SEL_UNIFORM:
             S.shown = uniform_sweep(P, S)
-            stop_rule = S.shown <= tol
+            stop_rule = l1_met(S, S.l1, tol) if S.rule == RULE_L1 else S.shown <= tol
         elif selection == SEL_SHRINKING:
             code = shrinking_sweep(P, S, tol)
             if code == SWEEP_UNSHRUNK:
@@ -499,6 +526,14 @@ cdef Outcome run(const Problem* P, State* S, int selection, double tol, int max_
                 report(f"sweep {out.n_iter}: violation {S.shown:.3g}, steps {S.steps}, "
                        f"active {S.active}, pref sum {S.psum:.4g}, canstop {S.canstop}",
                        now() - t0)
+        if stop_rule and S.rule == RULE_L1:
+            # As liblinear: the rule fired on a sweep over every variable (shrinking
+            # has unshrunk and rechecked first), no exact confirmation.  The pass
+            # reports the violation and the loss; shrinking's partition for a warm
+            # start uses the last sweep's largest violation as its threshold.
+            out.kkt = exact_pass(P, S, S.shown, &out.loss_sum, &out.final_active)
+            out.converged = True
+            break
         if stop_rule:
             out.kkt = exact_pass(P, S, tol, &out.loss_sum, &out.final_active)
             if out.kkt <= tol:
@@ -512,10 +547,13 @@ cdef Outcome run(const Problem* P, State* S, int selection, double tol, int max_
             out.interrupted = True
             break
     if not out.converged:
-        out.kkt = exact_pass(P, S, tol, &out.loss_sum, &out.final_active)
+        out.kkt = exact_pass(P, S, S.shown if S.rule == RULE_L1 else tol, &out.loss_sum,
+                             &out.final_active)
         # max_iter reached before the strategy's own rule fired: the exact pass may
-        # still show the tolerance met, and then the run did converge.
-        out.converged = out.kkt <= tol and not out.interrupted
+        # still show the tolerance met, and then the run did converge (the L1 rule,
+        # relative to a sweep, has no exact counterpart: not converged).
+        out.converged = (S.rule == RULE_MAX and out.kkt <= tol
+                         and not out.interrupted)
     return out
 
 
@@ -558,7 +596,7 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
               double[::1] prefs, int[::1] perm, int n_active, double dref0,
               int selection, double tol, int max_iter, uint64_t seed, bint squared,
               int verbose=0, str problem="svm", double epsilon=0.0, comp=None,
-              int n_classes=0):
+              int n_classes=0, int tol_rule=RULE_MAX):
     """Run dual CD in place on alpha and w, starting from the given state.
 
     problem: "svm" (y = +-1 labels, alpha in [0, upper]), "svr" (y = targets, alpha
@@ -573,10 +611,17 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     permutation of the rows whose first n_active entries are the shrinking active set)
     and dref0 (AVSF reference gain; <= 0 means "learn it in the first sweep").  Returns
     a dict with n_iter (sweeps), n_steps (coordinate visits), converged, kkt_violation
-    (exact, one extra pass), loss_sum (weighted primal loss), n_active and dref.
+    (exact, one extra pass), loss_sum (weighted primal loss), n_active, dref and, for
+    tol_rule=RULE_L1, l1_init and l1 (the first and last sweeps' L1 norms).
+
+    tol_rule: TOL_RULES["max"] (stop when the largest violation is <= tol, confirmed by
+    an exact pass) or TOL_RULES["liblinear"] (problem "svr" only: stop when a sweep's L1
+    norm of the violations is <= tol times the first sweep's, liblinear -s 11/12/13).
     """
     if problem not in PROBLEMS:
         raise ValueError(f"problem must be one of {PROBLEMS}, got {problem!r}")
+    if tol_rule != RULE_MAX and (tol_rule != RULE_L1 or problem != "svr"):
+        raise ValueError(f"tol_rule {tol_rule} is not available for problem {problem!r}")
     cdef int n = y.shape[0]
     cdef DualData r
     r.X = csr_view(X)
@@ -646,6 +691,9 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     S.dref = dref0
     S.first_sweep = dref0 <= 0.0
     S.shown = 0.0
+    S.l1 = 0.0
+    S.l1_init = -1.0
+    S.rule = tol_rule
     S.rng = seed
     S.steps = 0
     S.n = n
@@ -674,9 +722,12 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     free(S.pp)
     if out.interrupted:
         raise KeyboardInterrupt
-    return {"n_iter": out.n_iter, "n_steps": S.steps, "converged": bool(out.converged),
-            "n_active": out.final_active, "dref": S.dref,
-            "kkt_violation": out.kkt, "loss_sum": out.loss_sum}
+    res = {"n_iter": out.n_iter, "n_steps": S.steps, "converged": bool(out.converged),
+           "n_active": out.final_active, "dref": S.dref,
+           "kkt_violation": out.kkt, "loss_sum": out.loss_sum}
+    if tol_rule == RULE_L1:
+        res["l1_init"], res["l1"] = S.l1_init, S.l1
+    return res
 
 
 # ---- one CoCoA+ round on one partition (pybudget.dask) -------------------------------
@@ -757,6 +808,9 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
     S.dref = scal[4]
     S.first_sweep = scal[4] <= 0.0
     S.shown = 0.0
+    S.l1 = 0.0
+    S.l1_init = -1.0
+    S.rule = RULE_MAX
     S.rng = seed
     S.steps = 0
     S.n = n

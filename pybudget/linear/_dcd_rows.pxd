@@ -32,6 +32,7 @@ cdef struct Shrink:
     double min_old
     double max_new
     double min_new
+    double sum_new      # the sweep's L1 norm of the violations (SVR's liblinear rule)
 
 
 cdef inline double row_margin(const CsrView* X, double bias, int d, const double* w,

@@ -73,9 +73,13 @@ cdef inline double svr_gain(const SvrProblem* P, const double* b, int i, double 
 
 
 # liblinear's rule (solve_l2r_l1l2_svr) keeps one threshold, the previous sweep's largest
-# violation; we stop on the absolute largest violation <= tol like the other problems.
+# violation.  By default we stop on the absolute largest violation <= tol like the other
+# problems; tol_rule="liblinear" stops as liblinear does, on the sweep's sum of the
+# violations of the visited (active) variables, sum_new, relative to the first sweep's
+# (its Gnorm1_new <= eps Gnorm1_init; the test is in _dcd.pyx, l1_met).
 cdef inline void svr_shrink_begin(Shrink* sh) noexcept nogil:
     sh.max_new = 0.0
+    sh.sum_new = 0.0
 
 
 cdef inline int svr_shrink_visit(const SvrProblem* P, const double* b, int i, double G,
@@ -104,6 +108,7 @@ cdef inline int svr_shrink_visit(const SvrProblem* P, const double* b, int i, do
         v = fabs(gn)
     if v > sh.max_new:
         sh.max_new = v
+    sh.sum_new += v
     return VISIT_STEP
 
 

@@ -12,7 +12,7 @@ from pybudget._core import _validation as V
 from pybudget._core._csr import rows_combination, used_columns
 from pybudget._core._estimator import SVMClassifierBase, binary_problems, one_vs_rest
 from pybudget._core._progress import report
-from pybudget.linear._dcd import SELECTIONS, dcd_solve, sum_of_squares
+from pybudget.linear._dcd import SELECTIONS, TOL_RULES, dcd_solve, sum_of_squares
 
 SELECTION_CHOICES = (*SELECTIONS, "auto")
 MULTI_CLASS = ("ovr", "crammer_singer")
@@ -20,6 +20,7 @@ MULTI_CLASS = ("ovr", "crammer_singer")
 LOSSES = ("hinge", "squared_hinge")                                   # classification
 REGRESSION_LOSSES = ("epsilon_insensitive", "squared_epsilon_insensitive")
 LOGISTIC_LOSSES = ("logistic",)                                       # probabilistic
+TOL_RULE_CHOICES = tuple(TOL_RULES)    # ("max", "liblinear")
 # loss -> (dual CD problem, squared loss)
 PROBLEM_OF = {"hinge": ("svm", False), "squared_hinge": ("svm", True),
               "epsilon_insensitive": ("svr", False),
@@ -96,6 +97,17 @@ def check_linear_params(C, loss, selection, tol, max_iter, fit_intercept, interc
     return C, tol, max_iter, bias
 
 
+def check_tol_rule(tol_rule, loss):
+    """The stopping rule: "max" for every loss, "liblinear" (L1 norm of the sweep's
+    violations relative to the first sweep's) for the regression losses only."""
+    V.choice("tol_rule", tol_rule, TOL_RULE_CHOICES)
+    if tol_rule != "max" and loss not in REGRESSION_LOSSES:
+        raise ValueError(f"tol_rule={tol_rule!r} is liblinear's rule for regression "
+                         f"(-s 11/12/13): it needs a regression loss "
+                         f"{REGRESSION_LOSSES}, got loss={loss!r}; use tol_rule='max'")
+    return tol_rule
+
+
 @dataclass
 class SolverState:
     """What a warm start carries from one C to the next: dual variables, AVSF
@@ -146,13 +158,15 @@ def next_start(state, earlier, C, carry):
 
 
 def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=None,
-            verbose=0, C=1.0, checked=False, epsilon=0.0):
+            verbose=0, C=1.0, checked=False, epsilon=0.0, tol_rule="max"):
     """One problem on validated data: X canonical CSR, y ±1 floats (classification
     losses) or targets (regression losses, with ``epsilon`` the insensitive zone), cvec
     the per-sample C (> 0) derived from the scalar ``C`` (kept in the returned state).
     ``start`` is a SolverState to warm-start from (its alpha is clipped to the box;
     for the logistic loss strictly inside it).
     ``checked``: the caller has refused overflowing squares already (V.row_sqnorms).
+    ``tol_rule``: "max" or, for the regression losses, "liblinear" (checked by the
+    caller, check_tol_rule).
     Returns a LinearResult whose ``state`` continues the run."""
     n, d = X.shape
     V.linear_weights_fit(1, d)
@@ -198,12 +212,13 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     prefs, perm = ((start.prefs, start.perm) if fresh
                    else (start.prefs.copy(), start.perm.copy()))
     n_active, dref = start.n_active, start.dref
-    if problem == "svr":
+    if problem == "svr" and tol_rule == "max":
+        # (the liblinear rule is relative to the first sweep already)
         tol = tol * regression_tol_scale(y, epsilon)
     t0 = time.perf_counter()
     out = dcd_solve(X, y, upper, diag, cvec, bias, alpha, w, prefs, perm, n_active, dref,
                     SELECTIONS[selection], tol, max_iter, seed, squared, verbose,
-                    problem, epsilon, comp)
+                    problem, epsilon, comp, tol_rule=TOL_RULES[tol_rule])
     elapsed = time.perf_counter() - t0
     if not np.isfinite(w).all():
         raise ValueError(f"C={C:g} is too large for this data: the weights overflowed")
@@ -321,7 +336,7 @@ def _solve_binary(X, y, cvec, C, *, sqnorms, selection, start=None, **kw):
 
 def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_iter=1000,
                  fit_intercept=False, intercept_scaling=1.0, sample_weight=None,
-                 random_state=None, epsilon=0.0):
+                 random_state=None, epsilon=0.0, tol_rule="max"):
     """Train a binary linear SVM, logistic regression or a linear SVR by dual coordinate
     descent.
 
@@ -370,6 +385,13 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
     epsilon : float, default=0.0
         Half-width of the insensitive zone of the regression losses (liblinear's
         ``-p``), >= 0; ignored by the classification losses.
+    tol_rule : {"max", "liblinear"}, default="max"
+        How ``tol`` stops the run.  "max": the largest violation, confirmed by an exact
+        pass, as described under ``tol``.  "liblinear" (regression losses only; a
+        ValueError otherwise): liblinear's ``-s 11/12/13`` rule, stop when a sweep's
+        sum of the violations of the variables it visits is at most ``tol`` times the
+        first sweep's; see :class:`LinearSVR` for how it combines with each
+        ``selection``.
 
     Returns
     -------
@@ -408,10 +430,11 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
                                                  fit_intercept, intercept_scaling,
                                                  LOSSES + LOGISTIC_LOSSES
                                                  + REGRESSION_LOSSES)
+    check_tol_rule(tol_rule, loss)
     X = V.as_csr(X)
     if loss in REGRESSION_LOSSES:
         classes, target = None, V.regression_targets(y, X.shape[0])
-        extra = {"epsilon": V.nonnegative("epsilon", epsilon)}
+        extra = {"epsilon": V.nonnegative("epsilon", epsilon), "tol_rule": tol_rule}
     else:
         classes, target = V.binary_labels(y, X.shape[0])
         extra = {}

@@ -11,7 +11,7 @@ from pybudget._core import _validation as V
 from pybudget._core._estimator import SVMBase
 from pybudget._core._progress import report
 from pybudget.linear.svm import (REGRESSION_LOSSES, _solve_binary, check_linear_params,
-                                 next_start)
+                                 check_tol_rule, next_start)
 
 
 class LinearSVR(RegressorMixin, SVMBase):
@@ -40,7 +40,25 @@ class LinearSVR(RegressorMixin, SVMBase):
         ``tol`` times its value at the zero start, ``max_i |y_i| - epsilon``: rescaling
         the targets does not change when the fit stops (liblinear's ``-s 12/13``
         tolerance is relative too, to the first sweep's violations).
-        ``kkt_violation_`` is reported in the units of the targets.
+        ``kkt_violation_`` is reported in the units of the targets.  With
+        ``tol_rule="liblinear"``, ``tol`` is relative to the first sweep's L1 norm of
+        the violations instead, see there.
+    tol_rule : {"max", "liblinear"}, default="max"
+        The stopping rule.  "max": the largest violation as described under ``tol``,
+        confirmed by an exact pass over all variables.  "liblinear": liblinear's own
+        rule for ``-s 11/12/13`` -- stop when a sweep's L1 norm of the violations of the
+        variables it visits is at most ``tol`` times the first sweep's, without an exact
+        confirmation (``kkt_violation_`` is still the exact largest violation at the
+        end).  Per ``selection``: "shrinking" is liblinear's solver exactly (the sum
+        over the active set; when it is met on a shrunk set, every variable comes back
+        and the rule must hold again on a sweep over all of them); "uniform" sums over
+        every variable of each sweep; "avsf" over the sweep's schedule, and as with
+        "max" a sweep that meets the rule is confirmed by one with uniform preferences.
+        A sum over a sweep tolerates many small violations where "max" tolerates none
+        above ``tol``: at the same ``tol`` the two stop at different points
+        (docs/benchmarks.md section 8 compares both with liblinear).
+        The first sweep is the first of each fit (of a warm start too).  When
+        ``max_iter`` stops the run first, ``converged_`` is False.
     max_iter : int, default=1000
         Cap on sweeps; a ConvergenceWarning says when it was reached.
     fit_intercept : bool, default=True
@@ -68,13 +86,14 @@ class LinearSVR(RegressorMixin, SVMBase):
     """
 
     def __init__(self, C=1.0, *, epsilon=0.0, loss="epsilon_insensitive", selection="auto",
-                 tol=0.1, max_iter=1000, fit_intercept=True, intercept_scaling=1.0,
-                 random_state=None, warm_start=False, verbose=0):
+                 tol=0.1, tol_rule="max", max_iter=1000, fit_intercept=True,
+                 intercept_scaling=1.0, random_state=None, warm_start=False, verbose=0):
         self.C = C
         self.epsilon = epsilon
         self.loss = loss
         self.selection = selection
         self.tol = tol
+        self.tol_rule = tol_rule
         self.max_iter = max_iter
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -87,6 +106,7 @@ class LinearSVR(RegressorMixin, SVMBase):
             self.C, self.loss, self.selection, self.tol, self.max_iter,
             self.fit_intercept, self.intercept_scaling, REGRESSION_LOSSES)
         epsilon = V.nonnegative("epsilon", self.epsilon)
+        tol_rule = check_tol_rule(self.tol_rule, self.loss)
         verbose = V.verbosity(self.verbose)
         V.boolean("warm_start", self.warm_start)
         t_fit = time.perf_counter()
@@ -101,7 +121,7 @@ class LinearSVR(RegressorMixin, SVMBase):
         res = _solve_binary(X, y, cvec, C, sqnorms=V.row_sqnorms(X, bias), loss=self.loss,
                             selection=self.selection, tol=tol, max_iter=max_iter,
                             bias=bias, seed=V.seed_from(self.random_state), start=start,
-                            verbose=verbose, epsilon=epsilon)
+                            verbose=verbose, epsilon=epsilon, tol_rule=tol_rule)
         if verbose:
             report(f"{res.n_iter} sweeps, {res.n_steps} steps, dual "
                    f"{res.dual_objective:.6g}, KKT {res.kkt_violation:.3g}, "
