@@ -22,8 +22,14 @@ cdef inline bint interrupted() noexcept nogil:
         if r != 0:
             PyErr_Clear()
         else:
-            from pybudget._core._parallel import stop_requested
-            r = stop_requested()
+            try:
+                from pybudget._core._parallel import stop_requested
+                r = stop_requested()
+            except BaseException:
+                # A signal handler ran inside that Python call and raised (Ctrl-C):
+                # the exception cannot leave this noexcept function, so it is an
+                # interrupt, not something to drop.
+                r = 1
     return r != 0
 
 

@@ -9,14 +9,13 @@ import time
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils.validation import check_is_fitted
 
 from pybudget._core import _validation as V
-from pybudget._core._estimator import binary_problems
+from pybudget._core._estimator import SVMBase, binary_problems
 from pybudget._core._progress import report
 from pybudget.dask._cocoa import cocoa
 from pybudget.dask._engines import DaskEngine, ThreadsEngine
@@ -54,7 +53,7 @@ def _client(client):
                          "first, or use engine='threads'") from None
 
 
-class _CocoaBase(BaseEstimator):
+class _CocoaBase(SVMBase):
     """The fit shared by the three estimators (see the module docstring)."""
 
     _regression = False
@@ -87,20 +86,18 @@ class _CocoaBase(BaseEstimator):
                                  f"{len(X.paths)} shards (one partition per shard)")
             return ([("svmlight", p, X.n_features, X.zero_based) for p in X.paths],
                     [f"shard {p!r}" for p in X.paths], None)
-        if y is None:
-            raise ValueError("y is required (it is None only for LIBSVM shards)")
         if _is_dask(X):
+            if y is None:
+                raise ValueError("y is required (it is None only for LIBSVM shards)")
             return self._dask_sources(X, y, sample_weight, engine)
-        if not sp.issparse(X):
-            X = np.asarray(X)
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-d, got shape {X.shape}")
-        y = np.asarray(y)
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels")
-        sw = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        # in memory: scikit-learn's checks, as the one-machine estimators make them
+        X, y = self._training_data(X, y)
+        if self._regression:
+            y = V.regression_targets(y, X.shape[0])
+        sw = (None if sample_weight is None
+              else V.sample_weights(sample_weight, X.shape[0]))
         P = self.n_partitions or MEMORY_PARTITIONS
-        srcs = memory_sources(X.tocsr() if sp.issparse(X) else X, y, sw, P)
+        srcs = memory_sources(X, y, sw, P)
         names = [f"partition {p} (rows {i})" for p, i in enumerate(_ranges(X, P))]
         return srcs, names, None
 
@@ -287,6 +284,7 @@ class _CocoaBase(BaseEstimator):
     def _blockwise(self, X, method, n_out):
         """method of the local model on X: a Dask array of X's row chunks for Dask
         input (n_out columns, or 1-d when None), a numpy array otherwise."""
+        check_is_fitted(self, "coef_")
         local = self.to_local()
         fn = getattr(local, method)
         if not _is_dask(X):
@@ -302,10 +300,6 @@ class _CocoaBase(BaseEstimator):
             return X.map_blocks(fn, drop_axis=1, dtype=dtype, meta=np.empty((0,), dtype))
         return X.map_blocks(fn, chunks=(X.chunks[0], (n_out,)), dtype=dtype,
                             meta=np.empty((0, 0), dtype))
-
-    def decision_function(self, X):
-        k = self.coef_.shape[0]
-        return self._blockwise(X, "decision_function", None if k == 1 else k)
 
     def predict(self, X):
         return self._blockwise(X, "predict", None)
@@ -350,7 +344,18 @@ _COMMON_DOC = """
 """
 
 
-class LinearSVC(ClassifierMixin, _CocoaBase):
+class _CocoaClassifier(ClassifierMixin, _CocoaBase):
+    """decision_function (classifiers only, as on one machine)."""
+
+    _fitted_attr = "classes_"
+
+    def decision_function(self, X):
+        check_is_fitted(self, "coef_")
+        k = self.coef_.shape[0]
+        return self._blockwise(X, "decision_function", None if k == 1 else k)
+
+
+class LinearSVC(_CocoaClassifier):
     __doc__ = """Linear SVM (hinge or squared hinge, one-vs-rest) trained by CoCoA+ on a Dask
     cluster, with pybudget's dual CD strategies as the local solver.
 
@@ -408,7 +413,7 @@ class LinearSVC(ClassifierMixin, _CocoaBase):
         return self._fit(X, y, sample_weight)
 
 
-class LogisticRegression(ClassifierMixin, _CocoaBase):
+class LogisticRegression(_CocoaClassifier):
     __doc__ = """L2-regularised logistic regression (one-vs-rest) trained by CoCoA+ on a
     Dask cluster, with pybudget's dual CD strategies as the local solver.
 
@@ -447,6 +452,7 @@ class LogisticRegression(ClassifierMixin, _CocoaBase):
         return self._fit(X, y, sample_weight)
 
     def predict_proba(self, X):
+        check_is_fitted(self, "coef_")
         return self._blockwise(X, "predict_proba", self.classes_.shape[0])
 
 
@@ -500,6 +506,3 @@ class LinearSVR(RegressorMixin, _CocoaBase):
         local.primal_objective_ = float(self.primal_objective_[0])
         local.kkt_violation_ = float(self.kkt_violation_[0])
         local.converged_ = bool(self.converged_[0])
-
-    def decision_function(self, X):
-        raise AttributeError("LinearSVR has no decision_function; use predict")
