@@ -591,6 +591,24 @@ cdef int* cs_setup(CsProblem* cs, DualData r, int K, const double[::1] y, Py_ssi
     return ib
 
 
+cdef DualData dual_data(X, const double[::1] y, const double[::1] upper,
+                        const double[::1] diag, const double[::1] cvec, double bias,
+                        bint squared) except *:
+    """The DualData of validated inputs (n >= 1); its pointers live as long as the
+    caller's memoryviews."""
+    cdef DualData r
+    r.X = csr_view(X)
+    r.y = &y[0]
+    r.upper = &upper[0]
+    r.diag = &diag[0]
+    r.cvec = &cvec[0]
+    r.bias = bias
+    r.n = y.shape[0]
+    r.d = X.shape[1]
+    r.squared = squared
+    return r
+
+
 def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1] diag,
               const double[::1] cvec, double bias, double[::1] alpha, double[::1] w,
               double[::1] prefs, int[::1] perm, int n_active, double dref0,
@@ -623,16 +641,7 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     if tol_rule != RULE_MAX and (tol_rule != RULE_L1 or problem != "svr"):
         raise ValueError(f"tol_rule {tol_rule} is not available for problem {problem!r}")
     cdef int n = y.shape[0]
-    cdef DualData r
-    r.X = csr_view(X)
-    r.y = &y[0]
-    r.upper = &upper[0]
-    r.diag = &diag[0]
-    r.cvec = &cvec[0]
-    r.bias = bias
-    r.n = n
-    r.d = X.shape[1]
-    r.squared = squared
+    cdef DualData r = dual_data(X, y, upper, diag, cvec, bias, squared)
     cdef SvmProblem svm
     cdef SvrProblem svr
     cdef LrProblem lr
@@ -763,16 +772,7 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
     cdef int n = y.shape[0], i
     if n == 0:
         return {"n_active": 0, "n_steps": 0, "kkt_violation": 0.0, "loss_sum": 0.0}
-    cdef DualData r
-    r.X = csr_view(X)
-    r.y = &y[0]
-    r.upper = &upper[0]
-    r.diag = &diag[0]
-    r.cvec = &cvec[0]
-    r.bias = bias
-    r.n = n
-    r.d = X.shape[1]
-    r.squared = squared
+    cdef DualData r = dual_data(X, y, upper, diag, cvec, bias, squared)
     cdef SvmProblem svm
     cdef SvrProblem svr
     cdef LrProblem lr
