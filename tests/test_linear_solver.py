@@ -193,8 +193,13 @@ def test_agrees_with_liblinear():
     if m.get_labels()[0] < m.get_labels()[1]:
         w = -w
     primal = lambda v: 0.5 * v @ v + 0.1 * np.maximum(0, 1 - y * (X @ v)).sum()  # noqa: E731
-    assert primal(res.coef) == pytest.approx(primal(w), rel=1e-6)
-    np.testing.assert_allclose(res.coef, w, atol=1e-4)
+    # liblinear's order is unseeded (C's rand()); at -e 1e-6 it was once seen (a CI run)
+    # to stop 3.6e-5 above our primal.  Ours must be as low as liblinear's, liblinear's
+    # within 1e-4 of ours, and ours within the gap our own dual certifies.
+    assert primal(res.coef) <= primal(w) * (1 + 1e-6)
+    assert primal(w) == pytest.approx(primal(res.coef), rel=1e-4)
+    assert primal(res.coef) - res.dual_objective <= 1e-6 * primal(res.coef)
+    np.testing.assert_allclose(res.coef, w, atol=1e-2)
 
 
 def test_shrinking_from_an_empty_active_set_converges():
