@@ -1,7 +1,7 @@
 """Build script: declares the Cython extensions (metadata lives in pyproject.toml).
 
 Every ``pybudget/**/*.pyx`` becomes an extension named by its path
-(``pybudget/linear/_dcd.pyx`` -> ``pybudget.linear._dcd``).  Set
+(``pybudget/linear/_dcd64.pyx`` -> ``pybudget.linear._dcd64``).  Set
 ``PYBUDGET_DEBUG=1`` to build with bounds checking and without -O3, for debugging.
 """
 import os

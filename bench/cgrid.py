@@ -26,7 +26,7 @@ import numpy as np
 from common import (have_liblinear, liblinear_train, machine, median_min_max, results_dir,
                     write_outputs)
 from pybudget._core import _validation as V
-from pybudget.linear._dcd import SELECTIONS
+from pybudget.linear._dual_cd import SELECTIONS
 from pybudget.cgrid import CGRID_LOSSES, DEFAULT_CS, run_cell, strategy_table
 from pybudget.datasets import load
 from pybudget.linear.svm import REGRESSION_LOSSES

@@ -15,7 +15,7 @@ from sklearn.svm import LinearSVC as SkLinearSVC
 from sklearn.utils.estimator_checks import check_estimator
 
 from pybudget import LinearSVC, load, save, solve_crammer_singer
-from pybudget.linear._dcd import SELECTIONS, dcd_solve
+from pybudget.linear._dual_cd import SELECTIONS, dcd_solve
 from pybudget.linear.crammer_singer import project_blocks
 
 

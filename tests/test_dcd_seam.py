@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import minimize
 
-from pybudget.linear._dcd import SELECTIONS, dcd_solve
+from pybudget.linear._dual_cd import SELECTIONS, dcd_solve
 
 
 def _data(n=60, d=100, seed=0):

@@ -220,6 +220,25 @@ def test_non_finite_float32_refused(bad):
             fit()
 
 
+def test_solver_modules_one_value_type_each():
+    """The dual CD strategies are compiled once per value type: each module reads one
+    type only and refuses the other before its sweeps (no pointer it does not read
+    reaches its kernels); _dual_cd routes each dtype to its module."""
+    from pybudget.linear import _dcd32, _dcd64, _dual_cd
+    assert _dcd64.VALUE_TYPE == np.float64 and _dcd32.VALUE_TYPE == np.float32
+    X, codes, _ = problem()
+    X32, X64 = pair(V.as_csr(X))
+    assert _dual_cd.module_for(X32) is _dcd32 and _dual_cd.module_for(X64) is _dcd64
+    n, y = X.shape[0], np.where(codes > 0, 1.0, -1.0)
+    for mod, X_other in ((_dcd64, X32), (_dcd32, X64)):
+        w, alpha = np.zeros(X.shape[1] + 1), np.zeros(n)
+        with pytest.raises(TypeError, match=f"float{mod.VALUE_TYPE.itemsize * 8} values only"):
+            mod.dcd_solve(X_other, y, np.ones(n), np.zeros(n), np.ones(n), 1.0, alpha, w,
+                          np.ones(n), np.arange(n, dtype=np.int32), n, 0.0, 1, 0.1, 10, 0,
+                          False)
+        assert not w.any() and not alpha.any()
+
+
 def test_row_sqnorms_blocks_and_float32(monkeypatch):
     """Squared norms by blocks of rows equal those of the whole array, bit for bit (the
     float64 path is unchanged), and float32 rows give their float64 copy's."""

@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from helpers import make_problem
 from pybudget import solve_linear
-from pybudget.linear._dcd import sum_of_squares
+from pybudget.linear._dual_cd import sum_of_squares
 
 SELECTIONS = ["uniform", "shrinking", "avsf"]
 

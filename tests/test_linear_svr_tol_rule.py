@@ -8,7 +8,7 @@ from sklearn.base import clone
 from sklearn.datasets import make_regression
 
 from pybudget import LinearSVC, LinearSVR, solve_linear
-from pybudget.linear._dcd import SELECTIONS, TOL_RULES, dcd_solve
+from pybudget.linear._dual_cd import SELECTIONS, TOL_RULES, dcd_solve
 
 LOSSES = ["epsilon_insensitive", "squared_epsilon_insensitive"]
 STRATEGIES = ["uniform", "shrinking", "avsf"]

@@ -11,7 +11,7 @@ from sklearn.datasets import load_iris, make_classification
 from sklearn.exceptions import ConvergenceWarning
 
 from pybudget import LogisticRegression, solve_linear
-from pybudget.linear._dcd import SELECTIONS, dcd_solve
+from pybudget.linear._dual_cd import SELECTIONS, dcd_solve
 
 
 def _subproblem(z, a0, b, q, C):

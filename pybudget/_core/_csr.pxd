@@ -8,14 +8,17 @@
 # Two value types, one code path for the solvers: a struct cannot be generic, so the
 # view carries both typed pointers, one of them NULL.  The row-level kernels
 # (csr_row_dot, csr_row_axpy, csr_row_sqnorm, csr_prefetch_row, csr_rows_dot) take the
-# view and a row index and branch once per row (on data32 != NULL) to an inline helper
-# fused over the value type.  The branch is the same for every row of a run, so it is
-# predicted perfectly; it tests a pointer, which no store of the solvers (to double or
-# int arrays) may alias, so the compiler can keep it in a register across a sweep.  The
-# float64 specialisation compiles to the loop it always was.  Every product is taken in
-# double, (double)x * w: a float32 solve equals, bit for bit, a float64 solve of
-# X.astype(float32).astype(float64).
+# view and a row index, ask csr_f32 which pointer to read and call an inline helper
+# fused over the value type.  In a module compiled for one value type (PB_VALUE_TYPE,
+# _value_type.h; the linear solvers, linear/_dcd64.pyx and _dcd32.pyx) that question
+# is a compile-time constant and the branch disappears (it showed in the time of
+# shrinking sweeps over short rows).  Elsewhere it is one well-predicted branch per
+# row.  Every product is taken in double, (double)x * w: a float32 solve equals, bit
+# for bit, a float64 solve of X.astype(float32).astype(float64).
 from cython cimport floating
+
+cdef extern from "_value_type.h":
+    const int PB_VALUE_TYPE     # 0 (either, per view), 32 or 64 (only that one)
 
 cdef extern from "_prefetch.h":
     void PB_PREFETCH(const void* p) noexcept nogil
@@ -39,6 +42,15 @@ cdef struct CsrView:
     int n_cols
 
 
+cdef inline bint csr_f32(const CsrView* X) noexcept nogil:
+    """Whether X holds float32 values: a constant where PB_VALUE_TYPE fixes the type."""
+    if PB_VALUE_TYPE == 32:
+        return True
+    if PB_VALUE_TYPE == 64:
+        return False
+    return X.data32 != NULL
+
+
 cdef inline int csr_span(const CsrView* X, int i, int* nnz) noexcept nogil:
     """Offset of row i's first entry in the value and index arrays; nnz receives its
     number of entries.  For fused helpers that walk a row in their own way."""
@@ -50,7 +62,7 @@ cdef inline int csr_span(const CsrView* X, int i, int* nnz) noexcept nogil:
 cdef inline void csr_prefetch_row(const CsrView* X, int i) noexcept nogil:
     """Hint the row's values and indices into cache (a few steps ahead of use)."""
     cdef int start = X.indptr[i], end = X.indptr[i + 1], k
-    if X.data32 != NULL:
+    if csr_f32(X):
         # values and indices both 4 bytes: one cache line of each per 16 entries
         for k in range(start, end, 16):
             PB_PREFETCH(X.data32 + k)
@@ -122,7 +134,7 @@ cdef inline double sparse_dot_sparse(const floating* a_data, const int* a_ind, i
 cdef inline double csr_row_dot(const CsrView* X, int i, const double* w) noexcept nogil:
     """x_i . w"""
     cdef int nnz, start = csr_span(X, i, &nnz)
-    if X.data32 != NULL:
+    if csr_f32(X):
         return sparse_dot_dense(X.data32 + start, X.indices + start, nnz, w)
     return sparse_dot_dense(X.data + start, X.indices + start, nnz, w)
 
@@ -130,7 +142,7 @@ cdef inline double csr_row_dot(const CsrView* X, int i, const double* w) noexcep
 cdef inline void csr_row_axpy(const CsrView* X, int i, double a, double* w) noexcept nogil:
     """w += a x_i"""
     cdef int nnz, start = csr_span(X, i, &nnz)
-    if X.data32 != NULL:
+    if csr_f32(X):
         sparse_axpy(a, X.data32 + start, X.indices + start, nnz, w)
     else:
         sparse_axpy(a, X.data + start, X.indices + start, nnz, w)
@@ -139,7 +151,7 @@ cdef inline void csr_row_axpy(const CsrView* X, int i, double a, double* w) noex
 cdef inline double csr_row_sqnorm(const CsrView* X, int i) noexcept nogil:
     """||x_i||^2"""
     cdef int nnz, start = csr_span(X, i, &nnz)
-    if X.data32 != NULL:
+    if csr_f32(X):
         return sparse_sqnorm(X.data32 + start, nnz)
     return sparse_sqnorm(X.data + start, nnz)
 
@@ -151,11 +163,11 @@ cdef inline double csr_rows_dot(const CsrView* A, int i, const CsrView* B,
     cdef int a0 = csr_span(A, i, &an), b0 = csr_span(B, j, &bn)
     cdef const int* ai = A.indices + a0
     cdef const int* bi = B.indices + b0
-    if A.data32 != NULL:
-        if B.data32 != NULL:
+    if csr_f32(A):
+        if csr_f32(B):
             return sparse_dot_sparse(A.data32 + a0, ai, an, B.data32 + b0, bi, bn)
         return sparse_dot_sparse(A.data32 + a0, ai, an, B.data + b0, bi, bn)
-    if B.data32 != NULL:
+    if csr_f32(B):
         return sparse_dot_sparse(A.data + a0, ai, an, B.data32 + b0, bi, bn)
     return sparse_dot_sparse(A.data + a0, ai, an, B.data + b0, bi, bn)
 

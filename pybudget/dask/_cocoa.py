@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pybudget.dask._partition import add_into, payload_bytes
-from pybudget.linear._dcd import sum_of_squares
+from pybudget.linear._dual_cd import sum_of_squares
 
 MAX_CHECK_INTERVAL = 10
 MAX_RECOVERIES = 3        # lost partitions survived in one fit before giving up

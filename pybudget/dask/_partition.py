@@ -2,7 +2,7 @@
 
 A partition never leaves the process that built it (a Dask worker, or the client for
 ``engine="threads"``).  Each round it receives the global weights of one problem, runs
-the chosen strategy on its rows (``linear._dcd.dcd_round``: the one-machine strategies
+the chosen strategy on its rows (``linear._dual_cd.dcd_round``: the one-machine strategies
 on the rescaled local problem, see there) and returns only its weight change dw_k and,
 on check rounds, the scalars of the duality gap.  Everything here is deterministic: the
 generator of problem j on partition p in round t is seeded from (seed, j, p, t) alone.
@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from scipy.special import xlogy
 
 from pybudget._core import _validation as V
-from pybudget.linear._dcd import SELECTIONS, dcd_round
+from pybudget.linear._dual_cd import SELECTIONS, dcd_round
 from pybudget.linear.svm import PROBLEM_OF
 
 # A weight change is sent as (indices, values) when fewer than this share of its

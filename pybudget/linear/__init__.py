@@ -1,8 +1,10 @@
 """Linear SVMs by dual coordinate descent.
 
-``_dcd.pyx`` holds the selection strategies (uniform, hard shrinking, AVSF), written
+``_dcd.pxi`` holds the selection strategies (uniform, hard shrinking, AVSF), written
 once over the problems of ``_dcd_svm.pxd``, ``_dcd_svr.pxd``, ``_dcd_lr.pxd`` and
-``_dcd_cs.pxd``; ``svm.py`` the Python solver (``solve_linear``) and ``LinearSVC``;
+``_dcd_cs.pxd``, and compiled once per value type of X (``_dcd64.pyx``, ``_dcd32.pyx``;
+``_dual_cd.py`` picks one per fit); ``svm.py`` the Python solver (``solve_linear``) and
+``LinearSVC``;
 ``svr.py`` ``LinearSVR``; ``logistic.py`` ``LogisticRegression``; ``crammer_singer.py``
 the joint multi-class problem of ``_dcd_cs.pxd``;
 ``path.py`` the C grids (``linear_path``, ``cv_grid``).  See docs/architecture.md.

@@ -18,7 +18,7 @@ from libc.math cimport fabs, INFINITY
 
 from cython cimport floating
 
-from pybudget._core._csr cimport csr_span
+from pybudget._core._csr cimport csr_f32, csr_span
 from pybudget.linear._dcd_rows cimport (DualData, Shrink, VISIT_DROP, VISIT_SKIP, VISIT_STEP)
 
 
@@ -72,7 +72,7 @@ cdef inline void cs_margins(const CsProblem* P, const double* w, int i, const in
     cdef int start = csr_span(&P.r.X, i, &nnz)
     for k in range(n_cls):
         out[k] = 0.0
-    if P.r.X.data32 != NULL:
+    if csr_f32(&P.r.X):
         cs_row_margins(P.r.X.data32 + start, P.r.X.indices + start, nnz, w, K, cls, n_cls,
                        out)
     else:
@@ -184,7 +184,7 @@ cdef inline double cs_step(const CsProblem* P, double* w, double* a, int i, doub
             moved += fabs(dk)
     if n_moved:
         start = csr_span(&P.r.X, i, &nnz)
-        if P.r.X.data32 != NULL:
+        if csr_f32(&P.r.X):
             cs_row_update(P.r.X.data32 + start, P.r.X.indices + start, nnz, w, K, D, n_moved)
         else:
             cs_row_update(P.r.X.data + start, P.r.X.indices + start, nnz, w, K, D, n_moved)

@@ -1,7 +1,7 @@
 # What every dual coordinate-descent problem shares: its data (DualData), reading a
 # row with the optional bias feature, and the bookkeeping of liblinear-style
 # shrinking.  A problem (see _dcd_svm.pxd, _dcd_svr.pxd) is a struct holding a DualData
-# `r` plus its own constants, and a set of inline hooks; _dcd.pyx writes each
+# `r` plus its own constants, and a set of inline hooks; _dcd.pxi writes each
 # selection strategy once over them.
 from pybudget._core._csr cimport (CsrView, csr_prefetch_dense, csr_prefetch_row, csr_row_dot,
                                   csr_row_sqnorm)

@@ -76,7 +76,7 @@ cdef inline double svr_gain(const SvrProblem* P, const double* b, int i, double 
 # violation.  By default we stop on the absolute largest violation <= tol like the other
 # problems; tol_rule="liblinear" stops as liblinear does, on the sweep's sum of the
 # violations of the visited (active) variables, sum_new, relative to the first sweep's
-# (its Gnorm1_new <= eps Gnorm1_init; the test is in _dcd.pyx, l1_met).
+# (its Gnorm1_new <= eps Gnorm1_init; the test is in _dcd.pxi, l1_met).
 cdef inline void svr_shrink_begin(Shrink* sh) noexcept nogil:
     sh.max_new = 0.0
     sh.sum_new = 0.0

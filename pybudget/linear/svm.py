@@ -12,7 +12,7 @@ from pybudget._core import _validation as V
 from pybudget._core._csr import rows_combination, used_columns
 from pybudget._core._estimator import SVMClassifierBase, binary_problems, one_vs_rest
 from pybudget._core._progress import report
-from pybudget.linear._dcd import SELECTIONS, TOL_RULES, dcd_solve, sum_of_squares
+from pybudget.linear._dual_cd import SELECTIONS, TOL_RULES, dcd_solve, sum_of_squares
 
 SELECTION_CHOICES = (*SELECTIONS, "auto")
 MULTI_CLASS = ("ovr", "crammer_singer")

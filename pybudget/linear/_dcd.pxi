@@ -14,12 +14,15 @@
 #
 # Everything here runs without the GIL on inputs validated in Python (linear/svm.py).
 # With bias > 0 the model has one extra weight w[n_cols] for a constant feature.
+#
+# This file is included by _dcd64.pyx and _dcd32.pyx, each fixing the value type of X
+# at compile time (PB_VALUE_TYPE); dual_data() refuses a matrix of the other type.
 from libc.math cimport exp, INFINITY
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 
-from pybudget._core._csr cimport csr_view
+from pybudget._core._csr cimport PB_VALUE_TYPE, csr_view
 from pybudget.linear._dcd_rows cimport (DualData, Shrink, VISIT_DROP, VISIT_STEP, dual_qd,
                                         prefetch_ahead)
 from pybudget.linear._dcd_svm cimport (
@@ -108,6 +111,7 @@ cdef enum:
     RULE_L1 = 1
 
 TOL_RULES = {"max": RULE_MAX, "liblinear": RULE_L1}
+VALUE_TYPE = np.dtype(f"float{PB_VALUE_TYPE}")   # what this module was compiled for
 PROBLEMS = ("svm", "svr", "lr", "cs")
 
 # AVSF constants from the paper: preference range and change rate.
@@ -598,6 +602,10 @@ cdef DualData dual_data(X, const double[::1] y, const double[::1] upper,
     caller's memoryviews."""
     cdef DualData r
     r.X = csr_view(X)
+    if ((PB_VALUE_TYPE == 64 and r.X.data32 != NULL)
+            or (PB_VALUE_TYPE == 32 and r.X.data != NULL)):
+        raise TypeError(f"this solver module reads float{PB_VALUE_TYPE} values only, "
+                        f"got {X.dtype}")
     r.y = &y[0]
     r.upper = &upper[0]
     r.diag = &diag[0]
