@@ -30,7 +30,8 @@ def machine():
             "processor": platform.processor() or platform.machine(),
             "cpus": os.cpu_count(), "numpy": np.__version__, "scipy": scipy.__version__,
             "sklearn": sklearn.__version__, "pybudget": pybudget.__version__,
-            "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+            "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None}
     try:
         from importlib.metadata import version
         info["liblinear-official"] = version("liblinear-official")

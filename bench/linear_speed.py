@@ -5,7 +5,7 @@ tol=0.1)`` (wall time of the whole call, validation included, and its own optimi
 time) against ``liblinear.train(problem, "-s 3 -c C -e 0.1 -q")`` with the problem built
 beforehand; runs interleaved, median of r each, plus sweeps and time per coordinate step.
 
-    python bench/linear_speed.py [-r 5] [--quick]
+    python bench/linear_speed.py [-r 5] [--quick] [--stem NAME]
 """
 import argparse
 import sys
@@ -28,6 +28,7 @@ def main():
     ap.add_argument("--tol", type=float, default=0.1)
     ap.add_argument("--quick", action="store_true", help="smoke run: a9a only, 1 repeat")
     ap.add_argument("--out", default=str(results_dir("linear")))
+    ap.add_argument("--stem", default="linear_speed", help="name of the output files")
     a = ap.parse_args()
     from liblinear import liblinearutil as ll
     cases = [("a9a", 0.01)] if a.quick else CASES
@@ -73,7 +74,7 @@ def main():
                   f"{r['liblinear_median']:.4f} | {int(np.median(r['sweeps']))} / "
                   f"{int(np.median(r['liblinear_sweeps']))} | {r['ratio_fit']:.3f} | "
                   f"{r['ratio_opt']:.3f} |")
-    write_outputs("linear_speed" + ("_quick" if a.quick else ""),
+    write_outputs(a.stem + ("_quick" if a.quick else ""),
                   {"machine": machine(), "params": vars(a), "rows": rows}, "\n".join(md) + "\n",
                   **({"out_dir": a.out} if a.out else {}))
 
