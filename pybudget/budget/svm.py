@@ -461,11 +461,14 @@ class BudgetSVC(SVMClassifierBase):
     merge_tol : float, default=0.01
         Tolerance on h in [0, 1] of the golden-section search; in (0, 0.5).
     averaging : {"auto", "tail", "none", "all", "last-half"}, default="auto"
-        Iterate averaging, bsgd only:
+        Iterate averaging ("all" and "last-half" bsgd only):
 
-        - "auto": "tail" unless ``checkpoints`` are asked for, then "none" (and "none"
-          for bsca).
+        - "auto": "tail" for bsgd unless ``checkpoints`` are asked for, then "none";
+          "none" for bsca.
         - "tail": the mean of the iterates of the last min(n/2, 4 * budget) steps.
+          With bsca (not in the paper; per one-vs-rest problem) the mean of the
+          models after each of those steps: an SV's coefficient enters the mean
+          with the value it had at each step.
         - "none": the BSGD paper's output, the last iterate.
         - "all": the mean of all iterates of the fit, the quantity the Pegasos and BSGD
           (Theorem 1) analyses bound, via convexity.
@@ -537,7 +540,7 @@ class BudgetSVC(SVMClassifierBase):
     ValueError, TypeError
         From ``fit`` for invalid parameters, and for combinations that do not apply:
         ``merge_size > budget``; ``checkpoints`` with averaging other than "none";
-        averaging other than "auto"/"none" with ``solver="bsca"``; non-default
+        averaging "all" or "last-half" with ``solver="bsca"``; non-default
         ``merge_size``, ``merge_search`` or ``multi_merge`` without
         ``maintenance="merge"``.
 
