@@ -38,6 +38,7 @@ from common import machine, results_dir, write_outputs  # noqa: E402
 
 from pybudget import BudgetSVC  # noqa: E402
 from pybudget.budget import _offset  # noqa: E402
+from pybudget.budget import svm as _svm  # noqa: E402
 from pybudget.datasets import EMBEDDED, external_data_dir  # noqa: E402
 from pybudget.datasets import load as load_embedded  # noqa: E402
 from pybudget.datasets.synthetic import make_skin_like  # noqa: E402
@@ -103,6 +104,14 @@ CANDIDATES = {
     "multi-merge(M=5, lookup-wd)": {"merge_size": 5, "merge_search": "lookup-wd"},
     "multi-merge(M=5, lookup-wd), paper": {"merge_size": 5, "merge_search": "lookup-wd",
                                            "offset": False, "averaging": "none"},
+    # issue 21: the tail counted in maintenance events ("_tail_events": r bounds it to
+    # about r * B events, the rate measured over the steps just before it; "_tail_max":
+    # "epoch/2" lets it start from half an epoch instead of 4 B steps), and tail
+    # averaging for BSCA (averaging="tail"; "auto" is "none" for bsca)
+    "tail(events<=B/2)": {"_tail_events": 0.5},
+    "tail(events<=B/2, from n/2)": {"_tail_events": 0.5, "_tail_max": "epoch/2"},
+    "averaging=tail": {"averaging": "tail"},
+    "averaging=tail(events<=B/2)": {"averaging": "tail", "_tail_events": 0.5},
 }
 
 
@@ -110,8 +119,8 @@ def options(name, solver, epochs):
     opts = dict(CANDIDATES[name])
     if opts.get("checkpoints") == "2/epoch":
         opts["checkpoints"] = max(10, 2 * epochs)
-    if solver != "bsgd" and opts.get("averaging", "none") != "none":
-        return None              # averaging is BSGD's
+    if solver != "bsgd" and opts.get("averaging", "none") not in ("none", "tail"):
+        return None              # these averagings are BSGD's
     return opts
 
 
@@ -158,6 +167,10 @@ def one_seed(args):
             # 22 (which moves back to the fewest errors between zero and it)
             fewest = ((lambda F, codes, b: b) if opts.pop("_rule", None) == "issue 12"
                       else _offset.fewest_errors)
+            # "_tail_events", "_tail_max": the averaging window's knobs (issue 21)
+            knobs = (opts.pop("_tail_events", None), opts.pop("_tail_max", None))
+            saved_knobs = _svm.TAIL_EVENTS_PER_SV, _svm.TAIL_MAX
+            _svm.TAIL_EVENTS_PER_SV, _svm.TAIL_MAX = knobs
             saved, _offset.Z_MIN = _offset.Z_MIN, z
             saved_fewest, _offset.fewest_errors = _offset.fewest_errors, fewest
             t0 = time.perf_counter()
@@ -167,6 +180,7 @@ def one_seed(args):
             finally:
                 _offset.Z_MIN = saved
                 _offset.fewest_errors = saved_fewest
+                _svm.TAIL_EVENTS_PER_SV, _svm.TAIL_MAX = saved_knobs
             wall = time.perf_counter() - t0
             rows.append({"cell": label, "candidate": cand, "seed": seed, "options": opts,
                          "accuracy": 100 * float(np.mean(clf.predict(Xt) == yt)),
@@ -238,9 +252,12 @@ def main():
     ap.add_argument("--check", action="store_true",
                     help="the check cells (data and settings not used to choose the default)")
     ap.add_argument("--stem", default=None)
+    ap.add_argument("--no-paper", action="store_true",
+                    help="do not add the `paper` baseline (no time ratios then)")
     args = ap.parse_args()
     seeds = args.seeds[:1] if args.quick else args.seeds
-    candidates = args.candidates if "paper" in args.candidates else ["paper"] + args.candidates
+    candidates = (args.candidates if "paper" in args.candidates or args.no_paper
+                  else ["paper"] + args.candidates)
 
     def have(name):
         return ((Path(args.data_dir) / f"{name}.bz2").exists() or name in EMBEDDED

@@ -198,3 +198,89 @@ def test_verbose_reports_epochs_with_eta(capsys):
         BudgetSVC(budget=20, epochs=3, solver=solver, verbose=1, random_state=0).fit(X, y)
         err = capsys.readouterr().err
         assert "epoch 1/3" in err and "epoch 3/3" in err and "ETA" in err
+
+
+def _run_recording(solver, X, y, budget, epochs, seed, **avg):
+    """bsgd_run / bsca_run on (X, y): with check_every=1 the model after every step is
+    recorded (no averaging), otherwise the run averages as `avg` says."""
+    from pybudget._core import _validation as Vd
+    from pybudget.budget._bsca import bsca_run
+    from pybudget.budget._bsgd import bsgd_run
+    from pybudget.budget._budget import BudgetModel
+    from pybudget.budget._maintain import Maintainer
+    Xc = Vd.canonical_csr(sp.csr_matrix(X))
+    n, d = X.shape
+    xsq = np.asarray(Xc.multiply(Xc).sum(1)).ravel()
+    mdl = BudgetModel(d, 1, budget + 1, 0.5, n if solver == "bsca" else 0)
+    mt = Maintainer(mdl, "merge", "gss", "cascade", 2, 0.01)
+    models = []
+
+    def record(m):
+        Z, beta, _ = m.arrays()
+        models.append((Z, beta))
+
+    every = 0 if avg else 1
+    if solver == "bsgd":
+        codes = (y > 0).astype(np.int32)
+        out = bsgd_run(Xc, xsq, codes, mdl, mt, budget, 2, 1.0 / (n * 10.0), epochs, 0,
+                       seed, avg.get("avg_start", 0), None, every, record if every else None,
+                       avg.get("avg_events", 0))
+    else:
+        out = bsca_run(Xc, xsq, y.astype(float), 10.0, np.zeros(n), mdl, mt, budget, 2,
+                       epochs, seed, None, every, record if every else None,
+                       avg.get("avg_start", 0), avg.get("avg_events", 0))
+    record(mdl)
+    return out, mdl, models
+
+
+@pytest.mark.parametrize("solver", ["bsgd", "bsca"])
+def test_tail_average_is_the_mean_of_the_iterates(solver):
+    # budget above n: no maintenance, so the SVs stay put and the averaged model must be
+    # exactly the numpy mean of the recorded models after each step of the window
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 3))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=40) > 0, 1, -1)
+    _, _, models = _run_recording(solver, X, y, 60, 2, 5)
+    start = 57                                    # steps 57 .. 80 of 2 x 40
+    out, mdl, _ = _run_recording(solver, X, y, 60, 2, 5, avg_start=start)
+    assert out["avg_start"] == start and out["n_avg"] == 80 - start + 1
+    Z, _ = models[-1]
+    ref = np.zeros((Z.shape[0], 1))
+    for Zs, beta in models[start - 1:80]:        # models[s - 1]: after step s
+        np.testing.assert_array_equal(Zs, Z[:Zs.shape[0]])
+        ref[:beta.shape[0]] += beta
+    np.testing.assert_allclose(mdl.averaged() / out["n_avg"], ref / out["n_avg"],
+                               rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("solver", ["bsgd", "bsca"])
+def test_tail_counted_in_events_shortens_the_window(solver):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 3))
+    y = np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
+    T, tail = 600, 100
+    full, _, _ = _run_recording(solver, X, y, 10, 2, 3, avg_start=T - tail + 1)
+    assert full["n_avg"] == tail
+    # the 100 steps before the window held some maintenance events: 3 of them take
+    # fewer steps (the rate is known at step T - tail + 1, before the window starts)
+    out, _, _ = _run_recording(solver, X, y, 10, 2, 3, avg_start=T - tail + 1, avg_events=3)
+    assert 1 <= out["n_avg"] < tail and out["avg_start"] == T - out["n_avg"] + 1
+    # a bound above the events there changes nothing
+    same, _, _ = _run_recording(solver, X, y, 10, 2, 3, avg_start=T - tail + 1,
+                                avg_events=10 ** 6)
+    assert same["n_avg"] == tail
+
+
+def test_bsca_tail_averaging_option():
+    X, y = data()
+    last = solve_budget(X, y, C=10, gamma=0.5, budget=15, solver="bsca", random_state=0,
+                        offset=False)
+    auto = solve_budget(X, y, C=10, gamma=0.5, budget=15, solver="bsca", random_state=0,
+                        offset=False, averaging="auto")
+    np.testing.assert_array_equal(auto.dual_coef, last.dual_coef)     # auto: none for bsca
+    tail = solve_budget(X, y, C=10, gamma=0.5, budget=15, solver="bsca", random_state=0,
+                        offset=False, averaging="tail")
+    np.testing.assert_array_equal(tail.support_vectors, last.support_vectors)
+    assert not np.allclose(tail.dual_coef, last.dual_coef)
+    with pytest.raises(ValueError, match="bsgd"):
+        BudgetSVC(solver="bsca", averaging="all").fit(X, y)

@@ -5,6 +5,9 @@
 # the exact coordinate step is delta = clip(a_i + 1 - y_i f(x_i), 0, C) - a_i; y_i delta
 # is added at x_i, in the existing slot while x_i is still an unmerged SV.  A full
 # permutation per epoch; a fixed number of epochs (no KKT stopping, see the paper).
+# Optional tail averaging (not in the paper): from step avg_start on, the model returned
+#   is the mean of the models after each step, kept per SV in the buffer's `acc` as for
+#   BSGD; an in-place change of an SV's coefficient is pre-debited like a new SV.
 from libc.stdint cimport uint64_t
 
 from pybudget.budget._budget cimport BudgetModel
@@ -20,6 +23,13 @@ cdef class BscaSteps(EpochSteps):
     cdef long n_updates
 
     cdef void step(self, int i) noexcept nogil:
+        self.t += 1
+        self.avg_tick()
+        self.update(i)
+        if self.avg_start > 0 and self.t >= self.avg_start:
+            self.mdl.accrue()         # the model after this step joins the average
+
+    cdef inline void update(self, int i) noexcept nogil:
         cdef double a = self.alpha[i] + 1.0 - self.y[i] * self.f[0], delta, coef
         cdef double* bp
         cdef int j
@@ -37,6 +47,9 @@ cdef class BscaSteps(EpochSteps):
         if j >= 0:
             bp = self.mdl.beta
             bp[j] += coef / self.mdl.scale
+            if self.mdl.track_avg:    # the change earns only the steps from now on
+                bp = self.mdl.acc
+                bp[j] -= coef / self.mdl.scale * self.mdl.avg_pending
         else:
             self.mdl.add_row(&self.X, i, self.xsq[i], &coef, i)
             if self.mdl.n_sv >= self.mdl.cap:
@@ -45,18 +58,30 @@ cdef class BscaSteps(EpochSteps):
 
 def bsca_run(X, double[::1] xsq, double[::1] y, double C, double[::1] alpha,
              BudgetModel mdl, Maintainer mt, int budget, int merge_size, int epochs,
-             uint64_t seed, progress=None, long check_every=0, checkpoint=None):
+             uint64_t seed, progress=None, long check_every=0, checkpoint=None,
+             long avg_start=0, long avg_events=0):
     """`epochs` BSCA epochs on canonical CSR X with labels y in {-1, +1}, dual variables
     alpha (updated in place) and a binary model `mdl` created with n_src = n_rows.
     `progress`, if given, is called as progress(epochs_done, epochs, seconds).
     check_every > 0: after every check_every steps short of the end, the model is merged
-    down to `budget` SVs and checkpoint(mdl) is called."""
+    down to `budget` SVs and checkpoint(mdl) is called.  avg_start in 1 .. epochs * n:
+    average the models after steps avg_start .. epochs * n (steps counted from 1; read
+    the result with mdl.averaged() / n_avg); avg_events > 0 shortens that window to
+    about avg_events maintenance events (EpochSteps.set_window)."""
     if (mdl.n_coef != 1 or mdl.n_src != X.shape[0] or mdl.d != X.shape[1]
             or xsq.shape[0] != X.shape[0] or y.shape[0] != X.shape[0]
             or alpha.shape[0] != X.shape[0] or X.shape[0] < 1):
         raise ValueError("bsca_run: arrays do not match")
+    cdef long T = <long>epochs * X.shape[0]
+    if avg_start != 0 and not 0 < avg_start <= T:
+        raise ValueError("bsca_run: avg_start outside this run's steps")
+    if check_every > 0 and avg_start != 0:
+        raise ValueError("bsca_run: checkpoints need no averaging")
     cdef BscaSteps st = BscaSteps()
     st.setup(X, xsq, mdl, mt, merge_size, seed)
     st.y, st.alpha, st.C, st.n_updates = y, alpha, C, 0
+    st.set_window(0, avg_start, T, avg_events)
     seconds = run_epochs(st, epochs, budget, progress, check_every, checkpoint)
-    return {"n_updates": st.n_updates, "merge_time": st.merge_time, "time": seconds}
+    return {"n_updates": st.n_updates, "merge_time": st.merge_time, "time": seconds,
+            "n_avg": st.t - st.avg_start + 1 if st.avg_start > 0 else 0,
+            "avg_start": st.avg_start}

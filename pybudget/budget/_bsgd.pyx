@@ -24,7 +24,7 @@ cdef class BsgdSteps(EpochSteps):
     cdef double[::1] coef
     cdef int[::1] codes
     cdef double lam
-    cdef long avg_start, t, n_added
+    cdef long n_added
 
     cdef void step(self, int i) noexcept nogil:
         cdef const double* f = &self.f[0]
@@ -33,6 +33,7 @@ cdef class BsgdSteps(EpochSteps):
         cdef double eta, best = 0.0
         cdef bint violated
         self.t += 1
+        self.avg_tick()               # may start the average (acc only, beta untouched)
         if K == 1:
             violated = (f[0] if y == 1 else -f[0]) < 1.0
         else:
@@ -41,8 +42,6 @@ cdef class BsgdSteps(EpochSteps):
                     best = f[c]
                     r = c
             violated = 1.0 + best - f[y] > 0.0
-        if self.avg_start > 0 and self.t == self.avg_start:
-            self.mdl.begin_average()
         self.mdl.scale_by(1.0 - 1.0 / self.t)
         if violated:
             eta = 1.0 / (self.lam * self.t)
@@ -64,7 +63,7 @@ cdef class BsgdSteps(EpochSteps):
 def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
              int budget, int merge_size, double lam, int epochs, long t_start,
              uint64_t seed, long avg_start=0, progress=None, long check_every=0,
-             checkpoint=None):
+             checkpoint=None, long avg_events=0):
     """Run `epochs` BSGD epochs on canonical CSR X (codes: 0/1 for binary with the model's
     n_coef == 1, else the class index), continuing the model in `mdl` and the global step
     count t_start.  avg_start > t_start: average the iterates from that global step on
@@ -72,7 +71,10 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     given, is called as progress(epochs_done, epochs, seconds) after every epoch.
     check_every > 0: after every check_every steps (counted from t_start) short of the
     end, the model is first merged down to `budget` SVs, then checkpoint(mdl) is called.
-    Returns a dict of counters and timings (n_avg: number of averaged iterates)."""
+    avg_events > 0 (with avg_start): the window is shortened to the last steps expected
+    to hold avg_events maintenance events (EpochSteps.set_window).
+    Returns a dict of counters and timings (n_avg: number of averaged iterates,
+    avg_start: the step the average started at, 0 for none)."""
     if (mdl.d != X.shape[1] or xsq.shape[0] != X.shape[0] or codes.shape[0] != X.shape[0]
             or X.shape[0] < 1 or not lam > 0):
         raise ValueError("bsgd_run: arrays do not match")
@@ -84,11 +86,13 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
         raise ValueError("bsgd_run: checkpoints need no averaging")
     cdef BsgdSteps st = BsgdSteps()
     st.setup(X, xsq, mdl, mt, merge_size, seed)
-    st.codes, st.lam, st.avg_start, st.t, st.n_added = codes, lam, avg_start, t_start, 0
+    st.codes, st.lam, st.n_added = codes, lam, 0
+    st.set_window(t_start, avg_start, t_start + <long>epochs * X.shape[0], avg_events)
     # the buffer holds budget + M - 1 rows, and a step that fills it triggers maintenance:
     # one event merges M into one (M = 2: one overflow); removal/projection delete one SV
     st.coef = np.zeros(mdl.n_coef)
     seconds = run_epochs(st, epochs, budget, progress, check_every, checkpoint)
     return {"t": st.t, "n_added": st.n_added, "merge_time": st.merge_time,
             "time": seconds, "seed_state": st.rng,
-            "n_avg": st.t - avg_start + 1 if avg_start > 0 else 0}
+            "n_avg": st.t - st.avg_start + 1 if st.avg_start > 0 else 0,
+            "avg_start": st.avg_start}

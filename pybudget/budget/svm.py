@@ -24,6 +24,11 @@ from pybudget.budget._offset import draw_sample, model_offset, reservoir_update
 SOLVERS = ("bsgd", "bsca")
 AVERAGING = ("auto", "none", "tail", "all", "last-half")
 TAIL_PER_SV = 4     # averaging="tail" covers the last min(n / 2, 4 * budget) steps
+# experimental (issue 21), off: None.  TAIL_EVENTS_PER_SV = r shortens the tail to the
+# steps expected to hold ceil(r * budget) maintenance events (rate measured just before
+# it); TAIL_MAX = "epoch/2" lets that bounded tail start from n / 2 steps instead
+TAIL_EVENTS_PER_SV = None
+TAIL_MAX = None
 
 @dataclass
 class BudgetResult:
@@ -121,9 +126,9 @@ def check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_siz
     if checkpoints and averaging != "none":
         raise ValueError(f"checkpoints={checkpoints} selects among iterates and cannot be "
                          f"combined with averaging={averaging!r}")
-    if averaging != "none" and solver != "bsgd":
-        raise ValueError(f"averaging={averaging!r} applies to solver='bsgd' only, "
-                         f"got solver={solver!r}")
+    if averaging not in ("none", "tail") and solver != "bsgd":
+        raise ValueError(f"averaging={averaging!r} applies to solver='bsgd' only "
+                         f"(bsca: 'tail' or 'none'), got solver={solver!r}")
     if merge_tol >= 0.5:
         raise ValueError(f"merge_tol must be below 0.5 (a tolerance on h in [0, 1]), "
                          f"got {merge_tol!r}")
@@ -205,13 +210,14 @@ def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, stat
     epochs = epochs or p["epochs"]
     T = epochs * n
     xsq = V.row_sqnorms(X) if xsq is None else xsq
-    tail = max(1, min(n // 2, TAIL_PER_SV * budget))
+    tail, avg_events = _tail(n, budget, p["averaging"])
     avg_start = {"none": 0, "all": t0 + 1, "last-half": t0 + T // 2 + 1,
                  "tail": t0 + T - tail + 1}[p["averaging"]]
     ck = (BestCheckpoint(X, xsq, codes, lam, seed, p["checkpoints"], offset=p["offset"])
           if p["checkpoints"] else None)
     out = bsgd_run(X, xsq, codes.astype(np.int32), mdl, mt, budget, M, lam,
-                   epochs, t0, seed, avg_start, progress, ck.every(T) if ck else 0, ck)
+                   epochs, t0, seed, avg_start, progress, ck.every(T) if ck else 0, ck,
+                   avg_events)
     out["checkpoints"] = [ck] if ck else []
     if ck:
         Z, beta, _, b = ck.finish(mdl)
@@ -223,6 +229,17 @@ def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, stat
         b, seconds = _offset(p, X, xsq, codes, seed, Z, beta, gamma)
         out["time"] += seconds
     return Z, beta.T.copy(), b, out, mt
+
+
+def _tail(n, budget, averaging):
+    """(steps, events) of averaging="tail" for n rows per epoch: the last `steps` steps,
+    shortened at run time to about `events` maintenance events if events > 0."""
+    if averaging != "tail":
+        return 0, 0
+    if TAIL_EVENTS_PER_SV is None:
+        return max(1, min(n // 2, TAIL_PER_SV * budget)), 0
+    steps = max(1, n // 2 if TAIL_MAX == "epoch/2" else min(n // 2, TAIL_PER_SV * budget))
+    return steps, int(np.ceil(TAIL_EVENTS_PER_SV * budget))
 
 
 def _offset(p, X, xsq, codes, seed, Z, beta, gamma):
@@ -243,6 +260,8 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0, n_jobs
                  f"{budget} SV rows of {d} dense features", "reduce the budget or the features")
     xsq = V.row_sqnorms(X)
     T = p["epochs"] * n
+    tail, avg_events = _tail(n, budget, p["averaging"])
+    avg_start = T - tail + 1 if tail else 0
 
     def solve(k, seed_k):
         # everything written here is this problem's own; X and xsq are only read
@@ -255,12 +274,14 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0, n_jobs
                              extra=alpha, offset=p["offset"])
               if p["checkpoints"] else None)
         out = bsca_run(X, xsq, y, p["C"], alpha, mdl, mt, budget, M, p["epochs"],
-                       seed_k, progress, ck.every(T) if ck else 0, ck)
+                       seed_k, progress, ck.every(T) if ck else 0, ck, avg_start, avg_events)
         if ck:
             Z, beta, alpha, b = ck.finish(mdl)
             out["time"] += ck.seconds
         else:
             Z, beta, _ = mdl.arrays()
+            if avg_start:
+                beta = mdl.averaged() / out["n_avg"]
             b, seconds = _offset(p, X, xsq, codes_k, seed_k, Z, beta, gamma)
             out["time"] += seconds
         return Z, beta[:, 0], b[0], alpha, out, mt, ck
@@ -440,11 +461,14 @@ class BudgetSVC(SVMClassifierBase):
     merge_tol : float, default=0.01
         Tolerance on h in [0, 1] of the golden-section search; in (0, 0.5).
     averaging : {"auto", "tail", "none", "all", "last-half"}, default="auto"
-        Iterate averaging, bsgd only:
+        Iterate averaging ("all" and "last-half" bsgd only):
 
-        - "auto": "tail" unless ``checkpoints`` are asked for, then "none" (and "none"
-          for bsca).
+        - "auto": "tail" for bsgd unless ``checkpoints`` are asked for, then "none";
+          "none" for bsca.
         - "tail": the mean of the iterates of the last min(n/2, 4 * budget) steps.
+          With bsca (not in the paper; per one-vs-rest problem) the mean of the
+          models after each of those steps: an SV's coefficient enters the mean
+          with the value it had at each step.
         - "none": the BSGD paper's output, the last iterate.
         - "all": the mean of all iterates of the fit, the quantity the Pegasos and BSGD
           (Theorem 1) analyses bound, via convexity.
@@ -516,7 +540,7 @@ class BudgetSVC(SVMClassifierBase):
     ValueError, TypeError
         From ``fit`` for invalid parameters, and for combinations that do not apply:
         ``merge_size > budget``; ``checkpoints`` with averaging other than "none";
-        averaging other than "auto"/"none" with ``solver="bsca"``; non-default
+        averaging "all" or "last-half" with ``solver="bsca"``; non-default
         ``merge_size``, ``merge_search`` or ``multi_merge`` without
         ``maintenance="merge"``.
 
