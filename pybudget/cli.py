@@ -671,8 +671,9 @@ def build_parser():
                      help="no offset fitted on training rows (with --averaging none: "
                           "the papers' last iterate)")
     ker.add_argument("--averaging", choices=AVERAGING, default=None,
-                     help="BSGD iterate averaging (default %s: the mean of the last "
-                          "min(n/2, 4*budget) iterates)" % _default("BudgetSVC", "averaging"))
+                     help="iterate averaging (default %s: the mean of the last "
+                          "min(n/2, 4*budget) iterates; all, last-half: BSGD only)"
+                          % _default("BudgetSVC", "averaging"))
     ker.add_argument("--stream", action="store_true",
                      help="read TRAIN_FILE in chunks (BSGD partial_fit, bounded memory)")
     ker.add_argument("--chunk-size", type=int, default=10000,

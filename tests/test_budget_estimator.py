@@ -274,13 +274,19 @@ def test_tail_counted_in_events_shortens_the_window(solver):
 def test_bsca_tail_averaging_option():
     X, y = data()
     last = solve_budget(X, y, C=10, gamma=0.5, budget=15, solver="bsca", random_state=0,
-                        offset=False)
+                        offset=False, averaging="none")
     auto = solve_budget(X, y, C=10, gamma=0.5, budget=15, solver="bsca", random_state=0,
-                        offset=False, averaging="auto")
-    np.testing.assert_array_equal(auto.dual_coef, last.dual_coef)     # auto: none for bsca
+                        offset=False)
     tail = solve_budget(X, y, C=10, gamma=0.5, budget=15, solver="bsca", random_state=0,
                         offset=False, averaging="tail")
+    np.testing.assert_array_equal(auto.dual_coef, tail.dual_coef)     # auto: tail for bsca
     np.testing.assert_array_equal(tail.support_vectors, last.support_vectors)
     assert not np.allclose(tail.dual_coef, last.dual_coef)
+    # with checkpoints, auto is the last iterate of each checkpoint (no averaging)
+    ck = solve_budget(X, y, C=10, gamma=0.5, budget=15, solver="bsca", random_state=0,
+                      offset=False, checkpoints=3)
+    ck_none = solve_budget(X, y, C=10, gamma=0.5, budget=15, solver="bsca", random_state=0,
+                           offset=False, checkpoints=3, averaging="none")
+    np.testing.assert_array_equal(ck.dual_coef, ck_none.dual_coef)
     with pytest.raises(ValueError, match="bsgd"):
         BudgetSVC(solver="bsca", averaging="all").fit(X, y)

@@ -4,7 +4,9 @@ reorganised (tests/data/make_fingerprints.py, commit d07f2db).  Issue 22 changed
 offset rule: the intercepts of the five default configurations with an offset (bsca,
 bsca_lookup_wd, bsca_m3, bsca_multi3, bsgd_checkpoints) were recorded again; their
 support vectors, coefficients and step counts are those of d07f2db, and the old rule
-still reproduces the old digests."""
+still reproduces the old digests.  Issue 21 made BSCA's default average its tail: the
+four BSCA entries (bsca, bsca_lookup_wd, bsca_m3, bsca_multi3) were recorded again, and
+with averaging="none" they give the digests recorded before (BSCA_BEFORE_ISSUE_21)."""
 import importlib.util
 import json
 import warnings
@@ -38,3 +40,20 @@ def test_models_and_step_counts_unchanged(computed, family):
     changed = {k: (computed[family][k], v) for k, v in RECORDED[family].items()
                if computed[family][k] != v}
     assert not changed, f"{len(changed)} fingerprints changed: {changed}"
+
+
+# The BSCA digests before issue 21 (issue 22's offset rule, no averaging): the last
+# iterate is unchanged by the tail average's bookkeeping.
+BSCA_BEFORE_ISSUE_21 = {"bsca": ["8d3657cf818692d8420e7299", 3000, 1706, 1666],
+                        "bsca_lookup_wd": ["255ed374cb11732b6b345796", 3000, 1704, 1664],
+                        "bsca_m3": ["1e35912696385e6cb4124434", 3000, 1732, 843],
+                        "bsca_multi3": ["b77e78fb27e971ac36223e90", 0]}
+
+
+def test_bsca_last_iterate_unchanged():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prints = _generator().budget_prints(bsca_opts={"averaging": "none"})
+    assert {k: prints[k] for k in BSCA_BEFORE_ISSUE_21} == BSCA_BEFORE_ISSUE_21
+    # and the default differs from it: the tail average is on
+    assert all(RECORDED["budget"][k][0] != v[0] for k, v in BSCA_BEFORE_ISSUE_21.items())

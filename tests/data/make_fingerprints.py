@@ -61,11 +61,15 @@ def linear_prints():
     return out
 
 
-def budget_prints():
+def budget_prints(bsca_opts=None):
+    """The budget fingerprints; bsca_opts (e.g. averaging="none") are added to every
+    BSCA configuration."""
     out = {}
     X, y = load("a9a")[:2]
     X, y = X[:1500], y[:1500]
     for name, opts in BUDGET_CONFIGS.items():
+        if opts["solver"] == "bsca":
+            opts = dict(opts, **(bsca_opts or {}))
         r = solve_budget(X, y, C=8.0, gamma=0.05, budget=40, epochs=2, random_state=5,
                          **opts)
         sv = r.support_vectors
@@ -75,7 +79,8 @@ def budget_prints():
     y3 = np.where(X[:, 0].toarray().ravel() > 0, 2, y)
     for solver in ("bsgd", "bsca"):
         clf = BudgetSVC(C=8.0, gamma=0.05, budget=40, epochs=1, solver=solver,
-                        random_state=5).fit(X, y3)
+                        random_state=5, **(bsca_opts or {} if solver == "bsca" else {})
+                        ).fit(X, y3)
         out[f"{solver}_multi3"] = [digest(clf.support_vectors_, clf.dual_coef_,
                                           np.ravel(clf.intercept_)), 0]
     return out
