@@ -319,13 +319,16 @@ def _resolve_once(selection, X, cvec, bias, sqnorms):
 def _solve_binary(X, y, cvec, C, *, sqnorms, selection, start=None, **kw):
     """dual_cd on the rows with positive weight (zero-weight rows are not part of the
     problem; ``start`` refers to those rows only) after resolving "auto".  ``sqnorms``
-    are V.row_sqnorms(X, bias), computed (and checked) once per data set by the caller.
+    are V.row_sqnorms(X, bias), computed (and checked) once per data set by the caller,
+    or None (then computed for "auto", and the squares checked by dual_cd).
     alpha is reported for every row (0 where the weight is 0)."""
     keep = cvec > 0
     if not keep.all():
-        X, y, cvec, sqnorms = X[keep], y[keep], cvec[keep], sqnorms[keep]
+        X, y, cvec = X[keep], y[keep], cvec[keep]
+        sqnorms = None if sqnorms is None else sqnorms[keep]
     used = resolve_selection(selection, X, cvec, kw.get("bias", 0.0), sqnorms)
-    res = dual_cd(X, y, cvec, selection=used, start=start, C=C, checked=True, **kw)
+    res = dual_cd(X, y, cvec, selection=used, start=start, C=C, checked=sqnorms is not None,
+                  **kw)
     res.selection, res.C = used, C
     if not keep.all():
         alpha = np.zeros(keep.shape[0])
@@ -439,7 +442,9 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
         classes, target = V.binary_labels(y, X.shape[0])
         extra = {}
     cvec = C * V.sample_weights(sample_weight, X.shape[0])
-    res = _solve_binary(X, target, cvec, C, sqnorms=V.row_sqnorms(X, bias), loss=loss,
+    # the rows' norms serve "auto" only (otherwise dual_cd checks the squares, cheaper)
+    sqnorms = V.row_sqnorms(X, bias) if selection == "auto" else None
+    res = _solve_binary(X, target, cvec, C, sqnorms=sqnorms, loss=loss,
                         selection=selection, tol=tol, max_iter=max_iter, bias=bias,
                         seed=V.seed_from(random_state), **extra)
     res.classes = classes
