@@ -1,24 +1,25 @@
-"""Issues 12 and 22: which BudgetSVC default returns a good model on every seed.
+"""Issues 12, 21 and 22: which BudgetSVC default returns a good model on every seed.
 
 For each cell (data set, solver, epochs; B = 500, C and gamma as in budget_accuracy.py)
 and each candidate setting, fits seeds 0-19 and records test accuracy and fit time.
 Candidates are named option sets: "paper" (offset=False, averaging="none": the last
 iterate, as the BSGD/BSCA papers return it, and pybudget's default before issue 12),
-"default" (nothing set: what a new user gets now: the offset, and for BSGD the tail
-average), "offset=False" (the default without the offset), "default(issue 12 rule)" (the
-default with issue 12's offset rule: the hinge minimiser itself when significant, not
-the point with the fewest sample errors between zero and it), and the alternatives that
-were measured to choose them.  "offset(ungated)" moves the threshold even when the
-hinge gain is not significant (Z_MIN = 0).  Only training rows enter any candidate; test
-labels are used for the scores in the table, nothing else.  Multi-class BSGD (B = 100,
-5 epochs, pendigits and dna.scale with budget_accuracy.py's gamma) is checked the same
-way, and the synthetic skin-like data of issue 22 (pybudget.datasets.synthetic, B = 100,
-generated, not read) in cells named "skin-like".  Writes
-bench/results/budget_defaults/budget_defaults.json and .md (--check:
+"default" (nothing set: what a new user gets now: the offset and the tail average, for
+BSCA since issue 21), "offset=False" (the default without the offset), "default(issue 12
+rule)" (the default with issue 12's offset rule: the hinge minimiser itself when
+significant, not the point with the fewest sample errors between zero and it), and the
+alternatives that were measured to choose them. "offset(ungated)" moves the threshold
+even when the hinge gain is not significant (Z_MIN = 0). Only training rows enter any
+candidate; test labels are used for the scores in the table, nothing else. Multi-class
+BSGD (B = 100, 5 epochs, pendigits and dna.scale with budget_accuracy.py's gamma) is
+checked the same way, and the synthetic skin-like data of issue 22
+(pybudget.datasets.synthetic, B = 100, generated, not read) in cells named "skin-like".
+Writes bench/results/budget_defaults/budget_defaults.json and .md (--check:
 budget_defaults_check.*).
 
     python bench/budget_defaults.py [--quick] [--seeds 0 1 ...] [--cells REGEX]
                                     [--candidates NAME ...] [--jobs 2] [--stem NAME]
+                                    [--check] [--no-paper]
 
 With --jobs 2 the seeds run in two worker processes; every candidate of a seed runs in
 the same worker back to back, so the fit-time ratios compare like with like.
@@ -107,7 +108,7 @@ CANDIDATES = {
     # issue 21: the tail counted in maintenance events ("_tail_events": r bounds it to
     # about r * B events, the rate measured over the steps just before it; "_tail_max":
     # "epoch/2" lets it start from half an epoch instead of 4 B steps), and tail
-    # averaging for BSCA (averaging="tail"; "auto" is "none" for bsca)
+    # averaging for BSCA (averaging="tail", which "auto" became for bsca in issue 21)
     "tail(events<=B/2)": {"_tail_events": 0.5},
     "tail(events<=B/2, from n/2)": {"_tail_events": 0.5, "_tail_max": "epoch/2"},
     "averaging=tail": {"averaging": "tail"},
