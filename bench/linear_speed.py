@@ -5,7 +5,11 @@ tol=0.1)`` (wall time of the whole call, validation included, and its own optimi
 time) against ``liblinear.train(problem, "-s 3 -c C -e 0.1 -q")`` with the problem built
 beforehand; runs interleaved, median of r each, plus sweeps and time per coordinate step.
 
-    python bench/linear_speed.py [-r 5] [--quick] [--stem NAME]
+Sweep counts vary with the random order (ours seeded by the run's index, liblinear's
+unseeded), and with them the time of a run: ``--sweeps N`` compares, untimed, the
+distributions of the sweep counts of N runs of each instead (writes <stem>_sweeps.*).
+
+    python bench/linear_speed.py [-r 5] [--quick] [--stem NAME] [--sweeps N]
 """
 import argparse
 import sys
@@ -29,9 +33,13 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smoke run: a9a only, 1 repeat")
     ap.add_argument("--out", default=str(results_dir("linear")))
     ap.add_argument("--stem", default="linear_speed", help="name of the output files")
+    ap.add_argument("--sweeps", type=int, default=0, metavar="N",
+                    help="compare the sweep counts of N untimed runs of each instead")
     a = ap.parse_args()
     from liblinear import liblinearutil as ll
     cases = [("a9a", 0.01)] if a.quick else CASES
+    if a.sweeps:
+        return sweep_counts(a, cases, ll)
     reps = 1 if a.quick else a.repeats
     rows, loaded = [], {}
     for name, C in cases:
@@ -77,6 +85,36 @@ def main():
     write_outputs(a.stem + ("_quick" if a.quick else ""),
                   {"machine": machine(), "params": vars(a), "rows": rows}, "\n".join(md) + "\n",
                   **({"out_dir": a.out} if a.out else {}))
+
+
+def sweep_counts(a, cases, ll):
+    """The distributions of the sweep counts of N runs of each solver (untimed)."""
+    n = 2 if a.quick else a.sweeps
+    rows = []
+    for name, C in cases:
+        X, y, _, _ = load(name)
+        X = V.as_csr(X)
+        prob = ll.problem(y, X)
+        ours = [solve_linear(X, y, C, selection="shrinking", tol=a.tol,
+                             random_state=seed).n_iter for seed in range(n)]
+        theirs = [liblinear_train(prob, f"-s 3 -c {C} -e {a.tol}")[2]["n_iter"]
+                  for _ in range(n)]
+        rows.append({"data": name, "C": C, "tol": a.tol, "sweeps": ours,
+                     "liblinear_sweeps": theirs})
+    md = [f"# Sweeps of hard shrinking and liblinear-official (-s 3, tol {a.tol:g}), "
+          f"{n} runs each", "",
+          "| data | C | ours: mean, median [10th, 90th percentile] | liblinear: mean, median "
+          "[10th, 90th percentile] |", "|---|---|---|---|"]
+
+    def summary(v):
+        p10, p50, p90 = np.percentile(v, [10, 50, 90])
+        return f"{np.mean(v):.2f}, {p50:g} [{p10:g}, {p90:g}]"
+    for r in rows:
+        md.append(f"| {r['data']} | {r['C']:g} | {summary(r['sweeps'])} | "
+                  f"{summary(r['liblinear_sweeps'])} |")
+    write_outputs(a.stem + "_sweeps" + ("_quick" if a.quick else ""),
+                  {"machine": machine(), "params": vars(a), "rows": rows},
+                  "\n".join(md) + "\n", out_dir=a.out)
 
 
 if __name__ == "__main__":
