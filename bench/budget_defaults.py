@@ -39,7 +39,6 @@ from common import machine, results_dir, write_outputs  # noqa: E402
 
 from pybudget import BudgetSVC  # noqa: E402
 from pybudget.budget import _offset  # noqa: E402
-from pybudget.budget import svm as _svm  # noqa: E402
 from pybudget.datasets import EMBEDDED, external_data_dir  # noqa: E402
 from pybudget.datasets import load as load_embedded  # noqa: E402
 from pybudget.datasets.synthetic import make_skin_like  # noqa: E402
@@ -105,14 +104,10 @@ CANDIDATES = {
     "multi-merge(M=5, lookup-wd)": {"merge_size": 5, "merge_search": "lookup-wd"},
     "multi-merge(M=5, lookup-wd), paper": {"merge_size": 5, "merge_search": "lookup-wd",
                                            "offset": False, "averaging": "none"},
-    # issue 21: the tail counted in maintenance events ("_tail_events": r bounds it to
-    # about r * B events, the rate measured over the steps just before it; "_tail_max":
-    # "epoch/2" lets it start from half an epoch instead of 4 B steps), and tail
-    # averaging for BSCA (averaging="tail", which "auto" became for bsca in issue 21)
-    "tail(events<=B/2)": {"_tail_events": 0.5},
-    "tail(events<=B/2, from n/2)": {"_tail_events": 0.5, "_tail_max": "epoch/2"},
+    # issue 21: tail averaging for BSCA (averaging="tail", which "auto" became for bsca).
+    # Its other candidates, the BSGD tail bounded to about r * B maintenance events
+    # ("tail(events<=B/2)", ...), need the knob of commit e14a39c, since removed.
     "averaging=tail": {"averaging": "tail"},
-    "averaging=tail(events<=B/2)": {"averaging": "tail", "_tail_events": 0.5},
 }
 
 
@@ -168,10 +163,6 @@ def one_seed(args):
             # 22 (which moves back to the fewest errors between zero and it)
             fewest = ((lambda F, codes, b: b) if opts.pop("_rule", None) == "issue 12"
                       else _offset.fewest_errors)
-            # "_tail_events", "_tail_max": the averaging window's knobs (issue 21)
-            knobs = (opts.pop("_tail_events", None), opts.pop("_tail_max", None))
-            saved_knobs = _svm.TAIL_EVENTS_PER_SV, _svm.TAIL_MAX
-            _svm.TAIL_EVENTS_PER_SV, _svm.TAIL_MAX = knobs
             saved, _offset.Z_MIN = _offset.Z_MIN, z
             saved_fewest, _offset.fewest_errors = _offset.fewest_errors, fewest
             t0 = time.perf_counter()
@@ -181,7 +172,6 @@ def one_seed(args):
             finally:
                 _offset.Z_MIN = saved
                 _offset.fewest_errors = saved_fewest
-                _svm.TAIL_EVENTS_PER_SV, _svm.TAIL_MAX = saved_knobs
             wall = time.perf_counter() - t0
             rows.append({"cell": label, "candidate": cand, "seed": seed, "options": opts,
                          "accuracy": 100 * float(np.mean(clf.predict(Xt) == yt)),

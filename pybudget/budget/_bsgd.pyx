@@ -63,7 +63,7 @@ cdef class BsgdSteps(EpochSteps):
 def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
              int budget, int merge_size, double lam, int epochs, long t_start,
              uint64_t seed, long avg_start=0, progress=None, long check_every=0,
-             checkpoint=None, long avg_events=0):
+             checkpoint=None):
     """Run `epochs` BSGD epochs on canonical CSR X (codes: 0/1 for binary with the model's
     n_coef == 1, else the class index), continuing the model in `mdl` and the global step
     count t_start.  avg_start > t_start: average the iterates from that global step on
@@ -71,10 +71,7 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     given, is called as progress(epochs_done, epochs, seconds) after every epoch.
     check_every > 0: after every check_every steps (counted from t_start) short of the
     end, the model is first merged down to `budget` SVs, then checkpoint(mdl) is called.
-    avg_events > 0 (with avg_start): the window is shortened to the last steps expected
-    to hold avg_events maintenance events (EpochSteps.set_window).
-    Returns a dict of counters and timings (n_avg: number of averaged iterates,
-    avg_start: the step the average started at, 0 for none)."""
+    Returns a dict of counters and timings (n_avg: number of averaged iterates)."""
     if (mdl.d != X.shape[1] or xsq.shape[0] != X.shape[0] or codes.shape[0] != X.shape[0]
             or X.shape[0] < 1 or not lam > 0):
         raise ValueError("bsgd_run: arrays do not match")
@@ -87,12 +84,11 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     cdef BsgdSteps st = BsgdSteps()
     st.setup(X, xsq, mdl, mt, merge_size, seed)
     st.codes, st.lam, st.n_added = codes, lam, 0
-    st.set_window(t_start, avg_start, t_start + <long>epochs * X.shape[0], avg_events)
+    st.t, st.avg_start = t_start, avg_start
     # the buffer holds budget + M - 1 rows, and a step that fills it triggers maintenance:
     # one event merges M into one (M = 2: one overflow); removal/projection delete one SV
     st.coef = np.zeros(mdl.n_coef)
     seconds = run_epochs(st, epochs, budget, progress, check_every, checkpoint)
     return {"t": st.t, "n_added": st.n_added, "merge_time": st.merge_time,
             "time": seconds, "seed_state": st.rng,
-            "n_avg": st.t - st.avg_start + 1 if st.avg_start > 0 else 0,
-            "avg_start": st.avg_start}
+            "n_avg": st.t - avg_start + 1 if avg_start > 0 else 0}

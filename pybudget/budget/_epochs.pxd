@@ -20,14 +20,10 @@ cdef class EpochSteps:
     cdef double merge_time      # seconds in budget maintenance, the driver's included
     cdef bint ready             # setup() ran: run_epochs refuses anything else
     # iterate averaging (see avg_tick in _epochs.pyx): t counts steps (BSGD: globally)
-    cdef long t, avg_start      # the average starts at step avg_start (0: none / not yet)
-    cdef long avg_end           # the run's last step
-    cdef long max_events        # > 0: window bounded to ~max_events maintenance events
-    cdef long probe_start, probe_end, events0
+    cdef long t, avg_start      # the average starts at step avg_start (0: none)
     cdef setup(self, X, double[::1] xsq, BudgetModel mdl, Maintainer mt, int M, uint64_t seed)
     cdef void maintain(self) noexcept nogil
     cdef void merge_down(self, int budget) noexcept nogil
     cdef bint run(self, int s_begin, int s_end) noexcept nogil
     cdef void step(self, int i) noexcept nogil
-    cdef void set_window(self, long t_start, long avg_start, long avg_end, long max_events)
     cdef void avg_tick(self) noexcept nogil

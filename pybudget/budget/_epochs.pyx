@@ -54,38 +54,9 @@ cdef class EpochSteps:
         """One solver step on row i of self.X with f already computed."""
         pass
 
-    cdef void set_window(self, long t_start, long avg_start, long avg_end, long max_events):
-        """Averaging window: the steps avg_start .. avg_end (0: no averaging), counting
-        from t_start + 1.  max_events > 0 shortens it, once, to the steps expected to
-        hold max_events maintenance events: at step avg_start the events of the
-        avg_start - 1 - t_start (at most avg_end - avg_start + 1) steps before it give
-        the rate, and the window becomes the last min(its length, max_events / rate)
-        steps (all of it when there were no events)."""
-        self.t = t_start
-        self.avg_end = avg_end
-        self.max_events = max_events if avg_start > 0 else 0
-        if self.max_events > 0:
-            self.probe_end = avg_start
-            self.probe_start = max(t_start + 1, 2 * avg_start - avg_end - 1)
-            self.avg_start = 0            # decided at probe_end
-            self.events0 = 0
-        else:
-            self.avg_start = avg_start
-
     cdef void avg_tick(self) noexcept nogil:
         """Called by a solver's step right after self.t += 1, before the step changes
-        the model: measures the maintenance rate (max_events), starts the average."""
-        cdef long events, length, window
-        if self.max_events > 0:
-            if self.t == self.probe_start:
-                self.events0 = self.mt.n_merges + self.mt.n_removed
-            if self.t == self.probe_end:
-                events = self.mt.n_merges + self.mt.n_removed - self.events0
-                length = self.probe_end - self.probe_start
-                window = self.avg_end - self.probe_end + 1
-                if events > 0 and events * window > self.max_events * length:
-                    window = max(1, (self.max_events * length) // events)
-                self.avg_start = self.avg_end - window + 1
+        the model: starts the average at step avg_start."""
         if self.avg_start > 0 and self.t == self.avg_start:
             self.mdl.begin_average()
 

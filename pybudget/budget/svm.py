@@ -24,11 +24,6 @@ from pybudget.budget._offset import draw_sample, model_offset, reservoir_update
 SOLVERS = ("bsgd", "bsca")
 AVERAGING = ("auto", "none", "tail", "all", "last-half")
 TAIL_PER_SV = 4     # averaging="tail" covers the last min(n / 2, 4 * budget) steps
-# experimental (issue 21), off: None.  TAIL_EVENTS_PER_SV = r shortens the tail to the
-# steps expected to hold ceil(r * budget) maintenance events (rate measured just before
-# it); TAIL_MAX = "epoch/2" lets that bounded tail start from n / 2 steps instead
-TAIL_EVENTS_PER_SV = None
-TAIL_MAX = None
 
 @dataclass
 class BudgetResult:
@@ -210,14 +205,13 @@ def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, stat
     epochs = epochs or p["epochs"]
     T = epochs * n
     xsq = V.row_sqnorms(X) if xsq is None else xsq
-    tail, avg_events = _tail(n, budget, p["averaging"])
+    tail = _tail(n, budget, p["averaging"])
     avg_start = {"none": 0, "all": t0 + 1, "last-half": t0 + T // 2 + 1,
                  "tail": t0 + T - tail + 1}[p["averaging"]]
     ck = (BestCheckpoint(X, xsq, codes, lam, seed, p["checkpoints"], offset=p["offset"])
           if p["checkpoints"] else None)
     out = bsgd_run(X, xsq, codes.astype(np.int32), mdl, mt, budget, M, lam,
-                   epochs, t0, seed, avg_start, progress, ck.every(T) if ck else 0, ck,
-                   avg_events)
+                   epochs, t0, seed, avg_start, progress, ck.every(T) if ck else 0, ck)
     out["checkpoints"] = [ck] if ck else []
     if ck:
         Z, beta, _, b = ck.finish(mdl)
@@ -232,14 +226,9 @@ def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, stat
 
 
 def _tail(n, budget, averaging):
-    """(steps, events) of averaging="tail" for n rows per epoch: the last `steps` steps,
-    shortened at run time to about `events` maintenance events if events > 0."""
-    if averaging != "tail":
-        return 0, 0
-    if TAIL_EVENTS_PER_SV is None:
-        return max(1, min(n // 2, TAIL_PER_SV * budget)), 0
-    steps = max(1, n // 2 if TAIL_MAX == "epoch/2" else min(n // 2, TAIL_PER_SV * budget))
-    return steps, int(np.ceil(TAIL_EVENTS_PER_SV * budget))
+    """The number of last steps averaging="tail" averages (n rows per epoch); 0 for
+    other averagings."""
+    return max(1, min(n // 2, TAIL_PER_SV * budget)) if averaging == "tail" else 0
 
 
 def _offset(p, X, xsq, codes, seed, Z, beta, gamma):
@@ -260,7 +249,7 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0, n_jobs
                  f"{budget} SV rows of {d} dense features", "reduce the budget or the features")
     xsq = V.row_sqnorms(X)
     T = p["epochs"] * n
-    tail, avg_events = _tail(n, budget, p["averaging"])
+    tail = _tail(n, budget, p["averaging"])
     avg_start = T - tail + 1 if tail else 0
 
     def solve(k, seed_k):
@@ -274,7 +263,7 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0, n_jobs
                              extra=alpha, offset=p["offset"])
               if p["checkpoints"] else None)
         out = bsca_run(X, xsq, y, p["C"], alpha, mdl, mt, budget, M, p["epochs"],
-                       seed_k, progress, ck.every(T) if ck else 0, ck, avg_start, avg_events)
+                       seed_k, progress, ck.every(T) if ck else 0, ck, avg_start)
         if ck:
             Z, beta, alpha, b = ck.finish(mdl)
             out["time"] += ck.seconds
