@@ -333,6 +333,7 @@ def _dask_client(args):
     --workers processes started (and closed) for the run."""
     try:
         from distributed import Client, LocalCluster
+        from pybudget.dask._engines import worker_addresses
     except ImportError:
         raise CLIError(f'{CLUSTER} need Dask: pip install "pybudget[dask]"') from None
     with contextlib.ExitStack() as stack:
@@ -348,7 +349,7 @@ def _dask_client(args):
             client = stack.enter_context(Client(cluster))
         else:
             client = stack.enter_context(Client(args.scheduler))
-            n = len(client.scheduler_info(n_workers=-1)["workers"])
+            n = len(worker_addresses(client))
             _log(args, f"connected to the Dask scheduler at {args.scheduler}, {n} workers")
         yield client
 

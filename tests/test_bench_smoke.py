@@ -11,6 +11,15 @@ import pytest
 pytestmark = pytest.mark.slow
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def run_bench(args, **kw):
+    """Run a bench script; on failure, fail with the tail of what it printed."""
+    r = subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True,
+                       timeout=600, **kw)
+    if r.returncode:
+        pytest.fail(f"{args[0]} exited with {r.returncode}\n--- stdout ---\n"
+                    f"{r.stdout[-3000:]}\n--- stderr ---\n{r.stderr[-6000:]}")
 SCRIPTS = ["cgrid.py", "linear_check.py", "linear_speed.py", "warmstart.py", "cvgrid.py",
            "budget_accuracy.py", "budget.py", "kernel_throughput.py", "budget_defaults.py",
            "linear_family.py", "n_jobs.py"]
@@ -19,8 +28,7 @@ SCRIPTS = ["cgrid.py", "linear_check.py", "linear_speed.py", "warmstart.py", "cv
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_bench_quick(script, tmp_path):
     pytest.importorskip("liblinear.liblinearutil")
-    subprocess.run([sys.executable, str(BENCH / script), "--quick", "--out", str(tmp_path)],
-                   check=True, capture_output=True, text=True, timeout=600)
+    run_bench([BENCH / script, "--quick", "--out", tmp_path])
     outputs = list(tmp_path.glob("*.json"))
     assert outputs and (tmp_path / (outputs[0].stem + ".md")).exists()
     record = json.loads(outputs[0].read_text())
@@ -31,9 +39,8 @@ def test_bench_quick(script, tmp_path):
 @pytest.mark.parametrize("script", ["robustness.py", "streaming.py", "float32.py"])
 def test_bench_scripts_quick(script, tmp_path):
     args = ["--only", "memory", "repro"] if script == "robustness.py" else []
-    subprocess.run([sys.executable, str(BENCH / script), "--quick", "--out",
-                    str(tmp_path), *args], check=True, capture_output=True, text=True,
-                   timeout=600, cwd=tempfile.gettempdir())
+    run_bench([BENCH / script, "--quick", "--out", tmp_path, *args],
+              cwd=tempfile.gettempdir())
     rec = json.loads(next(tmp_path.glob("*.json")).read_text())
     assert "machine" in rec
     assert next(tmp_path.glob("*.md")).read_text().startswith("###")
@@ -44,9 +51,8 @@ def test_build_compare_quick(tmp_path):
     root = BENCH.parent
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get(
         "PYTHONPATH", "")]))
-    subprocess.run([sys.executable, str(BENCH / "build_compare.py"), "--quick", "--before",
-                    str(root), "--out", str(tmp_path)], check=True, capture_output=True,
-                   text=True, timeout=600, env=env)
+    run_bench([BENCH / "build_compare.py", "--quick", "--before", root, "--out", tmp_path],
+              env=env)
     record = json.loads((tmp_path / "build_compare_quick.json").read_text())
     assert {r["workload"] for r in record["rows"]} >= {"a9a bsgd 1 epoch: seconds"}
 
@@ -54,9 +60,8 @@ def test_build_compare_quick(tmp_path):
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="bench reads /proc")
 def test_distributed_quick(tmp_path):
     pytest.importorskip("distributed")
-    subprocess.run([sys.executable, str(BENCH / "distributed.py"), "--quick", "--out",
-                    str(tmp_path)], check=True, capture_output=True, text=True,
-                   timeout=600, cwd=tempfile.gettempdir())
+    run_bench([BENCH / "distributed.py", "--quick", "--out", tmp_path],
+              cwd=tempfile.gettempdir())
     for study in ("correct", "rounds", "partitions", "speed", "memory"):
         rec = json.loads((tmp_path / f"distributed_{study}_quick.json").read_text())
         assert "machine" in rec and rec["rows"]

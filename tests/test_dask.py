@@ -172,6 +172,32 @@ def test_dask_equals_threads_bit_for_bit(client):
     assert held(client) == {w: 0 for w in held(client)}     # nothing left on the workers
 
 
+def test_workers_are_asked_afresh_not_from_the_client_cache(client, monkeypatch):
+    # the client's periodic refresh leaves a cache with no workers in it; a fit that read
+    # it saw a live cluster as empty now and then and restarted after a phantom loss
+    live = sorted(client.run(lambda: 0))
+    monkeypatch.setattr(client, "scheduler_info", lambda *a, **k: {"workers": {}})
+    assert _engines.worker_addresses(client) == live
+    X, y = make_data()
+    m = pbd.LinearSVC(C=0.1, tol=1e-2, random_state=7, client=client).fit(*chunked(X, y, 4))
+    assert m.recoveries_ == 0 and m.converged_.all()
+
+
+def test_worker_addresses_from_a_scheduler_without_arguments(client, monkeypatch):
+    live, sync = sorted(client.run(lambda: 0)), client.sync
+
+    def old_scheduler(fn, *a, **k):          # Scheduler.identity() took no argument
+        if k:
+            raise TypeError("identity() got an unexpected keyword argument 'n_workers'")
+        return sync(fn, *a)
+
+    monkeypatch.setattr(client, "sync", old_scheduler)
+    monkeypatch.setattr(_engines, "_IDENTITY_WITHOUT_ARGS", set())
+    assert _engines.worker_addresses(client) == live
+    assert _engines._IDENTITY_WITHOUT_ARGS == {client.scheduler.address}
+    assert _engines.worker_addresses(client) == live
+
+
 def test_same_bits_with_one_two_three_workers_and_run_to_run():
     X, y = make_data(n=1000)
     coefs = []

@@ -24,6 +24,22 @@ from pybudget.dask._partition import payload_bytes
 from pybudget.dask._sources import build_partition
 
 POLL_SECONDS = 0.2
+_IDENTITY_WITHOUT_ARGS = set()     # addresses of schedulers of older Dask releases
+
+
+def worker_addresses(client):
+    """The addresses of the scheduler's workers, asked afresh.  Not from
+    ``client.scheduler_info()``: it returns the client's cached identity, which the
+    client's own refresh (every 2 s, with no per-worker entries) can overwrite between
+    the answer and the read, so a live cluster looked empty now and then and a fit
+    restarted after a loss that never happened."""
+    identity, address = client.scheduler.identity, client.scheduler.address
+    if address not in _IDENTITY_WITHOUT_ARGS:
+        try:
+            return sorted(client.sync(identity, n_workers=-1)["workers"])   # (all of them)
+        except TypeError:            # older Dask lists them all, and takes no argument
+            _IDENTITY_WITHOUT_ARGS.add(address)     # (asked once: its scheduler logs it)
+    return sorted(client.sync(identity)["workers"])
 
 
 def _assemble(n_parts, active, outs):
@@ -85,11 +101,7 @@ class DaskEngine:
         self.sources = None
 
     def workers(self):
-        try:
-            info = self.client.scheduler_info(n_workers=-1)   # (all of them; newer Dask)
-        except TypeError:
-            info = self.client.scheduler_info()
-        return sorted(info["workers"])
+        return worker_addresses(self.client)
 
     def _live_workers(self):
         """The current workers, waiting up to worker_grace seconds for one to come."""
