@@ -12,6 +12,10 @@ pytestmark = pytest.mark.slow
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
+SCRIPTS = ["cgrid.py", "linear_check.py", "linear_speed.py", "warmstart.py", "cvgrid.py",
+           "budget_accuracy.py", "budget.py", "kernel_throughput.py", "budget_defaults.py",
+           "linear_family.py", "n_jobs.py"]
+
 
 def run_bench(args, **kw):
     """Run a bench script; on failure, fail with the tail of what it printed."""
@@ -20,9 +24,6 @@ def run_bench(args, **kw):
     if r.returncode:
         pytest.fail(f"{args[0]} exited with {r.returncode}\n--- stdout ---\n"
                     f"{r.stdout[-3000:]}\n--- stderr ---\n{r.stderr[-6000:]}")
-SCRIPTS = ["cgrid.py", "linear_check.py", "linear_speed.py", "warmstart.py", "cvgrid.py",
-           "budget_accuracy.py", "budget.py", "kernel_throughput.py", "budget_defaults.py",
-           "linear_family.py", "n_jobs.py"]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
