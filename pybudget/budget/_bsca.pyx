@@ -23,8 +23,7 @@ cdef class BscaSteps(EpochSteps):
     cdef long n_updates
 
     cdef void step(self, int i) noexcept nogil:
-        self.t += 1
-        self.avg_tick()
+        self.next_step()
         self.update(i)
         if self.avg_start > 0 and self.t >= self.avg_start:
             self.mdl.accrue()         # the model after this step joins the average

@@ -32,8 +32,7 @@ cdef class BsgdSteps(EpochSteps):
         cdef int c, r = -1, K = self.mdl.n_coef, y = self.codes[i]
         cdef double eta, best = 0.0
         cdef bint violated
-        self.t += 1
-        self.avg_tick()               # may start the average (acc only, beta untouched)
+        self.next_step()              # may start the average (acc only, beta untouched)
         if K == 1:
             violated = (f[0] if y == 1 else -f[0]) < 1.0
         else:

@@ -19,11 +19,11 @@ cdef class EpochSteps:
     cdef uint64_t rng
     cdef double merge_time      # seconds in budget maintenance, the driver's included
     cdef bint ready             # setup() ran: run_epochs refuses anything else
-    # iterate averaging (see avg_tick in _epochs.pyx): t counts steps (BSGD: globally)
+    # iterate averaging (see next_step in _epochs.pyx): t counts steps (BSGD: globally)
     cdef long t, avg_start      # the average starts at step avg_start (0: none)
     cdef setup(self, X, double[::1] xsq, BudgetModel mdl, Maintainer mt, int M, uint64_t seed)
     cdef void maintain(self) noexcept nogil
     cdef void merge_down(self, int budget) noexcept nogil
     cdef bint run(self, int s_begin, int s_end) noexcept nogil
     cdef void step(self, int i) noexcept nogil
-    cdef void avg_tick(self) noexcept nogil
+    cdef void next_step(self) noexcept nogil

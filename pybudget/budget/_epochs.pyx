@@ -54,9 +54,10 @@ cdef class EpochSteps:
         """One solver step on row i of self.X with f already computed."""
         pass
 
-    cdef void avg_tick(self) noexcept nogil:
-        """Called by a solver's step right after self.t += 1, before the step changes
-        the model: starts the average at step avg_start."""
+    cdef void next_step(self) noexcept nogil:
+        """Called first by a solver's step, before it changes the model: counts the step
+        in self.t and starts the average at step avg_start."""
+        self.t += 1
         if self.avg_start > 0 and self.t == self.avg_start:
             self.mdl.begin_average()
 

@@ -78,9 +78,9 @@ def budget_prints(bsca_opts=None):
                      int(r.n_added), int(r.n_merges)]
     y3 = np.where(X[:, 0].toarray().ravel() > 0, 2, y)
     for solver in ("bsgd", "bsca"):
+        opts = (bsca_opts or {}) if solver == "bsca" else {}
         clf = BudgetSVC(C=8.0, gamma=0.05, budget=40, epochs=1, solver=solver,
-                        random_state=5, **(bsca_opts or {} if solver == "bsca" else {})
-                        ).fit(X, y3)
+                        random_state=5, **opts).fit(X, y3)
         out[f"{solver}_multi3"] = [digest(clf.support_vectors_, clf.dual_coef_,
                                           np.ravel(clf.intercept_)), 0]
     return out
