@@ -63,7 +63,7 @@ versions
 
 # The subprocess runs marked slow (bench smoke runs, the documented examples) already
 # ran in the README's command against the package pip built from this source; leaving
-# them out of both wheel runs keeps CI within its time budget (about 2 minutes each).
+# them out of both wheel runs keeps CI within its time budget (about a minute each here).
 step "tests against the installed wheel (numpy as resolved; not the slow subprocess runs)"
 cd "$work"
 python "$root/.ci/run_installed_tests.py" "$root" -m "not slow"
