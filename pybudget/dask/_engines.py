@@ -1,30 +1,213 @@
 """Where the partitions live and how a round reaches them.
 
-Both engines run the same Partition code and hand the driver the same results in the
-same order, so a fit gives the same bits on either:
+Both engines implement ``Engine`` with the same ``_steps`` functions in the same order,
+so a fit gives the same bits on either:
 
-- ThreadsEngine: every partition in this process, the round's (partition, problem)
-  tasks on a pool of threads (the sweeps release the GIL).  For tests and comparisons.
+- ThreadsEngine: every partition in this process, on a pool of threads (the sweeps
+  release the GIL).  For tests and comparisons.
 - DaskEngine: each partition built once on a Dask worker and kept there
-  (``_worker.REGISTRY``); each round scatters the weights of the unfinished problems
-  to every worker and runs one task per (partition, problem), pinned to the partition's
-  worker.  A worker that leaves is noticed by polling the scheduler (a pinned task would
-  otherwise wait for it forever): the driver then gets PartitionsLost and asks for
-  ``recover``, which rebuilds the lost partitions on the workers left, from their sources.
+  (``_worker.REGISTRY``).  The weights live on the workers too, as task results: a ring
+  visit takes the previous visit's result, the parallel methods' combination runs on
+  the worker of partition 0 and takes the partitions' changes; Dask moves them from
+  worker to worker.  The client receives scalars (gaps, step sizes, counters) and, at
+  the end, the weights.  A worker that leaves is noticed by polling the scheduler (a
+  pinned task would otherwise wait for it forever): the driver then gets PartitionsLost
+  and asks for ``recover``, which rebuilds the lost partitions on the workers left, from
+  their sources, and restores every partition from the checkpoint, whose copies are
+  kept on two workers.
 """
+import copy
+import operator
 import threading
-from concurrent.futures import CancelledError
 import time
 import uuid
+from concurrent.futures import CancelledError
+from typing import Protocol
+
+import numpy as np
 
 from pybudget._core._parallel import map_threads
-from pybudget.dask import _worker
-from pybudget.dask._cocoa import PartitionsLost
-from pybudget.dask._partition import payload_bytes
+from pybudget.dask import _steps, _worker
+from pybudget.dask._driver import PartitionsLost
+from pybudget.dask._partition import add_into, first_carry
 from pybudget.dask._sources import build_partition
+from pybudget.linear._dual_cd import SELECTIONS
+from pybudget.linear.svm import PROBLEM_OF
 
 POLL_SECONDS = 0.2
 _IDENTITY_WITHOUT_ARGS = set()     # addresses of schedulers of older Dask releases
+
+
+class Engine(Protocol):
+    """What the driver (``_driver.run``) asks of an engine.  Problems are ints; every
+    result is summed over the partitions in partition order."""
+
+    bytes: dict     # {"client": bytes through the client, "workers": between workers}
+
+    def build(self, sources, regression, names, locality=None) -> list:
+        """Build the partitions; returns their summaries."""
+
+    def scales(self, spec) -> list:
+        """Per partition (C_i (|x_i|^2 + bias^2) of its rows, its columns in use), for
+        selection="auto"."""
+
+    def setup(self, spec, ring: bool) -> None:
+        """Every problem's local state and its initial weights (as ring payloads)."""
+
+    def ring_round(self, rnd, groups, sweeps) -> None:
+        """One ring round of each group (start partition, problems)."""
+
+    def check(self, problems) -> dict:
+        """{j: (loss, dual terms, kkt, |w|^2, ring steps)} at the current weights."""
+
+    def propose(self, rnd, problems, sweeps, check) -> dict:
+        """The parallel sweeps: {j: the combined scalars} (``_steps.combine``)."""
+
+    def terms_at(self, etas) -> dict:
+        """{j: the dual's terms at alpha + eta_j dalpha}."""
+
+    def commit(self, etas) -> None:
+        """alpha += eta dalpha, w += eta dw (eta = 0: the proposal is dropped)."""
+
+    def weights(self, n_problems, d) -> np.ndarray:
+        """The weights, (n_problems, d + 1)."""
+
+    def snapshot(self):
+        """A checkpoint of the partitions' duals and the weights."""
+
+    def recover(self, spec, token) -> None:
+        """Back to the checkpoint, lost partitions rebuilt."""
+
+    def peak_memory(self) -> dict:
+        """Peak resident memory (MiB) of each process holding partitions."""
+
+    def close(self) -> None:
+        """Drop the partitions."""
+
+
+def initial_weights(inits, n_problems, d):
+    """The partitions' initial contributions (in partition order) summed: {j: w_j}."""
+    W = {j: np.zeros(d + 1) for j in range(n_problems)}
+    for msgs in inits:
+        for j, msg in enumerate(msgs):
+            add_into(W[j], msg)
+    return W
+
+
+def start_payload(W, spec, ring):
+    """{j: (w_j, carried scalars)} for the ring, {j: w_j} for the parallel methods."""
+    if not ring:
+        return W
+    kind = PROBLEM_OF[spec["loss"]][0]
+    sel = SELECTIONS[spec["selection"]]
+    return {j: (w, first_carry(kind, sel)) for j, w in W.items()}
+
+
+def _row_w(row):
+    return row[0] if isinstance(row, tuple) else row
+
+
+def assemble(rows, n_problems, d):
+    W = np.zeros((n_problems, d + 1))
+    for j, row in rows.items():
+        W[j] = _row_w(row)
+    return W
+
+
+def check_sums(per_part, problems, rows):
+    """The engines' check result from the partitions' scalars and the weights' rows."""
+    sums = _steps.sum_checks(per_part, problems)
+    norms = _steps.norms([{j: rows[j] for j in problems}], problems)
+    steps = {j: (rows[j][1][-1] if isinstance(rows[j], tuple) else 0.0) for j in problems}
+    return {j: (*sums[j], norms[j], steps[j]) for j in problems}
+
+
+class ThreadsEngine:
+    """The partitions in this process (see the module docstring)."""
+
+    def __init__(self, n_threads=1):
+        self.n_threads = n_threads
+        self.parts = []
+        self.bytes = {"client": 0, "workers": 0}
+
+    def build(self, sources, regression, names, locality=None):
+        self.parts = [build_partition(p, s, regression, names[p]) for p, s in enumerate(sources)]
+        return [P.summary(regression) for P in self.parts]
+
+    def scales(self, spec):
+        return [P.scales(spec) for P in self.parts]
+
+    def setup(self, spec, ring):
+        inits = [P.setup(spec) for P in self.parts]
+        W = initial_weights(inits, len(inits[0]), spec["d"])
+        self.rows = start_payload(W, spec, ring)
+
+    def _map(self, fn, args):
+        return map_threads(fn, args, self.n_threads)
+
+    def ring_round(self, rnd, groups, sweeps):
+        K = len(self.parts)
+
+        def travel(start, problems):
+            pl = {j: self.rows[j] for j in problems}
+            for s in range(K):
+                pl = _steps.ring_visit(self.parts[(start + s) % K], rnd, pl, problems, sweeps,
+                                       s == 0)
+            return pl
+
+        for pl in self._map(travel, groups):
+            self.rows.update(pl)
+
+    def check(self, problems):
+        per = self._map(lambda P: _steps.check_partition(P, [self.rows], problems),
+                        [(P,) for P in self.parts])
+        return check_sums(per, problems, self.rows)
+
+    def propose(self, rnd, problems, sweeps, check):
+        def one(P):
+            msgs, stats = {}, {}
+            for j in problems:
+                msgs[j], stats[j] = P.propose(j, rnd, self.rows[j], sweeps, check)
+            return msgs, stats
+
+        proposals = self._map(one, [(P,) for P in self.parts])
+        self.dW, small, _ = _steps.combine(self.rows, proposals, problems, check)
+        return small
+
+    def terms_at(self, etas):
+        per = [{j: P.terms_at(j, e) for j, e in etas.items()} for P in self.parts]
+        return {j: sum_in_order(per, j) for j in etas}
+
+    def commit(self, etas):
+        for P in self.parts:
+            for j, eta in etas.items():
+                P.commit(j, eta)
+        self.rows = _steps.apply_step(self.rows, self.dW, {j: e for j, e in etas.items()
+                                                           if e != 0.0})
+        self.dW = None
+
+    def weights(self, n_problems, d):
+        return assemble(self.rows, n_problems, d)
+
+    def snapshot(self):
+        states = [{j: P.state(j) for j in range(len(P.problems))} for P in self.parts]
+        return states, copy.deepcopy(self.rows)
+
+    def recover(self, spec, token):
+        raise RuntimeError("the threads engine cannot lose a partition")
+
+    def peak_memory(self):
+        return {"local": _worker.peak_memory()}
+
+    def close(self):
+        self.parts = []
+
+
+def sum_in_order(per_part, j):
+    total = 0.0
+    for s in per_part:
+        total += s[j]
+    return total
 
 
 def worker_addresses(client):
@@ -42,53 +225,6 @@ def worker_addresses(client):
     return sorted(client.sync(identity)["workers"])
 
 
-def _assemble(n_parts, active, outs):
-    """outs in (partition, problem) order -> [{problem: (msg, stats, state)}] and the
-    bytes of the weight changes."""
-    res = [{} for _ in range(n_parts)]
-    up = 0
-    it = iter(outs)
-    for p in range(n_parts):
-        for j in active:
-            out = next(it)
-            res[p][j] = out
-            up += payload_bytes(out[0])
-    return res, up
-
-
-class ThreadsEngine:
-    """The partitions in this process (see the module docstring)."""
-
-    def __init__(self, n_threads=1):
-        self.n_threads = n_threads
-        self.parts = []
-
-    def build(self, sources, regression, names):
-        self.parts = [build_partition(p, s, regression, names[p]) for p, s in enumerate(sources)]
-        return [P.summary(regression) for P in self.parts]
-
-    def setup(self, spec):
-        return [P.setup(spec) for P in self.parts]
-
-    def round(self, rnd, active, W, check, sweeps, want_state):
-        def task(P, j):
-            msg, stats = P.round(j, rnd, W[j], check, sweeps)
-            return msg, stats, (P.state(j) if want_state else None)
-
-        outs = map_threads(task, [(P, j) for P in self.parts for j in active], self.n_threads)
-        res, up = _assemble(len(self.parts), active, outs)
-        return res, up + len(self.parts) * W[active].nbytes
-
-    def recover(self, spec, states):
-        raise RuntimeError("the threads engine cannot lose a partition")
-
-    def peak_memory(self):
-        return {"local": _worker.peak_memory()}
-
-    def close(self):
-        self.parts = []
-
-
 class DaskEngine:
     """The partitions on the workers of a Dask cluster (see the module docstring)."""
 
@@ -99,6 +235,10 @@ class DaskEngine:
         self.job = uuid.uuid4().hex
         self.where = {}
         self.sources = None
+        self.bytes = {"client": 0, "workers": 0}
+        self.after = {}          # partition -> futures of its tasks not yet waited for
+        self.rows = {}           # problem -> future of the payload holding its weights
+        self.row_bytes = 0
 
     def workers(self):
         return worker_addresses(self.client)
@@ -116,16 +256,17 @@ class DaskEngine:
             time.sleep(POLL_SECONDS)
 
     def _submit(self, fn, part, *args):
-        return self.client.submit(fn, *args, workers=[self.where[part]],
-                                  allow_other_workers=False, pure=False)
+        fut = self.client.submit(fn, *args, workers=[self.where[part]],
+                                 allow_other_workers=False, pure=False)
+        self.after.setdefault(part, []).append(fut)
+        return fut
 
     def _gather(self, futures):
-        """Results of pinned futures ((future, partition) pairs), in order.  A watchdog
-        thread polls the scheduler: when a partition's worker has left (its pinned task
-        would wait for it forever) or ``timeout`` seconds have passed, it cancels the
-        futures, and this raises PartitionsLost or RuntimeError respectively.  A task
-        that finds its partition gone raises PartitionsLost too."""
-        futs = [f for f, _ in futures]
+        """Results of pinned futures, in order.  A watchdog thread polls the scheduler:
+        when the worker of any partition has left (a task pinned there would wait for
+        it forever) or ``timeout`` seconds pass, it cancels the futures, and this raises
+        PartitionsLost or RuntimeError respectively.  A task that finds its partition
+        gone raises PartitionsLost too."""
         stop = threading.Event()
         why = []
 
@@ -137,31 +278,30 @@ class DaskEngine:
                     live = set(self.workers())
                 except Exception:          # the client is closing: gather will fail
                     return
-                now = {p for f, p in futures
-                       if self.where[p] not in live and f.status != "finished"}
+                now = {p for p in self.where if self.where[p] not in live}
                 gone = sorted(now & missing)   # absent on two polls in a row
                 missing = now
                 if gone:
                     why.append(PartitionsLost(f"the workers of partitions {gone} left "
                                               "the cluster"))
                 elif time.monotonic() > deadline:
-                    why.append(RuntimeError(f"a round took longer than timeout="
-                                            f"{self.timeout:g} s; the fit is abandoned"))
+                    why.append(RuntimeError(f"the fit made no progress for timeout="
+                                            f"{self.timeout:g} s; it is abandoned"))
                 if why:
-                    self.client.cancel(futs)
+                    self.client.cancel(futures)
                     return
 
         watchdog = threading.Thread(target=watch, daemon=True)
         watchdog.start()
         try:
-            return self.client.gather(futs)
+            return self.client.gather(futures, direct=True)
         except Exception as exc:
             if why:
                 raise why[0] from None
-            self.client.cancel(futs)
+            self.client.cancel(futures)
             if isinstance(exc, (_worker.PartitionMissing, OSError, CancelledError)):
-                # the partition, the connection, or the round's weights (scattered to
-                # a worker that died) are gone
+                # the partition, the connection, or an input kept on a worker that
+                # died is gone
                 raise PartitionsLost(f"{type(exc).__name__}: {exc}") from None
             if type(exc).__name__ == "KilledWorker":
                 raise RuntimeError(f"a task of the fit keeps failing (it was running on "
@@ -171,6 +311,14 @@ class DaskEngine:
             stop.set()
             watchdog.join()
 
+    def _synced(self):
+        """Every task submitted so far has finished (a gather waited for them)."""
+        self.after = {}
+
+    def _moved(self, nbytes, src, dst):
+        if src != dst:
+            self.bytes["workers"] += nbytes
+
     def build(self, sources, regression, names, locality=None):
         """Build every partition on a worker: the one holding its data (locality[p]) when
         given and alive, else round-robin over the workers by address."""
@@ -179,47 +327,151 @@ class DaskEngine:
         for p in range(len(sources)):
             pref = locality[p] if locality else None
             self.where[p] = pref if pref in live else live[p % len(live)]
-        return self._gather([(self._submit(_worker.build_task, p, self.job, p, sources[p],
-                                           regression, names[p]), p)
-                             for p in range(len(sources))])
-
-    def setup(self, spec):
-        return self._gather([(self._submit(_worker.setup_task, p, self.job, p, spec), p)
-                             for p in self.where])
-
-    def _scatter(self, rows):
-        """The weights of the round, sent straight to each worker that holds partitions
-        ({address: [future per row]}).  A worker that dies meanwhile breaks the
-        connection (or times it out): PartitionsLost.  (A broadcast through the
-        scheduler can wait forever for a dead worker.)"""
-        out = {}
-        targets = sorted(set(self.where.values()))
-        gone = sorted(set(targets) - set(self.workers()))
-        if gone:    # (connecting to a closed port would be retried until a timeout)
-            raise PartitionsLost(f"workers {gone} left the cluster")
-        for addr in targets:
-            try:
-                out[addr] = self.client.scatter(rows, workers=[addr], direct=True,
-                                                hash=False)
-            except OSError as exc:         # distributed's CommClosedError among them
-                raise PartitionsLost(f"lost the connection to worker {addr} ({exc!r})") \
-                    from None
+        out = self._gather([self._submit(_worker.build_task, p, self.job, p, sources[p],
+                                         regression, names[p])
+                            for p in range(len(sources))])
+        self._synced()
+        self.n_rows = sum(s["n"] for s in out)
         return out
 
-    def round(self, rnd, active, W, check, sweeps, want_state):
-        wf = self._scatter([W[j] for j in active])
-        futs = [(self._submit(_worker.round_task, p, self.job, p, j, rnd,
-                              wf[self.where[p]][i], check, sweeps, want_state), p)
-                for p in self.where for i, j in enumerate(active)]
-        outs = self._gather(futs)
-        del wf
-        res, up = _assemble(len(self.where), active, outs)
-        return res, up + len(set(self.where.values())) * W[active].nbytes
+    def scales(self, spec):
+        out = self._gather([self._submit(_worker.scales_task, p, self.job, p, spec)
+                            for p in self.where])
+        self._synced()
+        self.bytes["client"] += sum(a.nbytes + b.nbytes for a, b in out)
+        return out
 
-    def recover(self, spec, states):
-        """Rebuild the lost partitions on the workers left and put every partition back
-        to the checkpoint (``states``: per partition {problem: state}, or None for the
-        start)."""
+    @property
+    def home(self):
+        """The worker that combines the parallel methods' changes (partition 0's)."""
+        return self.where[0]
+
+    def setup(self, spec, ring):
+        self.spec, self.ring = spec, ring
+        inits = [self._submit(_worker.setup_task, p, self.job, p, spec) for p in self.where]
+        n_problems = len(spec["positive"]) if "positive" in spec else 1
+        fut = self.client.submit(_start, inits, n_problems, spec, ring, workers=[self.home],
+                                 allow_other_workers=False, pure=False)
+        self.row_bytes = (spec["d"] + 1 + (len(first_carry("svm", 0)) if ring else 0)) * 8
+        self.rows = {j: fut for j in range(n_problems)}
+        self.loc = {fut.key: self.home}
+        self._gather([fut])
+        self._synced()
+
+    def ring_round(self, rnd, groups, sweeps):
+        K = len(self.where)
+        for start, problems in groups:
+            fut = self.rows[problems[0]]
+            at = self.loc[fut.key]
+            for s in range(K):
+                p = (start + s) % K
+                self._moved(len(problems) * self.row_bytes, at, self.where[p])
+                # (no ordering behind other groups' tasks: they touch other problems)
+                fut = self._submit(_worker.ring_task, p, self.job, p, rnd, fut, problems,
+                                   sweeps, s == 0)
+                at = self.where[p]
+            self.loc[fut.key] = at
+            for j in problems:
+                self.rows[j] = fut
+
+    def _payloads(self, problems):
+        """The distinct payload futures holding these problems' weights."""
+        seen = {}
+        for j in problems:
+            seen.setdefault(self.rows[j].key, self.rows[j])
+        return list(seen.values())
+
+    def _spread(self, futs, to):
+        """Count the bytes of payloads fetched by the workers ``to`` (once per worker)."""
+        for f in futs:
+            for addr in set(to):
+                self._moved(self._payload_size(f), self.loc[f.key], addr)
+
+    def check(self, problems):
+        pls = self._payloads(problems)
+        self._spread(pls, list(self.where.values()) + [self.home])
+        futs = [self._submit(_worker.check_task, p, self.job, p, problems, *pls)
+                for p in self.where]
+        futs.append(self.client.submit(_norms_steps, problems, *pls, workers=[self.home],
+                                       allow_other_workers=False, pure=False))
+        *per, extra = self._gather(futs)
+        self._synced()
+        sums = _steps.sum_checks(per, problems)
+        return {j: (*sums[j], *extra[j]) for j in problems}
+
+    def _payload_size(self, fut):
+        return sum(self.row_bytes for j in self.rows if self.rows[j].key == fut.key)
+
+    def propose(self, rnd, problems, sweeps, check):
+        W = self.rows[problems[0]]      # (one payload holds every problem here)
+        self._spread([W], self.where.values())
+        props = [self._submit(_worker.propose_task, p, self.job, p, rnd, W, problems, sweeps,
+                              check, *self.after.get(p, ()))
+                 for p in self.where]
+        self.combined = self.client.submit(_steps.combine, W, props, problems, check,
+                                           workers=[self.home], allow_other_workers=False,
+                                           pure=False)
+        small = self.client.submit(operator.itemgetter(1, 2), self.combined,
+                                   workers=[self.home], allow_other_workers=False, pure=False)
+        small, nbytes = self._gather([small])[0]
+        self._synced()
+        # the changes of partitions on other workers crossed to the home worker
+        share = sum(1 for p in self.where if self.where[p] != self.home) / len(self.where)
+        self.bytes["workers"] += int(nbytes * share)
+        return small
+
+    def terms_at(self, etas):
+        per = self._gather([self._submit(_worker.terms_task, p, self.job, p, etas)
+                            for p in self.where])
+        self._synced()
+        return {j: sum_in_order(per, j) for j in etas}
+
+    def commit(self, etas):
+        for p in self.where:
+            self._submit(_worker.commit_task, p, self.job, p, etas)
+        W = self.rows[next(iter(self.rows))]
+        fut = self.client.submit(_apply, W, self.combined, etas, workers=[self.home],
+                                 allow_other_workers=False, pure=False)
+        self.loc[fut.key] = self.home
+        self.rows = {j: fut for j in self.rows}
+        self.combined = None
+
+    def weights(self, n_problems, d):
+        pls = self._payloads(range(n_problems))
+        got = self._gather(pls)
+        self._synced()
+        rows = {}
+        for f, pl in zip(pls, got):
+            for j, row in pl.items():
+                if self.rows[j].key == f.key:
+                    rows[j] = row
+        self.bytes["client"] += sum(_steps.payload_nbytes(pl) for pl in got)
+        return assemble(rows, n_problems, d)
+
+    def snapshot(self):
+        """Each partition's duals and the weights, as task results kept on two workers
+        (the partition's own and a copy on a peer), never through the client."""
+        n_problems = len(self.rows)
+        states = [self._submit(_worker.snapshot_task, p, self.job, p, range(n_problems),
+                               *self.after.get(p, ())) for p in self.where]
+        pls = self._payloads(range(n_problems))
+        self._gather(states)          # (waits for the round's tasks, errors included)
+        self._synced()
+        if len(self.workers()) > 1:
+            self.client.replicate(states + pls, n=2)
+            self.bytes["workers"] += self.state_bytes + sum(self._payload_size(f)
+                                                            for f in pls)
+        return states, dict(self.rows), dict(self.loc)
+
+    @property
+    def state_bytes(self):
+        """Bytes of one copy of every partition's duals (u, preferences, order, and the
+        logistic complements): 28 per row per problem, an estimate from the arrays."""
+        return 28 * self.n_rows * len(self.rows)
+
+    def recover(self, spec, token):
+        """Rebuild the lost partitions on the workers left and put every partition and
+        the weights back to the checkpoint."""
         self._live_workers()
         # the workers that answer (the scheduler may still list one that just died)
         held = self.client.run(_worker.parts_here, self.job, on_error="ignore")
@@ -229,20 +481,47 @@ class DaskEngine:
         lost = [p for p in self.where if p not in held.get(self.where[p], ())]
         for p in lost:
             self.where[p] = live[p % len(live)]
+        self.after = {}
         if lost:
-            self._gather([(self._submit(_worker.build_task, p, self.job, p, self.sources[p],
-                                        self.regression, self.names[p]), p) for p in lost])
-        self._gather([(self._submit(_worker.restore_task, p, self.job, p, spec,
-                                    None if states is None else states[p]), p)
+            self._gather([self._submit(_worker.build_task, p, self.job, p, self.sources[p],
+                                       self.regression, self.names[p]) for p in lost])
+        states, rows, loc = token
+        self._gather([self._submit(_worker.restore_task, p, self.job, p, spec, states[p])
                       for p in self.where])
+        self._synced()
+        self.rows, self.loc = dict(rows), dict(loc)
+        for f in self._payloads(self.rows):
+            if self.loc[f.key] not in live:
+                self.loc[f.key] = live[0]
 
     def peak_memory(self):
         return self.client.run(_worker.peak_memory, on_error="ignore")
 
     def close(self):
         self.sources = None          # (their futures: the chunks on the cluster)
+        self.rows = {}
         try:
             self.client.run(_worker.drop_job, self.job)
         except Exception:       # a closing cluster: nothing left to drop
             pass
 
+
+def _start(inits, n_problems, spec, ring):
+    W = initial_weights(inits, n_problems, spec["d"])
+    return start_payload(W, spec, ring)
+
+
+def _norms_steps(problems, *payloads):
+    rows = {}
+    for pl in payloads:
+        rows.update(pl)
+    out = {}
+    for j in problems:
+        row = rows[j]
+        steps = row[1][-1] if isinstance(row, tuple) else 0.0
+        out[j] = (_steps.norms([{j: row}], [j])[j], steps)
+    return out
+
+
+def _apply(W, combined, etas):
+    return _steps.apply_step(W, combined[0], {j: e for j, e in etas.items() if e != 0.0})

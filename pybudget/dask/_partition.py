@@ -1,23 +1,38 @@
-"""One partition of a CoCoA+ fit: its rows and, per binary problem, the local dual state.
+"""One partition of a distributed fit: its rows and, per binary problem, the local dual
+state, with the operations every method is made of.
 
 A partition never leaves the process that built it (a Dask worker, or the client for
-``engine="threads"``).  Each round it receives the global weights of one problem, runs
-the chosen strategy on its rows (``linear._dual_cd.dcd_round``: the one-machine strategies
-on the rescaled local problem, see there) and returns only its weight change dw_k and,
-on check rounds, the scalars of the duality gap.  Everything here is deterministic: the
-generator of problem j on partition p in round t is seeded from (seed, j, p, t) alone.
+``engine="threads"``).  The methods (see ``_driver``) use it in two ways:
+
+- the ring (``visit``): the partition runs its sweeps in place on the current weights
+  of a problem with sigma' = 1, exactly as one machine's dual CD would on these rows,
+  and hands the weights on;
+- the parallel methods (``propose``, then ``terms_at`` and ``commit``): every partition
+  runs its sweeps against the same weights on the local problem with sigma' (K for
+  CoCoA+, 1 for BDA), keeps its dual change and returns its weight change dw_k and the
+  scalars of the line search; the driver picks the step eta and the partitions commit
+  alpha += eta dalpha.
+
+In the duals u = sigma' alpha with box sigma' C_i, the local problem is the dual of the
+same loss at sigma' C_i (``linear._dual_cd.dcd_round``), so the unchanged strategies
+solve it.  Everything here is deterministic: the generator of problem j on partition p in
+round t is seeded from (seed, j, p, t) alone.
 """
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import xlogy
 
 from pybudget._core import _validation as V
-from pybudget.linear._dual_cd import SELECTIONS, dcd_round
+from pybudget.linear._dual_cd import SELECTIONS, dcd_round, fresh_carry, roll_carried
 from pybudget.linear.svm import PROBLEM_OF
 
 # A weight change is sent as (indices, values) when fewer than this share of its
 # entries is non-zero (12 bytes an entry against 8 for every entry).
 SPARSE_SHARE = 1 / 3
+# What the ring carries per problem: shrinking's thresholds and the round's extremes
+# (4), AVSF's reference gain, the logistic inner tolerance, and the steps taken.
+CARRY_SIZE = 7
+CARRY_STEPS = 6
 
 
 def round_seed(seed, problem, part, rnd):
@@ -39,13 +54,42 @@ def payload_bytes(msg):
     return sum(a.nbytes for a in msg[1:])
 
 
-def add_into(w, msg):
-    """w += the decoded change (in place; the sparse form touches only its entries, so
-    both forms give the same bits)."""
+def add_into(w, msg, scale=1.0):
+    """w += scale * the decoded change (in place; the sparse form touches only its
+    entries, so both forms give the same bits)."""
     if msg[0] == "sparse":
-        w[msg[1]] += msg[2]
+        w[msg[1]] += msg[2] if scale == 1.0 else scale * msg[2]
     else:
-        w += msg[1]
+        w += msg[1] if scale == 1.0 else scale * msg[1]
+
+
+def first_carry(kind, selection):
+    """The ring's carried scalars of one problem before its first round."""
+    c = np.zeros(CARRY_SIZE)
+    c[:4] = fresh_carry(kind)
+    c[5] = 1e-2 if selection == SELECTIONS["shrinking"] else 1e-8
+    return c
+
+
+def problem_weights(codes, class_weight, positive, n_classes):
+    """Per-row class weights of the binary problem whose positive class is ``positive``,
+    as liblinear (and so scikit-learn) weights them: a binary fit weights every row by
+    its own class's weight; one-vs-rest weights the rows of class k by class_weight[k]
+    in problem k and every other row by 1."""
+    if n_classes == 2:
+        return class_weight[codes]
+    return np.where(codes == positive, class_weight[positive], 1.0)
+
+
+class _Costs:
+    """The per-row constants of one problem: C_i, the box (sigma' C_i or infinite), the
+    diagonal D_ii / sigma' of the squared losses and the curvatures Q_ii."""
+
+    def __init__(self, X, cvec, sigma, squared, bias):
+        self.cvec = np.ascontiguousarray(cvec)
+        self.upper = np.full(cvec.shape[0], np.inf) if squared else sigma * cvec
+        self.diag = 0.5 / (sigma * cvec) if squared else np.zeros(cvec.shape[0])
+        self.qd = self.diag + V.row_sqnorms(X, bias) if X.shape[0] else self.diag.copy()
 
 
 class Partition:
@@ -65,20 +109,31 @@ class Partition:
         return self.X.shape[0]
 
     def summary(self, regression):
-        """What the client needs before setup: rows, columns, non-zeros, and the labels
-        (classification) or the largest |target| (regression)."""
+        """What the client needs before setup: rows, columns, non-zeros, the labels
+        (classification) or the largest |target| (regression), and the columns in use."""
         out = {"n": self.n, "d": self.X.shape[1], "nnz": int(self.X.nnz)}
         if regression:
             out["max_abs_y"] = float(np.max(np.abs(self.y))) if self.n else 0.0
         else:
             out["labels"], out["counts"] = np.unique(self.y, return_counts=True)
-        # for selection="auto": columns in use and the median squared row norm
-        out["used"] = int(np.unique(self.X.indices).size)
-        out["median_sqnorm"] = float(np.median(V.row_sqnorms(self.X))) if self.n else 0.0
         return out
 
+    def scales(self, spec):
+        """For selection="auto", the statistics one machine uses, on the rows with
+        positive weight: their C_i (|x_i|^2 + bias^2) and the columns they use."""
+        if self.n == 0:
+            return np.zeros(0), np.zeros(0, np.int32)
+        cvec = spec["C"] * self.sw
+        if not spec.get("regression"):
+            codes = np.searchsorted(spec["classes"], self.y)
+            cvec = cvec * spec["class_weight"][codes]
+        keep = cvec > 0
+        X = self.X[keep]
+        return (cvec[keep] * V.row_sqnorms(X, spec["bias"]),
+                np.unique(X.indices).astype(np.int32))
+
     def setup(self, spec):
-        """Build the local state of every problem of ``spec`` (a dict: loss, K (sigma'),
+        """Build the local state of every problem of ``spec`` (a dict: loss, sigma,
         bias, d, epsilon, selection, seed, and either classes plus class weights and the
         positive class of each problem, or regression=True).  Returns the encoded initial
         contribution of each problem to w (non-zero only for the logistic loss, whose
@@ -86,34 +141,37 @@ class Partition:
         d = spec["d"]
         if self.X.shape[1] < d:     # shards may use fewer columns than the widest one
             self.X.resize((self.n, d))
-        problem, squared = PROBLEM_OF[spec["loss"]]
-        K = spec["K"]
-        if spec.get("regression"):
-            cvec = spec["C"] * self.sw
-            targets = [self.y.astype(np.float64)]
-        else:
-            codes = np.searchsorted(spec["classes"], self.y)
-            cvec = spec["C"] * self.sw * spec["class_weight"][codes]
-            targets = [np.where(codes == k, 1.0, -1.0) for k in spec["positive"]]
-        keep = cvec > 0
+        kind, squared = PROBLEM_OF[spec["loss"]]
+        sigma = spec["sigma"]
+        keep = self.sw > 0
         self.keep = None if keep.all() else np.flatnonzero(keep)
         Xk = self.X if self.keep is None else self.X[self.keep]
         V.check_squares(Xk, spec["bias"])    # (as on one machine: no overflowing |x|^2)
-        cvec = cvec[keep]
+        base = spec["C"] * self.sw[keep]
+        if spec.get("regression"):
+            targets = [self.y[keep].astype(np.float64)]
+            rows = [np.ones(base.shape[0])]
+        else:
+            codes = np.searchsorted(spec["classes"], self.y[keep])
+            targets = [np.where(codes == k, 1.0, -1.0) for k in spec["positive"]]
+            rows = [problem_weights(codes, spec["class_weight"], k, len(spec["classes"]))
+                    for k in spec["positive"]]
         self.Xk = Xk
-        self.cvec = np.ascontiguousarray(cvec)
-        self.upper = np.full(cvec.shape[0], np.inf) if squared else K * cvec
-        self.diag = 0.5 / (K * cvec) if squared else np.zeros(cvec.shape[0])
-        self.kind, self.squared, self.K = problem, squared, K
+        self.kind, self.squared, self.sigma = kind, squared, sigma
         self.bias, self.epsilon = spec["bias"], spec.get("epsilon", 0.0)
         self.selection = SELECTIONS[spec["selection"]]
         self.seed = spec["seed"]
-        self.qd = np.empty(cvec.shape[0])
-        self.fresh_qd = True
-        self.problems = [self._fresh(t[keep]) for t in targets]
+        shared = {}      # problems with the same row weights share their constants
+        self.costs = []
+        for r in rows:
+            key = r.tobytes()
+            if key not in shared:
+                shared[key] = _Costs(Xk, base * r, sigma, squared, self.bias)
+            self.costs.append(shared[key])
+        self.problems = [self._fresh(t, c) for t, c in zip(targets, self.costs)]
         return [self._initial(st) for st in self.problems]
 
-    def _fresh(self, y):
+    def _fresh(self, y, cost):
         n = y.shape[0]
         st = {"y": np.ascontiguousarray(y), "u": np.zeros(n), "prefs": np.ones(n),
               "perm": np.arange(n, dtype=np.int32), "n_active": n, "comp": None,
@@ -121,72 +179,182 @@ class Partition:
                                 1e-2 if self.selection == SELECTIONS["shrinking"] else 1e-8])}
         if self.kind == "lr":
             # liblinear's start, as in dual_cd: inside the box by min(1e-3 U, 1e-8)
-            st["u"] = np.minimum(1e-3 * self.upper, 1e-8)
-            st["comp"] = self.upper - st["u"]
+            st["u"] = np.minimum(1e-3 * cost.upper, 1e-8)
+            st["comp"] = cost.upper - st["u"]
         return st
 
     def _initial(self, st):
         d1 = self.Xk.shape[1] + 1
-        if self.kind != "lr" or self.n == 0:
+        if self.kind != "lr" or self.Xk.shape[0] == 0:
             return ("sparse", np.zeros(0, np.int32), np.zeros(0))
-        ay = st["u"] * st["y"] / self.K
+        ay = st["u"] * st["y"] / self.sigma
         w = np.zeros(d1)
         w[:-1] = self.Xk.T @ ay
         w[-1] = self.bias * ay.sum()
         return encode(w)
 
-    def gap_terms(self, st):
-        """The dual objective's terms of this partition that do not involve w, at the
-        current duals alpha = u / K: the objective is terms - 1/2 |w|^2."""
-        a = st["u"] / self.K
+    # ---- the dual objective's terms that do not involve w ----------------------------
+
+    def _terms(self, st, cost, u, comp):
+        """At the duals alpha = u / sigma' (and comp = sigma' C - u for the logistic
+        loss): the dual objective is terms - 1/2 |w|^2."""
+        a = u / self.sigma
         if self.kind == "lr":
-            c = st["comp"] / self.K
-            return -float(np.sum(xlogy(a, a / self.cvec) + xlogy(c, c / self.cvec)))
+            c = comp / self.sigma
+            return -float(np.sum(xlogy(a, a / cost.cvec) + xlogy(c, c / cost.cvec)))
         lin = a.sum() if self.kind == "svm" else (np.sum(st["y"] * a)
                                                   - self.epsilon * np.abs(a).sum())
-        quad = 0.5 * np.sum(0.5 / self.cvec * a * a) if self.squared else 0.0
+        # 1/2 sum D_ii alpha_i^2 with D_ii = sigma' diag_i
+        quad = 0.5 * self.sigma * np.sum(cost.diag * a * a) if self.squared else 0.0
         return float(lin - quad)
 
-    def round(self, j, rnd, w, check, sweeps):
-        """One round of problem j against the global weights w (not modified): returns
-        (encoded dw_k, stats) with stats = {loss, kkt, dual_terms} on check rounds, plus
-        steps."""
+    def gap_terms(self, j):
         st = self.problems[j]
-        stats = {"steps": 0}
+        return self._terms(st, self.costs[j], st["u"], st["comp"])
+
+    def _sweeps(self, j, rnd, v, sweeps, check):
+        """dcd_round on problem j from weights v (changed in place); returns its dict."""
+        st, cost = self.problems[j], self.costs[j]
+        out = dcd_round(self.Xk, st["y"], cost.upper, cost.diag, cost.cvec, self.bias,
+                        st["u"], v, st["prefs"], st["perm"], st["n_active"], st["scal"],
+                        cost.qd, False, self.selection, sweeps,
+                        round_seed(self.seed, j, self.part, rnd), self.squared, check,
+                        self.kind, self.epsilon, st["comp"])
+        st["n_active"] = out["n_active"]
+        return out
+
+    # ---- the ring -----------------------------------------------------------------------
+
+    def visit(self, j, rnd, w, sweeps, carry):
+        """The ring's visit (sigma' = 1): ``sweeps`` sweeps of problem j in place on its
+        current weights w, with the thresholds and gains carried along the ring (carry,
+        updated in place: this partition's extremes folded in, steps added)."""
         if self.Xk.shape[0] == 0:
+            return
+        st = self.problems[j]
+        s = st["scal"]
+        s[0], s[1], s[4], s[5] = carry[0], carry[1], carry[4], carry[5]
+        out = self._sweeps(j, rnd, w, sweeps, False)
+        carry[2], carry[3] = max(carry[2], s[2]), min(carry[3], s[3])
+        carry[4], carry[5] = s[4], s[5]
+        carry[CARRY_STEPS] += out["n_steps"]
+
+    def check(self, j, w):
+        """The duality gap's scalars of problem j at weights w: {loss, kkt, dual_terms};
+        also resets hard shrinking's active set, as the parallel methods' check does."""
+        if self.Xk.shape[0] == 0:
+            return {"loss": 0.0, "kkt": 0.0, "dual_terms": 0.0}
+        terms = self.gap_terms(j)
+        out = self._sweeps(j, 0, np.array(w, dtype=np.float64, copy=True), 0, True)
+        return {"loss": out["loss_sum"], "kkt": out["kkt_violation"], "dual_terms": terms}
+
+    # ---- the parallel methods --------------------------------------------------------
+
+    def propose(self, j, rnd, w, sweeps, check):
+        """The local sweeps of problem j against the global weights w (not modified);
+        the duals move, but the move is kept apart until ``commit``.  Returns (encoded
+        dw_k, stats): steps, the line search's scalars and, on check rounds, the duality
+        gap's scalars at w (taken before the sweeps)."""
+        st, cost = self.problems[j], self.costs[j]
+        stats = {"steps": 0, "lin": 0.0, "dquad": 0.0, "dcross": 0.0, "max_step": np.inf,
+                 "slope": 0.0, "terms": 0.0}
+        if self.Xk.shape[0] == 0:
+            st["du"] = None
             if check:
                 stats.update(loss=0.0, kkt=0.0, dual_terms=0.0)
             return ("sparse", np.zeros(0, np.int32), np.zeros(0)), stats
+        stats["terms"] = self.gap_terms(j)
         if check:
-            stats["dual_terms"] = self.gap_terms(st)
+            stats["dual_terms"] = stats["terms"]
+        u_old = st["u"].copy()
+        comp_old = None if st["comp"] is None else st["comp"].copy()
         v = np.array(w, dtype=np.float64, copy=True)
-        out = dcd_round(self.Xk, st["y"], self.upper, self.diag, self.cvec, self.bias,
-                        st["u"], v, st["prefs"], st["perm"], st["n_active"], st["scal"],
-                        self.qd, self.fresh_qd, self.selection, sweeps,
-                        round_seed(self.seed, j, self.part, rnd), self.squared, check,
-                        self.kind, self.epsilon, st["comp"])
-        self.fresh_qd = False
-        st["n_active"] = out["n_active"]
+        out = self._sweeps(j, rnd, v, sweeps, check)
         stats["steps"] = out["n_steps"]
         if check:
             stats["loss"] = out["loss_sum"]
             stats["kkt"] = out["kkt_violation"]
+        st["u_new"], st["comp_new"] = st["u"], st["comp"]
+        st["u"], st["comp"] = u_old, comp_old
+        st["du"] = st["u_new"] - u_old
+        stats.update(self._line_scalars(st, cost))
         v -= w
-        v /= self.K
+        v /= self.sigma
         return encode(v), stats
+
+    def _line_scalars(self, st, cost):
+        """The step's scalars in alpha units (alpha = u / sigma', dalpha likewise):
+        lin = the linear term's change, dquad = sum D dalpha^2, dcross = sum D alpha
+        dalpha, max_step = the largest feasible eta, slope = the terms' derivative in eta
+        at 0 (for a backtracking search)."""
+        a, da = st["u"] / self.sigma, st["du"] / self.sigma
+        D = self.sigma * cost.diag
+        lo = 0.0 if self.kind != "svr" else -cost.cvec
+        hi = cost.cvec if not self.squared else np.inf
+        with np.errstate(divide="ignore", invalid="ignore"):
+            up = np.where(da > 0, (hi - a) / da, np.inf)
+            down = np.where(da < 0, (a - lo) / -da, np.inf)
+        max_step = float(min(up.min(), down.min())) if a.size else np.inf
+        dquad, dcross = float(np.sum(D * da * da)), float(np.sum(D * a * da))
+        if self.kind == "svm":
+            lin = float(da.sum())
+            slope = lin - dcross
+        elif self.kind == "svr":
+            lin = float(np.sum(st["y"] * da))
+            sign = np.where(a != 0, np.sign(a), np.sign(da))
+            slope = lin - self.epsilon * float(np.sum(sign * da)) - dcross
+        else:
+            lin = 0.0
+            c = st["comp"] / self.sigma
+            slope = float(np.sum(da * (np.log(c) - np.log(a))))
+        return {"lin": lin, "dquad": dquad, "dcross": dcross, "max_step": max_step,
+                "slope": slope}
+
+    def terms_at(self, j, eta):
+        """The terms of the dual at alpha + eta dalpha (for a backtracking search)."""
+        st = self.problems[j]
+        if self.Xk.shape[0] == 0 or st["du"] is None:
+            return 0.0
+        u = st["u"] + eta * st["du"]
+        comp = None if st["comp"] is None else st["comp"] - eta * st["du"]
+        return self._terms(st, self.costs[j], u, comp)
+
+    def commit(self, j, eta):
+        """alpha += eta dalpha (eta = 1 keeps the sweeps' duals exactly)."""
+        st = self.problems[j]
+        du = st.pop("du", None)
+        u_new, comp_new = st.pop("u_new", None), st.pop("comp_new", None)
+        if du is None:
+            return
+        if eta == 1.0:
+            st["u"], st["comp"] = u_new, comp_new
+        else:
+            st["u"] = st["u"] + eta * du
+            if st["comp"] is not None:
+                st["comp"] = st["comp"] - eta * du
+
+    # ---- checkpoints -----------------------------------------------------------------
 
     def state(self, j):
         """What a checkpoint keeps of problem j (copies)."""
         st = self.problems[j]
         return {k: (v.copy() if isinstance(v, np.ndarray) else v)
-                for k, v in st.items() if k != "y"}
+                for k, v in st.items() if k in ("u", "prefs", "perm", "n_active", "comp",
+                                                 "scal")}
 
     def restore(self, j, saved):
-        """Problem j back to a checkpointed state (its curvatures are recomputed)."""
+        """Problem j back to a checkpointed state."""
         st = self.problems[j]
         for k, v in saved.items():
             st[k] = v.copy() if isinstance(v, np.ndarray) else v
-        self.fresh_qd = True
+
+
+def roll_ring(kind, carries, rnd):
+    """Start of a ring round: each carried row's extremes become its thresholds (not
+    before the first round, which starts from the fresh thresholds)."""
+    if rnd > 0:
+        for c in carries:
+            roll_carried(kind, c)
 
 
 def check_block(X, y, where, d=None, regression=False, sample_weight=None):

@@ -2,11 +2,14 @@
 the registry that keeps the partitions there between rounds.
 
 The registry is this process's own dictionary, keyed by (job, partition): the rows and
-the duals stay on the worker across rounds; only weights and scalars travel.  A worker
-that dies takes its entries with it, which the client sees as PartitionMissing (or the
-worker's absence) and answers by rebuilding from the source.
+the duals stay on the worker across rounds.  The weights travel between the tasks as
+their results, so Dask moves them from worker to worker; the client asks only for
+scalars.  A worker that dies takes its entries with it, which the client sees as
+PartitionMissing (or the worker's absence) and answers by rebuilding from the source.
+Arguments named ``after`` only order a task behind earlier ones on the same partition.
 """
 from pybudget._core._progress import peak_rss_mb
+from pybudget.dask import _steps
 from pybudget.dask._sources import build_partition
 
 REGISTRY = {}
@@ -29,14 +32,44 @@ def build_task(job, part, source, regression, where):
     return P.summary(regression)
 
 
+def scales_task(job, part, spec):
+    return _get(job, part).scales(spec)
+
+
 def setup_task(job, part, spec):
     return _get(job, part).setup(spec)
 
 
-def round_task(job, part, j, rnd, w, check, sweeps, want_state):
+def ring_task(job, part, rnd, payload, problems, sweeps, first, *after):
+    return _steps.ring_visit(_get(job, part), rnd, payload, problems, sweeps, first)
+
+
+def check_task(job, part, problems, *payloads):
+    return _steps.check_partition(_get(job, part), payloads, problems)
+
+
+def propose_task(job, part, rnd, W, problems, sweeps, check, *after):
     P = _get(job, part)
-    msg, stats = P.round(j, rnd, w, check, sweeps)
-    return msg, stats, (P.state(j) if want_state else None)
+    msgs, stats = {}, {}
+    for j in problems:
+        msgs[j], stats[j] = P.propose(j, rnd, W[j], sweeps, check)
+    return msgs, stats
+
+
+def terms_task(job, part, etas):
+    P = _get(job, part)
+    return {j: P.terms_at(j, eta) for j, eta in etas.items()}
+
+
+def commit_task(job, part, etas):
+    P = _get(job, part)
+    for j, eta in etas.items():
+        P.commit(j, eta)
+
+
+def snapshot_task(job, part, problems, *after):
+    P = _get(job, part)
+    return {j: P.state(j) for j in problems}
 
 
 def restore_task(job, part, spec, states):
@@ -58,4 +91,13 @@ def drop_job(job):
 
 
 def peak_memory():
+    """This process's peak resident memory in MiB: VmHWM where /proc has it (ru_maxrss
+    would include a parent's peak inherited across exec), else ru_maxrss."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return peak_rss_mb()

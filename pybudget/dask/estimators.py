@@ -1,9 +1,9 @@
-"""LinearSVC, LogisticRegression and LinearSVR trained on a Dask cluster by CoCoA+.
+"""LinearSVC, LogisticRegression and LinearSVR trained on a Dask cluster.
 
-Each takes its one-machine namesake's parameters plus ``client``, ``n_partitions``,
-``local_sweeps``, ``checkpoint_every``, ``engine`` and ``timeout``; ``tol`` is a relative
-duality gap and ``max_iter`` counts rounds.  ``to_local()`` gives the one-machine
-estimator with the same coefficients.
+Each takes its one-machine namesake's parameters plus ``method``, ``client``,
+``n_partitions``, ``local_sweeps``, ``checkpoint_every``, ``engine`` and ``timeout``;
+``tol`` is a relative duality gap and ``max_iter`` counts rounds.  ``to_local()`` gives
+the one-machine estimator with the same coefficients.
 """
 import time
 import warnings
@@ -17,16 +17,17 @@ from sklearn.utils.validation import check_is_fitted
 from pybudget._core import _validation as V
 from pybudget._core._estimator import SVMBase, binary_problems
 from pybudget._core._progress import report
-from pybudget.dask._cocoa import cocoa
+from pybudget.dask._driver import METHODS, run
 from pybudget.dask._engines import DaskEngine, ThreadsEngine
 from pybudget.dask._sources import SvmlightShards, dask_pieces, memory_sources
 from pybudget.linear.logistic import LogisticRegression as LocalLogisticRegression
-from pybudget.linear.svm import (AUTO_MIN_DIM_RATIO, AUTO_MIN_SCALE, LOSSES,
-                                 REGRESSION_LOSSES, check_linear_params)
+from pybudget.linear.svm import (LOSSES, REGRESSION_LOSSES, auto_selection,
+                                 check_linear_params)
 from pybudget.linear.svm import LinearSVC as LocalLinearSVC
 from pybudget.linear.svr import LinearSVR as LocalLinearSVR
 
 ENGINES = ("dask", "threads")
+METHOD_CHOICES = (*METHODS, "auto")
 MEMORY_PARTITIONS = 4     # default n_partitions for numpy / scipy input
 
 
@@ -53,7 +54,38 @@ def _client(client):
                          "first, or use engine='threads'") from None
 
 
-class _CocoaBase(SVMBase):
+def class_weight_vector(class_weight, classes, counts):
+    """Weight per class (aligned with classes) from None, "balanced" (from the class
+    counts, as scikit-learn) or a dict of positive weights."""
+    if class_weight is None:
+        return np.ones(classes.shape[0])
+    if isinstance(class_weight, str):
+        if class_weight != "balanced":
+            raise ValueError("class_weight must be None, 'balanced' or a dict, got "
+                             f"{class_weight!r}")
+        return counts.sum() / (classes.shape[0] * counts)
+    if not isinstance(class_weight, dict):
+        raise TypeError(f"class_weight must be None, 'balanced' or a dict, got "
+                        f"{class_weight!r}")
+    out = np.ones(classes.shape[0])
+    known = set(classes.tolist())
+    for label, weight in class_weight.items():
+        if label not in known:
+            raise ValueError(f"class_weight has label {label!r}, not among the classes "
+                             f"{classes.tolist()}")
+        out[np.searchsorted(classes, label)] = V.positive(f"class_weight[{label!r}]", weight)
+    return out
+
+
+def resolve_method(method, n_parts, n_problems):
+    """method="auto": the ring (measured in docs/benchmarks.md section 10: it needs the
+    sweeps of one machine, where the parallel methods need 5-50 times more rounds)."""
+    if method != "auto":
+        return method
+    return "ring"
+
+
+class _DistributedBase(SVMBase):
     """The fit shared by the three estimators (see the module docstring)."""
 
     _regression = False
@@ -64,6 +96,7 @@ class _CocoaBase(SVMBase):
             self.C, self.loss, self.selection, self.tol, self.max_iter, self.fit_intercept,
             self.intercept_scaling, self._loss_choices)
         V.choice("engine", self.engine, ENGINES)
+        V.choice("method", self.method, METHOD_CHOICES)
         sweeps = V.positive_int("local_sweeps", self.local_sweeps)
         ckpt = V.positive_int("checkpoint_every", self.checkpoint_every, minimum=0)
         if self.n_partitions is not None:
@@ -124,6 +157,9 @@ class _CocoaBase(SVMBase):
         if engine == "dask":
             client = _client(self.client)
             futs = client.compute(flat)
+            # (the scheduler knows where a chunk lives once it is computed)
+            from distributed import wait
+            wait(futs)
             who = client.who_has(futs)
             done = iter(futs)
         else:
@@ -140,38 +176,46 @@ class _CocoaBase(SVMBase):
         names = [f"partition {p} (chunks {_chunk_span(bounds, p, P, n)})" for p in range(P)]
         return srcs, names, locality
 
+    def _engine(self):
+        if self.engine == "dask":
+            return DaskEngine(_client(self.client), timeout=self.timeout)
+        return ThreadsEngine(V.n_jobs(self.n_jobs))
+
     def _fit(self, X, y, sample_weight):
         C, tol, max_iter, bias, sweeps, ckpt = self._check_params()
         verbose = V.verbosity(self.verbose)
         seed = V.seed_from(self.random_state)
         t0 = time.perf_counter()
-        engine = (DaskEngine(_client(self.client), timeout=self.timeout)
-                  if self.engine == "dask" else ThreadsEngine(V.n_jobs(self.n_jobs)))
+        engine = self._engine()
         try:
             srcs, names, locality = self._sources(X, y, sample_weight, self.engine)
-            if self.engine == "dask":
-                summ = engine.build(srcs, self._regression, names, locality)
-            else:
-                summ = engine.build(srcs, self._regression, names)
+            summ = engine.build(srcs, self._regression, names, locality)
             spec, n_problems, d, classes = self._spec(summ, C, bias, seed, X)
+            spec["selection"] = self._resolve(engine, spec)
+            method = resolve_method(self.method, len(srcs), n_problems)
+            # CoCoA+'s sigma' = K, the partitions that take part (have rows)
+            spec["sigma"] = sum(1 for s in summ if s["n"]) if method == "cocoa" else 1
             if verbose:
                 report(f"{len(srcs)} partitions, {sum(s['n'] for s in summ)} rows, {d} "
-                       f"columns, {n_problems} problems, selection {spec['selection']}",
-                       time.perf_counter() - t0)
+                       f"columns, {n_problems} problems, method {method}, selection "
+                       f"{spec['selection']}", time.perf_counter() - t0)
 
             def progress(e):
                 if verbose:
                     mem = engine.peak_memory()
                     peaks = ", ".join(f"{m:.0f}" for _, m in sorted(mem.items()) if m)
                     report(f"round {e['round']}: relative duality gap {e['gap']:.3g}, "
-                           f"{e['active']} problems left, worker peak memory [{peaks}] MiB",
-                           time.perf_counter() - t0)
+                           f"{e['active']} problems left, bytes through the client "
+                           f"{e['bytes']['client']}, between workers {e['bytes']['workers']}"
+                           f", worker peak memory [{peaks}] MiB", time.perf_counter() - t0)
 
-            res = cocoa(engine, spec, n_problems, d, tol=tol, max_rounds=max_iter,
-                        sweeps=sweeps, checkpoint_every=ckpt, callback=progress)
+            res = run(engine, spec, n_problems, d, method=method, tol=tol,
+                      max_rounds=max_iter, sweeps=sweeps, checkpoint_every=ckpt,
+                      callback=progress)
             peaks = engine.peak_memory()
         finally:
             engine.close()
+        self.method_ = method
         self._set_result(res, bias, d, classes, spec, len(srcs), time.perf_counter() - t0)
         self.worker_peak_memory_ = peaks
         if not res.converged.all():
@@ -187,9 +231,8 @@ class _CocoaBase(SVMBase):
         n = sum(s["n"] for s in summ)
         if n == 0:
             raise ValueError("every partition is empty: no rows to train on")
-        K = sum(1 for s in summ if s["n"] > 0)
-        spec = {"loss": self.loss, "K": K, "bias": bias, "d": d, "C": C, "seed": seed,
-                "epsilon": getattr(self, "epsilon", 0.0)}
+        spec = {"loss": self.loss, "n_parts": len(summ), "bias": bias, "d": d, "C": C,
+                "seed": seed, "epsilon": getattr(self, "epsilon", 0.0)}
         if self._regression:
             spec["epsilon"] = V.nonnegative("epsilon", self.epsilon)
             spec["regression"] = True
@@ -204,35 +247,21 @@ class _CocoaBase(SVMBase):
                 if s["n"]:
                     counts[np.searchsorted(classes, s["labels"])] += s["counts"]
             spec["classes"] = classes
-            spec["class_weight"] = self._class_weight_vector(classes, counts)
+            spec["class_weight"] = class_weight_vector(getattr(self, "class_weight", None),
+                                                       classes, counts)
             spec["positive"] = binary_problems(classes.shape[0])
             n_problems = len(spec["positive"])
-        spec["selection"] = self._resolve(summ, n, C, bias)
         return spec, n_problems, d, classes
 
-    def _resolve(self, summ, n, C, bias):
-        """selection="auto" as on one machine (linear.svm.resolve_selection), from the
-        partitions' statistics: the widest partition's column count stands for the
-        columns in use, the median of the partitions' median squared norms for theirs
-        (class and sample weights left out)."""
+    def _resolve(self, engine, spec):
+        """selection="auto" by the one-machine rule (linear.svm.auto_selection) on the
+        same statistics, gathered from the partitions."""
         if self.selection != "auto":
             return self.selection
-        used = max(s["used"] for s in summ)
-        if used == 0 or used < AUTO_MIN_DIM_RATIO * n:
-            return "shrinking"
-        scale = C * (float(np.median([s["median_sqnorm"] for s in summ if s["n"]]))
-                     + bias * bias)
-        return "avsf" if scale >= AUTO_MIN_SCALE else "shrinking"
-
-    def _class_weight_vector(self, classes, counts):
-        cw = getattr(self, "class_weight", None)
-        if cw is None:
-            return np.ones(classes.shape[0])
-        if isinstance(cw, str):
-            if cw != "balanced":
-                raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {cw!r}")
-            return counts.sum() / (classes.shape[0] * counts)
-        return LocalLinearSVC(class_weight=cw)._class_weights(classes, None)
+        got = engine.scales(spec)
+        scales = np.concatenate([a for a, _ in got])
+        used = np.unique(np.concatenate([c for _, c in got])).size
+        return auto_selection(scales.shape[0], used, scales)
 
     def _set_result(self, res, bias, d, classes, spec, n_parts, elapsed):
         coef = res.W[:, :d]
@@ -248,6 +277,7 @@ class _CocoaBase(SVMBase):
         self.kkt_violation_ = res.kkt
         self.converged_ = res.converged
         self.bytes_sent_ = res.bytes_sent
+        self.step_sizes_ = res.steps
         self.n_checks_ = res.n_checks
         self.recoveries_ = res.recoveries
         self.n_partitions_ = n_parts
@@ -327,6 +357,12 @@ def _chunk_span(bounds, p, P, n):
 
 
 _COMMON_DOC = """
+    method : {"auto", "ring", "bda", "cocoa"}, default="auto"
+        How the partitions share the work (docs/user_guide.md, "Training on a Dask
+        cluster"): "ring", the partitions take turns within a round (one round is one
+        sweep of one-machine dual CD); "bda", parallel sweeps with a line search;
+        "cocoa", parallel sweeps added with sigma' = K (CoCoA+).  "auto" chooses per fit
+        (``method_``).
     client : distributed.Client or None, default=None
         The cluster to train on; the current client when None.
     n_partitions : int or None, default=None
@@ -344,7 +380,7 @@ _COMMON_DOC = """
 """
 
 
-class _CocoaClassifier(ClassifierMixin, _CocoaBase):
+class _DistributedClassifier(ClassifierMixin, _DistributedBase):
     """decision_function (classifiers only, as on one machine)."""
 
     _fitted_attr = "classes_"
@@ -355,9 +391,9 @@ class _CocoaClassifier(ClassifierMixin, _CocoaBase):
         return self._blockwise(X, "decision_function", None if k == 1 else k)
 
 
-class LinearSVC(_CocoaClassifier):
-    __doc__ = """Linear SVM (hinge or squared hinge, one-vs-rest) trained by CoCoA+ on a Dask
-    cluster, with pybudget's dual CD strategies as the local solver.
+class LinearSVC(_DistributedClassifier):
+    __doc__ = """Linear SVM (hinge or squared hinge, one-vs-rest) trained on a Dask cluster,
+    with pybudget's dual CD strategies as the local solver.
 
     Parameters as :class:`pybudget.LinearSVC` (``multi_class="ovr"`` only, no
     ``warm_start``), except ``tol`` : float, default=1e-3, the relative duality gap
@@ -373,8 +409,12 @@ class LinearSVC(_CocoaClassifier):
     ndarray of shape (n_problems,)
         Relative duality gap, exact maximal KKT violation over all rows, objectives and
         convergence flag of each binary problem at its final weights.
-    bytes_sent_ : int
-        Bytes of weights moved between the client and the partitions.
+    bytes_sent_ : dict
+        Bytes of arrays moved by the fit: ``"client"`` through the client (the final
+        weights, selection="auto"'s statistics), ``"workers"`` between workers (the
+        weights from visit to visit, the changes, checkpoint copies).
+    method_ : str
+        The method used ("auto" resolved).
     worker_peak_memory_ : dict
         Peak resident memory (MiB) of each worker process (by address) at the end of fit.
     """
@@ -384,8 +424,8 @@ class LinearSVC(_CocoaClassifier):
     def __init__(self, C=1.0, *, loss="hinge", multi_class="ovr", selection="auto",
                  tol=1e-3, max_iter=1000, fit_intercept=True, intercept_scaling=1.0,
                  class_weight=None, warm_start=False, random_state=None, n_jobs=None,
-                 verbose=0, client=None, n_partitions=None, local_sweeps=1,
-                 checkpoint_every=10, engine="dask", timeout=600.0):
+                 verbose=0, method="auto", client=None, n_partitions=None,
+                 local_sweeps=1, checkpoint_every=10, engine="dask", timeout=600.0):
         self.C = C
         self.loss = loss
         self.multi_class = multi_class
@@ -399,6 +439,7 @@ class LinearSVC(_CocoaClassifier):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.method = method
         self.client = client
         self.n_partitions = n_partitions
         self.local_sweeps = local_sweeps
@@ -413,9 +454,9 @@ class LinearSVC(_CocoaClassifier):
         return self._fit(X, y, sample_weight)
 
 
-class LogisticRegression(_CocoaClassifier):
-    __doc__ = """L2-regularised logistic regression (one-vs-rest) trained by CoCoA+ on a
-    Dask cluster, with pybudget's dual CD strategies as the local solver.
+class LogisticRegression(_DistributedClassifier):
+    __doc__ = """L2-regularised logistic regression (one-vs-rest) trained on a Dask cluster,
+    with pybudget's dual CD strategies as the local solver.
 
     Parameters as :class:`pybudget.LogisticRegression` (no ``warm_start``), except
     ``tol`` : float, default=1e-3, a relative duality gap, and ``max_iter``, the most
@@ -427,9 +468,9 @@ class LogisticRegression(_CocoaClassifier):
 
     def __init__(self, C=1.0, *, selection="auto", tol=1e-3, max_iter=1000,
                  fit_intercept=True, intercept_scaling=1.0, class_weight=None,
-                 random_state=None, warm_start=False, n_jobs=None, verbose=0, client=None,
-                 n_partitions=None, local_sweeps=1, checkpoint_every=10, engine="dask",
-                 timeout=600.0):
+                 random_state=None, warm_start=False, n_jobs=None, verbose=0, method="auto",
+                 client=None, n_partitions=None, local_sweeps=1, checkpoint_every=10,
+                 engine="dask", timeout=600.0):
         self.C = C
         self.selection = selection
         self.tol = tol
@@ -441,6 +482,7 @@ class LogisticRegression(_CocoaClassifier):
         self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.method = method
         self.client = client
         self.n_partitions = n_partitions
         self.local_sweeps = local_sweeps
@@ -456,9 +498,9 @@ class LogisticRegression(_CocoaClassifier):
         return self._blockwise(X, "predict_proba", self.classes_.shape[0])
 
 
-class LinearSVR(RegressorMixin, _CocoaBase):
-    __doc__ = """Linear support vector regression trained by CoCoA+ on a Dask cluster, with
-    pybudget's dual CD strategies as the local solver.
+class LinearSVR(RegressorMixin, _DistributedBase):
+    __doc__ = """Linear support vector regression trained on a Dask cluster, with pybudget's
+    dual CD strategies as the local solver.
 
     Parameters as :class:`pybudget.LinearSVR` (no ``warm_start``), except ``tol`` :
     float, default=1e-3, a relative duality gap, and ``max_iter``, the most rounds.
@@ -470,9 +512,9 @@ class LinearSVR(RegressorMixin, _CocoaBase):
 
     def __init__(self, C=1.0, *, epsilon=0.0, loss="epsilon_insensitive", selection="auto",
                  tol=1e-3, max_iter=1000, fit_intercept=True, intercept_scaling=1.0,
-                 random_state=None, warm_start=False, n_jobs=None, verbose=0, client=None,
-                 n_partitions=None, local_sweeps=1, checkpoint_every=10, engine="dask",
-                 timeout=600.0):
+                 random_state=None, warm_start=False, n_jobs=None, verbose=0, method="auto",
+                 client=None, n_partitions=None, local_sweeps=1, checkpoint_every=10,
+                 engine="dask", timeout=600.0):
         self.C = C
         self.epsilon = epsilon
         self.loss = loss
@@ -485,6 +527,7 @@ class LinearSVR(RegressorMixin, _CocoaBase):
         self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.method = method
         self.client = client
         self.n_partitions = n_partitions
         self.local_sweeps = local_sweeps

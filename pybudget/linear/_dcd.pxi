@@ -865,3 +865,41 @@ cdef double round_sweeps(const Problem* P, State* S, int selection, int sweeps, 
         else:
             avsf_sweep(P, S, 0.0)
     return kkt
+
+
+# ---- the ring (pybudget.dask, method="ring") ------------------------------------------
+#
+# In a sequential pass over the partitions, hard shrinking's thresholds must come from the
+# whole round, not from one partition's rows: the partitions fold their sweeps' extremes
+# into scalars carried along the ring (carry[2], carry[3]), and at the start of the next
+# round this rolls them into thresholds (carry[0], carry[1]) by the problem's own rule.
+
+def roll_carried(str problem, double[::1] carry):
+    """carry = [max_old, min_old, max_new, min_new, ...]: the round's extremes become the
+    next round's thresholds and the extremes restart, as one machine's sweep ends."""
+    cdef Shrink sh
+    sh.max_old, sh.min_old, sh.max_new, sh.min_new = carry[0], carry[1], carry[2], carry[3]
+    sh.sum_new = 0.0
+    if problem == "svm":
+        svm_shrink_roll(&sh)
+        svm_shrink_begin(&sh)
+    elif problem == "svr":
+        svr_shrink_roll(&sh)
+        svr_shrink_begin(&sh)
+    else:
+        return      # (logistic regression has no shrinking thresholds)
+    carry[0], carry[1], carry[2], carry[3] = sh.max_old, sh.min_old, sh.max_new, sh.min_new
+
+
+def fresh_carry(str problem):
+    """The carried thresholds and extremes before the first round (as a fresh solver)."""
+    cdef Shrink sh
+    sh.max_old, sh.min_old, sh.max_new, sh.min_new, sh.sum_new = 0.0, 0.0, 0.0, 0.0, 0.0
+    if problem == "svr":
+        svr_shrink_reset(&sh)
+        svr_shrink_begin(&sh)
+        sh.min_new = INFINITY
+    else:
+        svm_shrink_reset(&sh)
+        svm_shrink_begin(&sh)
+    return [sh.max_old, sh.min_old, sh.max_new, sh.min_new]

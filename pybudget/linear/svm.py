@@ -291,16 +291,23 @@ def resolve_selection(selection, X, cvec, bias, sqnorms=None):
     """
     if selection != "auto":
         return selection
-    n = X.shape[0]
     if X.nnz == 0:
         return "shrinking"
     d_used = used_columns(X)    # columns in use
-    if d_used < AUTO_MIN_DIM_RATIO * n:
+    if d_used < AUTO_MIN_DIM_RATIO * X.shape[0]:
         return "shrinking"
     if sqnorms is None:
         sqnorms = V.row_sqnorms(X, bias)
-    scale = float(np.median(cvec * sqnorms))
-    return "avsf" if scale >= AUTO_MIN_SCALE else "shrinking"
+    return auto_selection(X.shape[0], d_used, cvec * sqnorms)
+
+
+def auto_selection(n, d_used, scales):
+    """The rule of ``selection="auto"`` from its statistics: the rows n, the columns in
+    use and every row's C_i (|x_i|^2 + bias^2) (also used by pybudget.dask, which
+    gathers them from its partitions)."""
+    if d_used == 0 or d_used < AUTO_MIN_DIM_RATIO * n:
+        return "shrinking"
+    return "avsf" if float(np.median(scales)) >= AUTO_MIN_SCALE else "shrinking"
 
 
 AUTO_MIN_DIM_RATIO = 0.5

@@ -1,0 +1,250 @@
+"""The methods of a distributed fit and the driver that runs them on any engine, for
+every binary problem of a fit at once.
+
+- ``ring``: the partitions take turns within a round; each runs its local sweeps on the
+  current weights with sigma' = 1 and passes them on, so a round is one sweep of
+  one-machine dual CD in a block-wise order (the same convergence; hard shrinking's
+  thresholds and AVSF's reference gain are carried along).  Problem j starts its rounds
+  at partition j mod K, so the problems of a one-vs-rest fit keep several workers busy.
+- ``bda``: every partition runs its sweeps against the same weights with sigma' = 1;
+  the changes are added and scaled by a step eta: the exact line search for the
+  quadratic duals (hinge, squared hinge, SVR with epsilon = 0), Armijo backtracking for
+  logistic regression and SVR with epsilon > 0 (Lee & Roth, ICML 2015; Lee & Chang, 2020).
+- ``cocoa``: CoCoA+ (Ma et al. 2015): the same with sigma' = K and eta = 1.
+
+The stopping rule is the relative duality gap (P(w) - D(alpha)) / P(w) <= tol, from the
+partitions' check pass; a check at round t certifies the weights after t rounds, and a
+problem that passes keeps them.  Checks are scheduled from the gap's recent rate of
+decrease (at least every MAX_CHECK_INTERVAL rounds), since a check pass costs about half
+a sweep.  Checkpoints are taken every ``checkpoint_every`` rounds, on the workers; after a
+lost partition the engine rebuilds it and the fit replays from the last checkpoint, which
+gives the same bits as a run without the loss.
+"""
+import copy
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pybudget.linear.svm import PROBLEM_OF
+
+METHODS = ("ring", "bda", "cocoa")
+MAX_CHECK_INTERVAL = 10
+MAX_RECOVERIES = 3        # lost partitions survived in one fit before giving up
+ARMIJO_SIGMA = 0.01       # sufficient increase of the backtracking search
+ARMIJO_TRIALS = 30
+
+
+class PartitionsLost(Exception):
+    """Raised by an engine when partitions (their workers) are gone; carries the cause."""
+
+
+@dataclass
+class FitResult:
+    W: np.ndarray                 # (n_problems, d + 1), bias weight last
+    n_rounds: int
+    gap: np.ndarray               # relative duality gap per problem
+    primal: np.ndarray
+    dual: np.ndarray
+    kkt: np.ndarray
+    converged: np.ndarray
+    n_steps: int
+    bytes_sent: dict
+    n_checks: int
+    recoveries: int
+    log: list = field(default_factory=list)
+    steps: list = field(default_factory=list)      # (round, {problem: eta}) of bda
+
+
+class _Driver:
+    """The driver's own state: what a checkpoint must restore besides the partitions."""
+
+    def __init__(self, n_problems, first_check):
+        self.t = 0
+        self.active = list(range(n_problems))
+        self.next_check = first_check
+        self.history = []            # (round, largest relative gap) of each check
+        self.final = {}              # problem -> (gap, primal, dual, kkt, round)
+        self.n_steps = 0
+        self.n_checks = 0
+        self.etas = []
+
+    def schedule(self, gmax, tol):
+        """The round of the next check after one at self.t that saw gap gmax."""
+        self.history.append((self.t, gmax))
+        interval = 1
+        if len(self.history) >= 2:
+            t0, g0 = self.history[-2]
+            if g0 > gmax > tol and self.t > t0:
+                rate = math.log(gmax / g0) / (self.t - t0)
+                ahead = math.log(tol / gmax) / rate
+                interval = int(min(max(math.floor(ahead), 1), MAX_CHECK_INTERVAL))
+        self.next_check = self.t + interval
+
+
+def gap_of(w2, loss, terms, kkt):
+    """(relative gap, primal, dual, kkt) of one problem from |w|^2 and its partitions'
+    summed check scalars."""
+    primal = 0.5 * w2 + loss
+    dual = terms - 0.5 * w2
+    gap = (primal - dual) / abs(primal) if primal != 0 else 0.0
+    return gap, primal, dual, kkt
+
+
+def ring_groups(active, n_parts):
+    """The ring's groups: (start partition, problems), problem j starting at j mod K."""
+    groups = {}
+    for j in active:
+        groups.setdefault(j % n_parts, []).append(j)
+    return sorted(groups.items())
+
+
+def line_search_exact(s):
+    """The step maximising a quadratic dual along the summed change (s: the combined
+    scalars), within the box."""
+    num = s["lin"] - s["dcross"] - s["wdw"]
+    den = s["dquad"] + s["dw2"]
+    if den <= 0.0 or num <= 0.0:
+        return 0.0
+    return float(min(num / den, s["max_step"]))
+
+
+def exact_search(loss, epsilon):
+    """Whether the dual is quadratic along a line (else: backtracking)."""
+    kind, _ = PROBLEM_OF[loss]
+    return kind == "svm" or (kind == "svr" and epsilon == 0.0)
+
+
+def armijo(engine, small, problems):
+    """Backtracking from eta = min(1, max_step) until the dual increases by at least
+    ARMIJO_SIGMA eta times its slope at 0; one evaluation round per trial."""
+    etas = {j: min(1.0, small[j]["max_step"]) for j in problems}
+    slope = {j: small[j]["slope"] - small[j]["wdw"] for j in problems}
+    todo = [j for j in problems if slope[j] > 0.0]
+    for j in problems:
+        if slope[j] <= 0.0:
+            etas[j] = 0.0
+    for _ in range(ARMIJO_TRIALS):
+        if not todo:
+            break
+        T = engine.terms_at({j: etas[j] for j in todo})
+        left = []
+        for j in todo:
+            s, e = small[j], etas[j]
+            gain = (T[j] - s["terms"]) - e * s["wdw"] - 0.5 * e * e * s["dw2"]
+            if not gain >= ARMIJO_SIGMA * e * slope[j]:
+                etas[j] = 0.5 * e
+                left.append(j)
+        todo = left
+    for j in todo:
+        etas[j] = 0.0
+    return etas
+
+
+def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpoint_every,
+        callback=None):
+    """Run ``method`` on the engine's partitions (built already); returns a FitResult."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    ring = method == "ring"
+    K = spec["n_parts"]
+    engine.setup(spec, ring)
+    exact = exact_search(spec["loss"], spec.get("epsilon", 0.0))
+    # the ring checks after a round (its first check after round 1); the parallel methods
+    # check in the pass that starts a round
+    drv = _Driver(n_problems, 1 if ring else 0)
+    ckpt = (copy.deepcopy(drv), engine.snapshot())
+    recoveries = 0
+    log = []
+    t_start = time.perf_counter()
+
+    def check_now(sums):
+        """Finish the problems whose gap passed; returns the largest gap of the others."""
+        drv.n_checks += 1
+        gaps, still = {}, []
+        for j in drv.active:
+            loss, terms, kkt, w2 = sums[j][:4]
+            g = gap_of(w2, loss, terms, kkt)
+            gaps[j] = g[0]
+            if g[0] <= tol:
+                drv.final[j] = (*g, drv.t)
+            else:
+                still.append(j)
+        entry = {"round": drv.t, "gap": max(gaps.values()), "active": len(still),
+                 "elapsed": time.perf_counter() - t_start, "bytes": dict(engine.bytes)}
+        log.append(entry)
+        if callback is not None:
+            callback(entry)
+        drv.schedule(max([gaps[j] for j in still] or [0.0]), tol)
+        return still
+
+    while drv.active and drv.t < max_rounds:
+        want_state = checkpoint_every > 0 and drv.t > 0 and drv.t % checkpoint_every == 0
+        try:
+            if want_state and ckpt[0].t != drv.t:
+                ckpt = (copy.deepcopy(drv), engine.snapshot())
+            if ring:
+                if drv.t >= drv.next_check:
+                    sums = engine.check(drv.active)
+                    still = check_now(sums)
+                    drv.n_steps += sum(sums[j][4] for j in drv.active if j not in still)
+                    drv.active = still
+                    if not drv.active:
+                        break
+                engine.ring_round(drv.t, ring_groups(drv.active, K), sweeps)
+            else:
+                check = drv.t >= drv.next_check
+                small = engine.propose(drv.t, drv.active, sweeps, check)
+                still = drv.active
+                if check:
+                    still = check_now({j: (*small[j]["check"][:2], small[j]["check"][2],
+                                           small[j]["w2"]) for j in drv.active})
+                for j in drv.active:
+                    drv.n_steps += small[j]["steps"]
+                if method == "cocoa":
+                    etas = {j: 1.0 for j in still}
+                elif exact:
+                    etas = {j: line_search_exact(small[j]) for j in still}
+                else:
+                    etas = armijo(engine, small, still)
+                etas.update({j: 0.0 for j in drv.active if j not in still})
+                engine.commit(etas)
+                if method == "bda":
+                    drv.etas.append((drv.t, {j: etas[j] for j in still}))
+                drv.active = still
+                if not still:
+                    break
+        except PartitionsLost as exc:
+            lost = exc
+            while True:                    # (a recovery can lose a worker too)
+                recoveries += 1
+                if recoveries > MAX_RECOVERIES:
+                    raise RuntimeError(f"the fit lost partitions {recoveries} times; "
+                                       f"last: {lost}") from None
+                try:
+                    engine.recover(spec, ckpt[1])
+                    break
+                except PartitionsLost as again:
+                    lost = again
+            drv = copy.deepcopy(ckpt[0])
+            continue
+        drv.t += 1
+    if drv.active:
+        # max_rounds reached: one check-only pass certifies the final weights
+        sums = engine.check(drv.active)
+        for j in drv.active:
+            loss, terms, kkt, w2 = sums[j][:4]
+            drv.final[j] = (*gap_of(w2, loss, terms, kkt), drv.t)
+            if ring:
+                drv.n_steps += sums[j][4]
+    W = engine.weights(n_problems, d)
+    if not np.isfinite(W).all():
+        raise ValueError(f"C={spec['C']:g} is too large for this data: the weights "
+                         "overflowed")
+    fin = [drv.final[j] for j in range(n_problems)]
+    gap, primal, dual, kkt, rounds = (np.array(c) for c in zip(*fin))
+    return FitResult(W=W, n_rounds=int(rounds.max()), gap=gap, primal=primal, dual=dual,
+                     kkt=kkt, converged=gap <= tol, n_steps=int(drv.n_steps),
+                     bytes_sent=dict(engine.bytes), n_checks=drv.n_checks,
+                     recoveries=recoveries, log=log, steps=drv.etas)

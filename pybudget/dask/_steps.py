@@ -1,0 +1,101 @@
+"""The pieces of a round that both engines run in the same order, so that a fit gives
+the same bits on either: a ring visit over one group of problems, the sums of the
+partitions' scalars (always in partition order), the combination of the weight changes
+and the step.  Payloads map a problem to its weights (and, on the ring, to its carried
+scalars); every function returns new arrays and leaves its inputs alone (a Dask worker
+may hand the same input to several tasks)."""
+import numpy as np
+
+from pybudget.dask._partition import add_into, payload_bytes, roll_ring
+from pybudget.linear._dual_cd import sum_of_squares
+
+
+def ring_visit(P, rnd, payload, problems, sweeps, first):
+    """Partition P's visit of one group: a new payload {j: (w, carry)} for ``problems``
+    (rows of payload), after P's sweeps; ``first``: the round starts here."""
+    out = {j: (payload[j][0].copy(), payload[j][1].copy()) for j in problems}
+    if first:
+        roll_ring(P.kind, [c for _, c in out.values()], rnd)
+    for j in problems:
+        w, carry = out[j]
+        P.visit(j, rnd, w, sweeps, carry)
+    return out
+
+
+def payload_nbytes(payload):
+    """Bytes of the arrays of a payload ({j: w} or {j: (w, carry)})."""
+    return sum(sum(a.nbytes for a in row) if isinstance(row, tuple) else row.nbytes
+               for row in payload.values())
+
+
+def check_partition(P, payloads, problems):
+    """P's gap scalars of each problem at the weights of the payloads (a list of
+    {j: (w, carry)} or {j: w})."""
+    weights = {}
+    for pl in payloads:
+        for j, row in pl.items():
+            weights[j] = row[0] if isinstance(row, tuple) else row
+    return {j: P.check(j, weights[j]) for j in problems}
+
+
+def sum_checks(per_part, problems):
+    """Partitions' check scalars (in partition order) -> {j: (loss, terms, kkt)}."""
+    out = {}
+    for j in problems:
+        loss = terms = kkt = 0.0
+        for s in per_part:
+            loss += s[j]["loss"]
+            terms += s[j]["dual_terms"]
+            kkt = max(kkt, s[j]["kkt"])
+        out[j] = (loss, terms, kkt)
+    return out
+
+
+def norms(payloads, problems):
+    """{j: |w_j|^2} over the payloads' weights."""
+    out = {}
+    for pl in payloads:
+        for j, row in pl.items():
+            if j in problems:
+                out[j] = sum_of_squares(row[0] if isinstance(row, tuple) else row)
+    return out
+
+
+# ---- the parallel methods -----------------------------------------------------------
+
+LINE_SUMS = ("steps", "lin", "dquad", "dcross", "slope", "terms")
+
+
+def combine(W, proposals, problems, check):
+    """The partitions' proposals (in partition order: (msgs, stats) each) -> (dW, small)
+    with dW = {j: sum_k dw_kj} and small = {j: the summed line-search scalars, max_step,
+    |dw|^2, w'dw, |w|^2 and, on check rounds, the gap's sums}, plus the bytes of the
+    changes sent."""
+    dW, small = {}, {}
+    nbytes = 0
+    for j in problems:
+        dw = np.zeros_like(W[j])
+        s = dict.fromkeys(LINE_SUMS, 0.0)
+        s["max_step"] = np.inf
+        for msgs, stats in proposals:
+            add_into(dw, msgs[j])
+            nbytes += payload_bytes(msgs[j])
+            for k in LINE_SUMS:
+                s[k] += stats[j][k]
+            s["max_step"] = min(s["max_step"], stats[j]["max_step"])
+        s["dw2"] = sum_of_squares(dw)
+        s["wdw"] = float(np.dot(W[j], dw))
+        s["w2"] = sum_of_squares(W[j])
+        if check:
+            s["check"] = sum_checks([st for _, st in proposals], [j])[j]
+        dW[j] = dw
+        small[j] = s
+    return dW, small, nbytes
+
+
+def apply_step(W, dW, etas):
+    """New weights {j: w_j + eta_j dw_j} (the others unchanged, not copied)."""
+    out = dict(W)
+    for j, eta in etas.items():
+        out[j] = W[j] + dW[j] if eta == 1.0 else W[j] + eta * dW[j]
+    return out
