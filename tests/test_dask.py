@@ -228,12 +228,19 @@ class KillingEngine(_engines.DaskEngine):
     """Kills the worker of partition 0 while round ``at`` runs (``times`` times)."""
     at, times, kills = 6, 1, 0
 
-    def round(self, rnd, active, W, check, sweeps, want_state):
+    def _kill(self, rnd):
         if rnd == type(self).at and type(self).kills < type(self).times:
             type(self).kills += 1
             pid = self.client.run(os.getpid, workers=[self.where[0]])[self.where[0]]
             threading.Timer(0.05, os.kill, (pid, signal.SIGKILL)).start()
-        return super().round(rnd, active, W, check, sweeps, want_state)
+
+    def ring_round(self, rnd, groups, sweeps):
+        self._kill(rnd)
+        return super().ring_round(rnd, groups, sweeps)
+
+    def propose(self, rnd, problems, sweeps, check):
+        self._kill(rnd)
+        return super().propose(rnd, problems, sweeps, check)
 
 
 @pytest.fixture
@@ -293,12 +300,12 @@ def test_no_worker_left_raises_within_the_timeout(monkeypatch):
                                   dashboard_address=None) as cl, distributed.Client(cl) as c:
 
         class LastWorkerLeaves(_engines.DaskEngine):
-            def round(self, rnd, *a, **k):
+            def ring_round(self, rnd, *a, **k):
                 if rnd == 2:
                     cl.scale(0)
                     while self.workers():
                         time.sleep(0.05)
-                return super().round(rnd, *a, **k)
+                return super().ring_round(rnd, *a, **k)
 
         monkeypatch.setattr(E, "DaskEngine", LastWorkerLeaves)
         t0 = time.monotonic()
@@ -430,13 +437,17 @@ def test_partition_round_leaves_w_alone():
     X, y = make_data(n=100)
     P = build_partition(0, ("arrays", X, y, None, X.shape[1]), False, "p0")
     assert isinstance(P, Partition)
-    spec = {"loss": "hinge", "K": 2, "bias": 1.0, "d": X.shape[1], "C": 1.0, "seed": 0,
+    spec = {"loss": "hinge", "sigma": 2, "bias": 1.0, "d": X.shape[1], "C": 1.0, "seed": 0,
             "classes": np.array([0, 1]), "class_weight": np.ones(2), "positive": [1],
             "selection": "uniform"}
     P.setup(spec)
     w = np.ones(X.shape[1] + 1)
-    P.round(0, 0, w, True, 1)
+    u = P.problems[0]["u"].copy()
+    P.propose(0, 0, w, 1, True)
     np.testing.assert_array_equal(w, np.ones(X.shape[1] + 1))
+    np.testing.assert_array_equal(P.problems[0]["u"], u)     # (until the commit)
+    P.commit(0, 0.0)
+    np.testing.assert_array_equal(P.problems[0]["u"], u)
 
 
 @pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
@@ -448,14 +459,15 @@ def test_a_round_solves_the_cocoa_plus_subproblem(loss):
     X, y = make_data(n=300, d=30, seed=4)
     K, C = 3, 0.7
     P = build_partition(1, ("arrays", X, y, None, X.shape[1]), False, "p1")
-    spec = {"loss": loss, "K": K, "bias": 1.0, "d": X.shape[1], "C": C, "seed": 5,
+    spec = {"loss": loss, "sigma": K, "bias": 1.0, "d": X.shape[1], "C": C, "seed": 5,
             "classes": np.array([0, 1]), "class_weight": np.ones(2), "positive": [1],
             "selection": "uniform"}
     P.setup(spec)
     rng = np.random.default_rng(0)
     w = rng.normal(scale=0.1, size=X.shape[1] + 1)
     a_old = P.problems[0]["u"] / K
-    msg, _ = P.round(0, 0, w, False, 3000)
+    msg, _ = P.propose(0, 0, w, 3000, False)
+    P.commit(0, 1.0)
     dw = np.zeros_like(w)
     add_into(dw, msg)
     a = P.problems[0]["u"] / K

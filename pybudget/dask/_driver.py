@@ -228,6 +228,9 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
                 except PartitionsLost as again:
                     lost = again
             drv = copy.deepcopy(ckpt[0])
+            # copies of the checkpoint on today's workers: the old ones may have lived
+            # only on the worker lost (a second loss would then have nothing to restore)
+            ckpt = (ckpt[0], engine.snapshot())
             continue
         drv.t += 1
     if drv.active:
