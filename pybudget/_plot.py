@@ -93,13 +93,14 @@ def _time_panel(ax, rows, sels, time_key):
                        marker="s", facecolors="none", edgecolors="black", zorder=3,
                        label=capped_label)
             capped_label = "_nolegend_"
-    ax.set(xscale="log", yscale="log", xlabel="C",
-           ylabel="training time [s]" if time_key == "time" else f"{time_key} [s]")
+    what = "" if time_key == "time" else ", " + time_key.split("_")[-1]   # time_median
+    ax.set(xscale="log", yscale="log", xlabel="C", ylabel=f"training time{what} [s]")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
 
 
 def _steps_panel(ax, rows, sels, time_key):
+    from matplotlib.ticker import FuncFormatter
     for k, s in enumerate(sels):
         sub = [r for r in _by_C(rows, s) if r["n_steps"] is not None]
         if sub:   # liblinear's runs (bench) have no step count
@@ -118,6 +119,11 @@ def _steps_panel(ax, rows, sels, time_key):
             tw.annotate(f"{x:.2g}×", (c, x), textcoords="offset points", xytext=(0, 6),
                         ha="center", fontsize=7)
         tw.set(yscale="log", ylabel=f"shrinking time / {best} time")
+        # a ratio axis reads 0.5×, 1×, 2×: not 9×10⁻¹, nor a label on every minor tick
+        tw.yaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}×"))
+        tw.yaxis.set_minor_formatter(FuncFormatter(
+            lambda x, _: f"{x:g}×" if f"{x:.0e}"[0] in "25" else ""))
+        tw.margins(y=0.15)   # room for the labels above the points
         h2, l2 = tw.get_legend_handles_labels()
         handles, labels = handles + h2, labels + l2
     ax.set_title("coordinate steps, speed-up over shrinking", fontsize=10)
