@@ -103,34 +103,21 @@ def markdown(rows, loss="hinge"):
     return "\n".join(out) + "\n"
 
 
-def plot(rows, path, loss="hinge"):
+def plot(rows, path, loss="hinge", repeats=1):
+    """One row of panels per (data set, tol), drawn by pybudget's own C-grid figure
+    (pybudget._plot.plot_cgrid, as ``pybudget cgrid --plot``) on the median times."""
+    from pybudget._plot import new_axes, plot_cgrid, save_figure
+    groups = list(dict.fromkeys((r["data"], r["tol"]) for r in rows))
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed: no plot", file=sys.stderr)
+        axes = new_axes(len(groups), 2)
+    except ImportError as e:
+        print(f"{e}: no plot", file=sys.stderr)
         return
-    datas = list(dict.fromkeys(r["data"] for r in rows))
-    fig, axes = plt.subplots(1, len(datas), figsize=(5 * len(datas), 4), squeeze=False)
-    styles = ["-", "--", ":", "-."]
-    for ax, data in zip(axes[0], datas):
-        tols = list(dict.fromkeys(r["tol"] for r in rows if r["data"] == data))
-        sels = list(dict.fromkeys(r["selection"] for r in rows if r["data"] == data))
-        for si, s in enumerate(sels):
-            for ti, tol in enumerate(tols):
-                sub = sorted((r for r in rows if r["data"] == data and r["tol"] == tol
-                              and r["selection"] == s), key=lambda r: r["C"])
-                ax.loglog([r["C"] for r in sub], [r["time_median"] for r in sub],
-                          styles[ti % 4], marker="os^vd"[si % 5], color=f"C{si}",
-                          label=f"{s}, tol {tol:g}")
-        ax.set_title(data if loss == "hinge" else f"{data}, {loss}")
-        ax.set_xlabel("C")
-        ax.set_ylabel("training time [s]")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    for pair, (data, tol) in zip(axes, groups):
+        sub = [r for r in rows if (r["data"], r["tol"]) == (data, tol)]
+        plot_cgrid(sub, pair, time_key="time_median",
+                   title=f"{data}, loss {loss}, tol {tol:g} (median of {repeats})")
+    save_figure(axes, path)
     print(f"wrote {path}", file=sys.stderr)
 
 
@@ -192,7 +179,7 @@ def main(argv=None):
               "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
     write_outputs(stem, record, markdown(rows, a.loss), a.out)
     from pathlib import Path
-    plot(rows, Path(a.out) / f"{stem}.png", a.loss)
+    plot(rows, Path(a.out) / f"{stem}.png", a.loss, a.repeats)
 
 
 if __name__ == "__main__":

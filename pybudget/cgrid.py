@@ -4,15 +4,22 @@
 per run; ``format_table()`` lays the records out like Tables 2-3 of the AVSF paper
 (strategies as rows, C as columns, time and coordinate steps per cell) followed by
 the per-cell details (sweeps, dual objective, final KKT violation, test accuracy).
+The results (:class:`CGridResult`, :class:`CGridCVResult`) also come out as a figure
+(``.plot()``), a pandas DataFrame (``.to_frame()``), a dict (``.to_dict()``) and a JSON or
+CSV file (``.write(path)``).
 """
+import csv
+import json
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from pybudget._core import _validation as V
 from pybudget._core._progress import report
+from pybudget._plot import plot_cgrid, plot_cgrid_cv
 from pybudget.datasets import load
 from pybudget.linear.crammer_singer import solve_crammer_singer
 from pybudget.linear.svm import LOSSES, REGRESSION_LOSSES, SELECTION_CHOICES, solve_linear
@@ -21,6 +28,162 @@ DEFAULT_CS = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
 DEFAULT_SELECTIONS = ("shrinking", "avsf")
 # every problem of the dual family: the SVM losses, Crammer-Singer, logistic, regression
 CGRID_LOSSES = (*LOSSES, "crammer_singer", "logistic", *REGRESSION_LOSSES)
+DATA_FORMATS = ("json", "csv")
+
+
+class _Records:
+    """What both results share: a header (version, data set, parameters), flat records,
+    and the ways out built on them."""
+
+    def _init_header(self, data, params):
+        self.data = data if isinstance(data, str) else "given arrays"
+        self.params = dict(params or {})
+
+    def header(self):
+        """The run's description: package version, data set and parameters."""
+        import pybudget
+        return {"pybudget_version": pybudget.__version__, "kind": self.KIND,
+                "data": self.data, "params": self.params}
+
+    def to_dict(self):
+        """:meth:`header` plus ``"records"``, a list of flat dicts (JSON-ready)."""
+        return {**self.header(), "records": self.records()}
+
+    def to_frame(self):
+        """The records as a pandas DataFrame, one row each (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("to_frame() needs pandas: pip install pandas") from None
+        return pd.DataFrame(self.records())
+
+    def write(self, path):
+        """Write :meth:`to_dict` as JSON, or the records as CSV (with the version, data
+        set and scalar parameters repeated on each row), by the extension of ``path``."""
+        fmt = data_format(path)
+        if fmt == "json":
+            with open(path, "w") as f:
+                json.dump(self.to_dict(), f, indent=1, default=_plain)
+                f.write("\n")
+            return
+        head = self.header()
+        const = {"data": head["data"], "pybudget_version": head["pybudget_version"],
+                 **{k: v for k, v in head["params"].items() if not isinstance(v, list)}}
+        rows = [_csv_row(r, const) for r in self.records()]
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
+            w.writeheader()
+            w.writerows(rows)
+
+
+def _plain(value):
+    """JSON for numpy scalars a caller passed in (a C grid from np.logspace, ...)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def data_format(path):
+    """"json" or "csv" from the extension of ``path``; ValueError otherwise."""
+    ext = Path(path).suffix.lower().lstrip(".")
+    if ext not in DATA_FORMATS:
+        raise ValueError(f"{path}: a data file must end in .json or .csv")
+    return ext
+
+
+def _csv_row(record, const):
+    """One CSV row: lists spread over numbered columns (fold_accuracy_0, ...), None empty,
+    the constants after the record's own keys unless it has them."""
+    row = {}
+    for k, v in record.items():
+        if isinstance(v, list):
+            row.update((f"{k}_{i}", x) for i, x in enumerate(v))
+        else:
+            row[k] = "" if v is None else v
+    return {**row, **{k: v for k, v in const.items() if k not in row}}
+
+
+class CGridResult(_Records, list):
+    """The records of :func:`cgrid`: a list of dicts, one per (C, strategy) run, as from
+    :func:`run_cell`, with the run's settings.
+
+    Attributes
+    ----------
+    data : str
+        The data set's name ("given arrays" for arrays).
+    params : dict
+        ``Cs``, ``tol``, ``selections``, ``loss``, ``max_iter``, ``fit_intercept``,
+        ``random_state``.
+    """
+    KIND = "cgrid"
+
+    def __init__(self, records=(), data=None, params=None):
+        super().__init__(records)
+        self._init_header(data, params)
+
+    @classmethod
+    def from_dict(cls, d):
+        """The result :meth:`to_dict` (or a JSON file from :meth:`write`) describes."""
+        return cls(d["records"], d.get("data"), d.get("params"))
+
+    def records(self):
+        return [dict(r) for r in self]
+
+    def title(self):
+        return (f"{self.data}, loss {self.params.get('loss', 'hinge')}, "
+                f"tol {self.params.get('tol', float('nan')):g}")
+
+    def plot(self, ax=None):
+        """Training time against C per strategy (capped runs boxed); with two panels
+        (the default) also coordinate steps and the speed-up over hard shrinking.
+        Needs matplotlib; see :func:`pybudget._plot.plot_cgrid` for ``ax``.
+
+        Returns
+        -------
+        The axes drawn on (for ``ax=None``, an array of a new figure's two axes).
+        """
+        return plot_cgrid(self, ax=ax, title=self.title())
+
+
+class CGridCVResult(_Records, dict):
+    """The results of :func:`cgrid_cv`: a dict ``{strategy: CVGridResult}``, as before,
+    with the run's settings (``data``, ``params``) and flat records, one per strategy
+    and C."""
+    KIND = "cgrid_cv"
+
+    def __init__(self, results=(), data=None, params=None):
+        super().__init__(results)
+        self._init_header(data, params)
+
+    def records(self):
+        out = []
+        for s, r in self.items():
+            for k, c in enumerate(r.Cs):
+                out.append({"selection": s, "C": float(c),
+                            "mean_accuracy": float(r.mean_accuracy[k]),
+                            "std_accuracy": float(r.std_accuracy[k]),
+                            "fit_time": float(r.fit_time[k]),
+                            "fold_accuracy": [float(a) for a in r.fold_accuracy[:, k]],
+                            "fold_n_iter": (None if r.n_iter is None
+                                            else [int(n) for n in r.n_iter[:, k]]),
+                            "best": bool(c == r.best_C), "best_C": float(r.best_C),
+                            "wall_time": float(r.wall_time)})
+        return out
+
+    def title(self):
+        p = self.params
+        return (f"{self.data}, {p.get('cv')}-fold cross-validation, "
+                f"loss {p.get('loss', 'hinge')}, tol {p.get('tol', float('nan')):g}")
+
+    def plot(self, ax=None):
+        """Cross-validated accuracy (mean ± std) and fit time against C per strategy,
+        each best C starred.  Needs matplotlib.
+
+        Returns
+        -------
+        The axes drawn on (for ``ax=None``, an array of a new figure's two axes).
+        """
+        return plot_cgrid_cv(self, ax=ax, title=self.title())
 
 
 def accuracy(res, X, y):
@@ -126,8 +289,9 @@ def cgrid(data="debian-lib-small", Cs=DEFAULT_CS, tol=0.01, selections=DEFAULT_S
 
     Returns
     -------
-    list of dict
-        One record per (C, strategy) run, as from :func:`run_cell`.
+    CGridResult
+        A list with one record (dict) per (C, strategy) run, as from :func:`run_cell`;
+        also ``.plot()``, ``.to_frame()``, ``.to_dict()`` and ``.write(path)``.
 
     See Also
     --------
@@ -145,7 +309,10 @@ def cgrid(data="debian-lib-small", Cs=DEFAULT_CS, tol=0.01, selections=DEFAULT_S
     X = V.as_csr(X)  # convert once, not per cell
     if Xt is not None:
         Xt = V.as_csr(Xt)
-    rows = []
+    params = {"Cs": Cs, "tol": tol, "selections": list(selections), "loss": loss,
+              "max_iter": max_iter, "fit_intercept": fit_intercept,
+              "random_state": random_state}
+    rows = CGridResult(data=data, params=params)
     for C in Cs:
         for s in selections:
             row = run_cell(X, y, C, s, tol=tol, loss=loss, max_iter=max_iter,
@@ -269,8 +436,9 @@ def cgrid_cv(data="debian-lib-small", Cs=DEFAULT_CS, cv=5, tol=0.01,
 
     Returns
     -------
-    dict
-        ``{strategy: CVGridResult}``.
+    CGridCVResult
+        A dict ``{strategy: CVGridResult}``; also ``.plot()``, ``.to_frame()``,
+        ``.to_dict()`` and ``.write(path)``.
 
     See Also
     --------
@@ -279,10 +447,14 @@ def cgrid_cv(data="debian-lib-small", Cs=DEFAULT_CS, cv=5, tol=0.01,
     from pybudget.linear.path import cv_grid
     X, y = (load(data)[:2] if isinstance(data, str) else tuple(data)[:2])
     X = V.as_csr(X)
-    return {s: cv_grid(X, y, Cs, cv=cv, n_jobs=n_jobs, random_state=random_state,
-                       selection=s, tol=tol, loss=loss, max_iter=max_iter,
-                       fit_intercept=fit_intercept)
-            for s in selections}
+    results = {s: cv_grid(X, y, Cs, cv=cv, n_jobs=n_jobs, random_state=random_state,
+                          selection=s, tol=tol, loss=loss, max_iter=max_iter,
+                          fit_intercept=fit_intercept)
+               for s in selections}
+    params = {"Cs": [float(c) for c in Cs], "cv": cv, "tol": tol,
+              "selections": list(selections), "loss": loss, "max_iter": max_iter,
+              "fit_intercept": fit_intercept, "random_state": random_state}
+    return CGridCVResult(results, data=data, params=params)
 
 
 def format_cv_table(results, title=None):

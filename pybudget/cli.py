@@ -7,6 +7,7 @@ stdout, progress and messages to stderr; errors print one line and exit with sta
 import argparse
 import contextlib
 import glob
+import json
 import logging
 import math
 import os
@@ -18,8 +19,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from pybudget._core._progress import report
+from pybudget._plot import figure_format, require_matplotlib, save_figure
 from pybudget.cgrid import (CGRID_LOSSES, DEFAULT_CS, DEFAULT_SELECTIONS, cgrid, cgrid_cv,
-                             format_cv_table, format_table)
+                             data_format, format_cv_table, format_table)
 from pybudget.budget.svm import AVERAGING, MAINTENANCE, SEARCHES, SOLVERS
 from pybudget.linear.svm import LOSSES, REGRESSION_LOSSES, SELECTION_CHOICES
 
@@ -51,6 +53,7 @@ class CLIError(ValueError):
 
 
 def _cgrid(args):
+    _check_cgrid_files(args)
     if args.cv:
         res = cgrid_cv(args.data, Cs=args.C, cv=args.cv, tol=args.tol,
                        selections=args.selection, n_jobs=args.n_jobs, loss=args.loss,
@@ -58,12 +61,32 @@ def _cgrid(args):
                        random_state=args.seed)
         print(format_cv_table(res, title=f"{args.data}, {args.cv}-fold cross-validation, "
                                          f"tol {args.tol:g}"))
-        return 0
-    rows = cgrid(args.data, Cs=args.C, tol=args.tol, selections=args.selection,
-                 loss=args.loss, max_iter=args.max_iter, fit_intercept=args.bias > 0,
-                 random_state=args.seed, verbose=not args.quiet)
-    print(format_table(rows, title=f"{args.data}, tol {args.tol:g}, loss {args.loss}"))
+    else:
+        res = cgrid(args.data, Cs=args.C, tol=args.tol, selections=args.selection,
+                    loss=args.loss, max_iter=args.max_iter, fit_intercept=args.bias > 0,
+                    random_state=args.seed, verbose=not args.quiet)
+        print(format_table(res, title=f"{args.data}, tol {args.tol:g}, loss {args.loss}"))
+    if args.out:
+        res.write(args.out)
+        _log(args, f"wrote {args.out}")
+    if args.plot:   # the figure's metadata says which run drew it
+        save_figure(res.plot(), args.plot, description=json.dumps(res.header()))
+        _log(args, f"wrote {args.plot}")
     return 0
+
+
+def _check_cgrid_files(args):
+    """Refuse a bad --plot/--out before the grid runs, not after (it can take minutes)."""
+    for path, fmt in ((args.plot, figure_format), (args.out, data_format)):
+        if path:
+            fmt(path)
+            if not os.path.isdir(os.path.dirname(path) or "."):
+                raise CLIError(f"{path}: no such folder")
+    if args.plot:
+        try:
+            require_matplotlib()
+        except ImportError as e:
+            raise CLIError(str(e)) from None
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -593,6 +616,11 @@ def build_parser():
                         "warm-started along C in each fold; reports the best C")
     g.add_argument("--n-jobs", type=int, default=None,
                    help="with --cv: folds run in parallel on this many workers (joblib)")
+    g.add_argument("--plot", metavar="FILE", help="also draw the comparison to FILE (.png, "
+                   ".svg or .pdf): time and steps against C, or with --cv the CV accuracy "
+                   "and time; needs matplotlib (pip install \"pybudget[plot]\")")
+    g.add_argument("--out", metavar="FILE", help="also write every record, the package "
+                   "version, data set and parameters to FILE (.json or .csv)")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     g.set_defaults(func=_cgrid)
 
