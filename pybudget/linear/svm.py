@@ -454,6 +454,80 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
     return res
 
 
+def class_weight_vector(class_weight, classes, counts):
+    """The weight of each class, index-aligned with ``classes``, from an estimator's
+    ``class_weight`` parameter.
+
+    Parameters
+    ----------
+    class_weight : dict, "balanced" or None
+        None: all ones.  "balanced": ``n_samples / (n_classes * counts)``, as
+        scikit-learn's ``compute_class_weight`` (unweighted counts).  A dict maps class
+        labels (each among ``classes``) to weights > 0; classes it leaves out weigh 1.
+    classes : ndarray of shape (n_classes,)
+        The sorted class labels.
+    counts : array-like of shape (n_classes,)
+        Rows per class (used by "balanced" only).
+
+    Returns
+    -------
+    ndarray of shape (n_classes,)
+    """
+    K = classes.shape[0]
+    if class_weight is None:
+        return np.ones(K)
+    if isinstance(class_weight, str):
+        if class_weight != "balanced":
+            raise ValueError("class_weight must be None, 'balanced' or a dict, "
+                             f"got {class_weight!r}")
+        counts = np.asarray(counts, dtype=np.float64)
+        return counts.sum() / (K * counts)
+    if not isinstance(class_weight, dict):
+        raise TypeError(f"class_weight must be None, 'balanced' or a dict, got {class_weight!r}")
+    out = np.ones(K)
+    known = set(classes.tolist())
+    for label, weight in class_weight.items():
+        if label not in known:
+            raise ValueError(f"class_weight has label {label!r}, not among the classes "
+                             f"{classes.tolist()}")
+        out[np.searchsorted(classes, label)] = V.positive(f"class_weight[{label!r}]", weight)
+    return out
+
+
+def problem_costs(C, class_weights, codes, positive, sample_weight=None):
+    """The per-row costs C_i of one binary problem of a one-vs-rest fit, as liblinear
+    (and so scikit-learn) sets them.
+
+    Two classes (one problem): every row weighs ``C * class_weights[codes_i]``, its own
+    class's weight.  More classes: the problem of class ``positive`` weighs that class's
+    rows ``C * class_weights[positive]`` and every other row plain ``C`` (liblinear's
+    ``train_one(..., weighted_C[k], C)``).  Both times ``* sample_weight_i``.
+
+    Parameters
+    ----------
+    C : float
+        Regularisation parameter.
+    class_weights : ndarray of shape (n_classes,)
+        Weight per class (:func:`class_weight_vector`).
+    codes : ndarray of shape (n_samples,)
+        Class index 0..n_classes-1 of each row.
+    positive : int
+        Index of the problem's positive class (``binary_problems``: 1 for two classes).
+    sample_weight : ndarray of shape (n_samples,), optional
+        Weights per row (ones when None).
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+    """
+    if class_weights.shape[0] == 2:
+        weight = class_weights[codes]
+    else:
+        weight = np.where(codes == positive, class_weights[positive], 1.0)
+    cost = C * weight
+    return cost if sample_weight is None else cost * sample_weight
+
+
 class LinearClassifierBase(SVMClassifierBase):
     """What LinearSVC and LogisticRegression share: one binary dual CD problem per class
     (one-vs-rest), class weights, warm starts and the linear decision function."""
@@ -470,8 +544,11 @@ class LinearClassifierBase(SVMClassifierBase):
         t_fit = time.perf_counter()
         X, y = self._training_data(X, y)
         classes, codes = V.encode_labels(y, X.shape[0])
-        cvec = (C * V.sample_weights(sample_weight, X.shape[0])
-                * self._class_weights(classes, codes)[codes])
+        sw = V.sample_weights(sample_weight, X.shape[0])
+        cw = class_weight_vector(self.class_weight, classes, np.bincount(codes, minlength=classes.shape[0]))
+        # each row weighted by its own class: Crammer-Singer's costs (liblinear -s 4), and
+        # what decides "auto" and recognises a warm start's data
+        cvec = C * sw * cw[codes]
         K = classes.shape[0]
         if joint:
             self._fit_crammer_singer(X, classes, codes, cvec, C, tol, max_iter, bias, verbose,
@@ -489,8 +566,9 @@ class LinearClassifierBase(SVMClassifierBase):
         coef = np.empty((K, X.shape[1])) if K > 2 else None
 
         def solve(k, seed):
-            # per class only the label vector: the rest is shared, read-only
-            res = _solve_binary(X, np.where(codes == k, 1.0, -1.0), cvec, C, sqnorms=sqnorms,
+            # per class the label vector and the costs: the rest is shared, read-only
+            res = _solve_binary(X, np.where(codes == k, 1.0, -1.0),
+                                problem_costs(C, cw, codes, k, sw), C, sqnorms=sqnorms,
                                 loss=loss, selection=selection, tol=tol,
                                 max_iter=max_iter, bias=bias, seed=seed, start=starts[k],
                                 verbose=verbose)
@@ -542,25 +620,10 @@ class LinearClassifierBase(SVMClassifierBase):
         return [next_start(st, e, C, "extrapolate") for st, e in zip(prev["states"], earlier)]
 
     def _class_weights(self, classes, codes):
-        """Weight per class (index-aligned with classes) from class_weight."""
-        cw = self.class_weight
-        if cw is None:
-            return np.ones(classes.shape[0])
-        if isinstance(cw, str):
-            if cw != "balanced":
-                raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {cw!r}")
-            counts = np.bincount(codes, minlength=classes.shape[0])
-            return codes.shape[0] / (classes.shape[0] * counts)
-        if not isinstance(cw, dict):
-            raise TypeError(f"class_weight must be None, 'balanced' or a dict, got {cw!r}")
-        out = np.ones(classes.shape[0])
-        known = set(classes.tolist())
-        for label, weight in cw.items():
-            if label not in known:
-                raise ValueError(f"class_weight has label {label!r}, not among the classes "
-                                 f"{classes.tolist()}")
-            out[np.searchsorted(classes, label)] = V.positive(f"class_weight[{label!r}]", weight)
-        return out
+        """class_weight_vector of this estimator (kept for pybudget.dask, which calls it
+        until it uses class_weight_vector directly)."""
+        counts = None if codes is None else np.bincount(codes, minlength=classes.shape[0])
+        return class_weight_vector(self.class_weight, classes, counts)
 
     def decision_function(self, X):
         X = self._prediction_data(X)
