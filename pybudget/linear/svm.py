@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import xlogy
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model._base import SparseCoefMixin
 from sklearn.utils.extmath import safe_sparse_dot
 
 from pybudget._core import _validation as V
@@ -91,7 +92,8 @@ def check_linear_params(C, loss, selection, tol, max_iter, fit_intercept, interc
     V.choice("loss", loss, losses)
     V.choice("selection", selection, SELECTION_CHOICES)
     tol = V.positive("tol", tol)
-    max_iter = V.positive_int("max_iter", max_iter)
+    # 0 is accepted, as scikit-learn does: no sweep, the start returned with a warning
+    max_iter = V.positive_int("max_iter", max_iter, minimum=0)
     fit_intercept = V.boolean("fit_intercept", fit_intercept)
     bias = V.positive("intercept_scaling", intercept_scaling) if fit_intercept else 0.0
     return C, tol, max_iter, bias
@@ -241,7 +243,8 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     return LinearResult(coef=w[:d], intercept=float(w[d] * bias), alpha=alpha,
                         n_iter=out["n_iter"], n_steps=out["n_steps"], dual_objective=dual,
                         primal_objective=primal, kkt_violation=out["kkt_violation"],
-                        converged=out["converged"], time=elapsed, state=state)
+                        converged=out["converged"] and max_iter > 0, time=elapsed,
+                        state=state)
 
 
 def regression_tol_scale(y, epsilon):
@@ -528,9 +531,10 @@ def problem_costs(C, class_weights, codes, positive, sample_weight=None):
     return cost if sample_weight is None else cost * sample_weight
 
 
-class LinearClassifierBase(SVMClassifierBase):
+class LinearClassifierBase(SparseCoefMixin, SVMClassifierBase):
     """What LinearSVC and LogisticRegression share: one binary dual CD problem per class
-    (one-vs-rest), class weights, warm starts and the linear decision function."""
+    (one-vs-rest), class weights, warm starts, the linear decision function and
+    scikit-learn's ``sparsify()`` / ``densify()`` of ``coef_``."""
 
     def _fit(self, X, y, sample_weight, loss, losses, joint=False):
         """Fit with the given loss (checked against losses); sets the attributes.
