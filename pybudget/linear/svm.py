@@ -549,7 +549,8 @@ class LinearClassifierBase(SparseCoefMixin, SVMClassifierBase):
         X, y = self._training_data(X, y)
         classes, codes = V.encode_labels(y, X.shape[0])
         sw = V.sample_weights(sample_weight, X.shape[0])
-        cw = class_weight_vector(self.class_weight, classes, np.bincount(codes, minlength=classes.shape[0]))
+        cw = class_weight_vector(self.class_weight, classes,
+                                 np.bincount(codes, minlength=classes.shape[0]))
         # each row weighted by its own class: Crammer-Singer's costs (liblinear -s 4), and
         # what decides "auto" and recognises a warm start's data
         cvec = C * sw * cw[codes]
