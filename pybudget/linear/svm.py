@@ -14,6 +14,7 @@ from pybudget._core._csr import rows_combination, used_columns
 from pybudget._core._estimator import SVMClassifierBase, binary_problems, one_vs_rest
 from pybudget._core._progress import report
 from pybudget.linear._dual_cd import SELECTIONS, TOL_RULES, dcd_solve, sum_of_squares
+from pybudget.linear.primal import SMOOTH_LOSSES, primal_newton
 
 SELECTION_CHOICES = (*SELECTIONS, "auto")
 MULTI_CLASS = ("ovr", "crammer_singer")
@@ -218,9 +219,16 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
         # (the liblinear rule is relative to the first sweep already)
         tol = tol * regression_tol_scale(y, epsilon)
     t0 = time.perf_counter()
-    out = dcd_solve(X, y, upper, diag, cvec, bias, alpha, w, prefs, perm, n_active, dref,
-                    SELECTIONS[selection], tol, max_iter, seed, squared, verbose,
-                    problem, epsilon, comp, tol_rule=TOL_RULES[tol_rule])
+    if selection == "newton":
+        out = primal_newton(X, y, cvec, loss=loss, bias=bias, tol=tol, max_iter=max_iter,
+                            epsilon=epsilon)
+        alpha, comp, w = out["alpha"], out["comp"], out["w"]
+        prefs, perm, n_active = np.ones(n), np.arange(n, dtype=np.int32), n
+        out["n_steps"], out["n_active"], out["dref"] = 0, n, 0.0
+    else:
+        out = dcd_solve(X, y, upper, diag, cvec, bias, alpha, w, prefs, perm, n_active, dref,
+                        SELECTIONS[selection], tol, max_iter, seed, squared, verbose,
+                        problem, epsilon, comp, tol_rule=TOL_RULES[tol_rule])
     elapsed = time.perf_counter() - t0
     if not np.isfinite(w).all():
         raise ValueError(f"C={C:g} is too large for this data: the weights overflowed")
@@ -308,6 +316,23 @@ def resolve_selection(selection, X, cvec, bias, sqnorms=None):
 
 AUTO_MIN_DIM_RATIO = 0.5
 AUTO_MIN_SCALE = 1.0
+# bias^2 over the median squared row norm from which dual CD stalls: the bias column adds
+# bias^2 y y' to the dual's Q (measured on a9a: every loss converges at intercept_scaling
+# 10, ratio 7, none at 100, ratio 700; liblinear's dual solvers stall there too).
+PRIMAL_BIAS_RATIO = 100.0
+
+
+def bias_dominated(loss, X, bias, sqnorms=None, tol_rule="max"):
+    """Whether a smooth loss's problem goes to the primal Newton solver
+    (:mod:`pybudget.linear.primal`) instead of dual CD: when ``bias**2`` is at least
+    ``PRIMAL_BIAS_RATIO`` times the median squared norm of the rows (without the bias),
+    where single-coordinate dual steps cannot converge.  The hinge losses have no smooth
+    primal and stay with dual CD; so does the regression rule "liblinear" (relative to
+    dual sweeps)."""
+    if bias == 0.0 or loss not in SMOOTH_LOSSES or tol_rule == "liblinear":
+        return False
+    norms = V.row_sqnorms(X, 0.0) if sqnorms is None else sqnorms - bias * bias
+    return bias * bias >= PRIMAL_BIAS_RATIO * float(np.median(norms))
 
 
 def _resolve_once(selection, X, cvec, bias, sqnorms):
@@ -330,6 +355,8 @@ def _solve_binary(X, y, cvec, C, *, sqnorms, selection, start=None, **kw):
         X, y, cvec = X[keep], y[keep], cvec[keep]
         sqnorms = None if sqnorms is None else sqnorms[keep]
     used = resolve_selection(selection, X, cvec, kw.get("bias", 0.0), sqnorms)
+    if bias_dominated(kw["loss"], X, kw.get("bias", 0.0), sqnorms, kw.get("tol_rule")):
+        used = "newton"
     res = dual_cd(X, y, cvec, selection=used, start=start, C=C, checked=sqnorms is not None,
                   **kw)
     res.selection, res.C = used, C
