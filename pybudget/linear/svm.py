@@ -491,13 +491,15 @@ def class_weight_vector(class_weight, classes, counts):
     Parameters
     ----------
     class_weight : dict, "balanced" or None
-        None: all ones.  "balanced": ``n_samples / (n_classes * counts)``, as
-        scikit-learn's ``compute_class_weight`` (unweighted counts).  A dict maps class
-        labels (each among ``classes``) to weights > 0; classes it leaves out weigh 1.
+        None: all ones.  "balanced": ``sum(counts) / (n_classes * counts)``, as
+        scikit-learn's ``compute_class_weight``.  A dict maps class labels (each among
+        ``classes``) to weights > 0; classes it leaves out weigh 1.
     classes : ndarray of shape (n_classes,)
         The sorted class labels.
     counts : array-like of shape (n_classes,)
-        Rows per class (used by "balanced" only).
+        The summed sample weights of each class's rows (the row counts without sample
+        weights), as scikit-learn's ``compute_class_weight(..., sample_weight=...)``;
+        used by "balanced" only.
 
     Returns
     -------
@@ -511,6 +513,9 @@ def class_weight_vector(class_weight, classes, counts):
             raise ValueError("class_weight must be None, 'balanced' or a dict, "
                              f"got {class_weight!r}")
         counts = np.asarray(counts, dtype=np.float64)
+        if not (counts > 0).all():
+            raise ValueError("class_weight='balanced' needs a positive weight in every "
+                             f"class, got per-class weights {counts.tolist()}")
         return counts.sum() / (K * counts)
     if not isinstance(class_weight, dict):
         raise TypeError(f"class_weight must be None, 'balanced' or a dict, got {class_weight!r}")
@@ -576,8 +581,9 @@ class LinearClassifierBase(SparseCoefMixin, SVMClassifierBase):
         X, y = self._training_data(X, y)
         classes, codes = V.encode_labels(y, X.shape[0])
         sw = V.sample_weights(sample_weight, X.shape[0])
+        # "balanced" counts the rows' sample weights, as scikit-learn >= 1.6 does
         cw = class_weight_vector(self.class_weight, classes,
-                                 np.bincount(codes, minlength=classes.shape[0]))
+                                 np.bincount(codes, weights=sw, minlength=classes.shape[0]))
         # each row weighted by its own class: Crammer-Singer's costs (liblinear -s 4), and
         # what decides "auto" and recognises a warm start's data
         cvec = C * sw * cw[codes]
