@@ -53,7 +53,9 @@ _ADDED = {"intercept_": (2, lambda m: np.zeros(m.dual_coef_.shape[0]))}
 # BudgetSVC's partial_fit reservoir (_offset.reservoir_update), stored when present
 _SAMPLE_PARTS = ("data", "indices", "indptr", "xsq", "codes")
 
-# estimator -> (arrays, scalar attributes (name, kind), optional private attributes)
+# estimator -> (arrays, scalar attributes (name, kind), optional private attributes);
+# kind "int1": an int in the file, an array of shape (1,) on the model (scikit-learn's
+# LogisticRegression.n_iter_)
 _LAYOUT = {
     "LinearSVC": (
         ("coef_", "intercept_", "dual_objective_", "kkt_violation_", "converged_"),
@@ -63,7 +65,7 @@ _LAYOUT = {
     ),
     "LogisticRegression": (
         ("coef_", "intercept_", "dual_objective_", "kkt_violation_", "converged_"),
-        (("n_iter_", "int"), ("n_steps_", "int"), ("fit_time_", "float"),
+        (("n_iter_", "int1"), ("n_steps_", "int"), ("fit_time_", "float"),
          ("selection_", "str"), ("n_features_in_", "int")),
         (),
     ),
@@ -230,9 +232,12 @@ def save(model, path):
               "estimator": kind, "params": _encode_params(model.get_params()),
               "classes": None if kind in _REGRESSORS else _encode_labels(model.classes_),
               "attributes": {}, "arrays": {}}
-    for name, _ in scalars + private:
+    for name, kind_ in scalars + private:
         if hasattr(model, name):
-            header["attributes"][name] = _plain(getattr(model, name), name)
+            value = getattr(model, name)
+            if kind_ == "int1":      # an array of shape (1,) on the model, an int in the file
+                value = int(np.asarray(value).reshape(-1)[0])
+            header["attributes"][name] = _plain(value, name)
     names = getattr(model, "feature_names_in_", None)
     if names is not None:
         header["attributes"]["feature_names_in_"] = [str(s) for s in names]
@@ -437,8 +442,8 @@ def _load(path, shown):
             raise _fail(shown, f"attribute {name} is missing")
         v = _unplain(attrs[name])
         try:
-            v = {"int": _strict_int, "float": float, "str": str,
-                 "bool": _strict_bool}[kind_](v)
+            v = {"int": _strict_int, "float": float, "str": str, "bool": _strict_bool,
+                 "int1": lambda u: np.array([_strict_int(u)], dtype=np.int32)}[kind_](v)
         except (TypeError, ValueError):
             raise _fail(shown, f"attribute {name}={attrs[name]!r} is not a {kind_}") from None
         setattr(model, name, v)

@@ -190,7 +190,7 @@ def test_convergence_warning_at_the_cap():
 
 @pytest.mark.parametrize("params,error", [
     (dict(C=0.0), ValueError), (dict(C=-1.0), ValueError), (dict(C=np.nan), ValueError),
-    (dict(tol=-1.0), ValueError), (dict(max_iter=0), ValueError),
+    (dict(tol=-1.0), ValueError), (dict(max_iter=-1), ValueError),
     (dict(selection="best"), ValueError), (dict(intercept_scaling=0.0), ValueError),
     (dict(class_weight="weird"), ValueError), (dict(class_weight={7: 1.0}), ValueError),
     (dict(warm_start="yes"), TypeError),

@@ -245,7 +245,7 @@ def test_invalid_data_is_refused(how, which):
 
 BAD_PARAMS = [
     dict(C=0), dict(C=-1.0), dict(C=np.nan), dict(C=np.inf), dict(C="1"), dict(C=True),
-    dict(C=None), dict(tol=0), dict(tol=-1e-3), dict(max_iter=0), dict(max_iter=1.5),
+    dict(C=None), dict(tol=0), dict(tol=-1e-3), dict(max_iter=-1), dict(max_iter=1.5),
     dict(selection="random"), dict(loss="log"), dict(intercept_scaling=0.0),
     dict(class_weight="auto"), dict(class_weight={5: 1.0}), dict(random_state=-1),
     dict(random_state="seed"),

@@ -59,7 +59,7 @@ def test_labels(Xy):
 @pytest.mark.parametrize("name,value,err", [
     ("C", 0, ValueError), ("C", -1.0, ValueError), ("C", np.inf, ValueError),
     ("C", "1", TypeError), ("tol", 0.0, ValueError), ("tol", -1e-3, ValueError),
-    ("intercept_scaling", 0.0, ValueError), ("max_iter", 0, ValueError),
+    ("intercept_scaling", 0.0, ValueError), ("max_iter", -1, ValueError),
     ("max_iter", 2.5, TypeError), ("loss", "log", ValueError),
     ("selection", "random", ValueError), ("random_state", -3, ValueError),
     ("random_state", "seed", TypeError),

@@ -29,6 +29,30 @@ def one_vs_rest(n_classes, seed, solve, n_jobs=1):
                        n_jobs)
 
 
+# Weighting a row by k equals repeating it k times only at the exact optimum, so a loose
+# tol cannot pass scikit-learn's sample-weight equivalence checks (scikit-learn declares
+# them expected failures for its own LinearSVC, LinearSVR and LogisticRegression).
+LOOSE_TOL_FAILS = {
+    "check_sample_weight_equivalence_on_dense_data":
+        "sample_weight equals repeating rows only at the optimum; tol is too loose for it",
+    "check_sample_weight_equivalence_on_sparse_data":
+        "sample_weight equals repeating rows only at the optimum; tol is too loose for it",
+}
+# The tolerance up to which those checks (rtol 1e-7) pass for every linear estimator:
+# measured, LinearSVC fails at 1e-8 and passes at 1e-9 (tests/test_linear_estimator_checks.py).
+EQUIVALENCE_TOL = 1e-9
+
+
+def expected_failed_checks(estimator):
+    """scikit-learn's estimator checks that ``estimator``, as configured, is expected to
+    fail, with the reason: ``check_estimator(est, expected_failed_checks=
+    expected_failed_checks(est))``.  scikit-learn 1.9 keeps its own list outside the
+    estimators (``PER_ESTIMATOR_XFAIL_CHECKS``) and has no tag for it, so pybudget's
+    estimators declare theirs in a method, ``_expected_failed_checks``."""
+    method = getattr(estimator, "_expected_failed_checks", None)
+    return dict(method()) if method is not None else {}
+
+
 class SVMBase(BaseEstimator):
     """Input checks of fit and predict (sparse input accepted, made canonical)."""
 
@@ -42,6 +66,15 @@ class SVMBase(BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+    def _expected_failed_checks(self):
+        """The checks this configuration is expected to fail (see expected_failed_checks):
+        the sample-weight equivalence checks of the dual CD estimators above
+        EQUIVALENCE_TOL; none otherwise."""
+        tol = getattr(self, "tol", None)
+        if isinstance(tol, (int, float)) and tol > EQUIVALENCE_TOL:
+            return dict(LOOSE_TOL_FAILS)
+        return {}
 
     def _training_data(self, X, y, reset=True):
         """(canonical CSR X, y) for fit and partial_fit, with scikit-learn's checks."""

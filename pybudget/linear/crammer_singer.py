@@ -115,7 +115,8 @@ def cs_dual_cd(X, codes, n_classes, cvec, *, selection, tol, max_iter, bias, see
     return CrammerSingerResult(
         coef=W[:d].T.copy(), intercept=W[d] * bias, alpha=alpha, n_iter=out["n_iter"],
         n_steps=out["n_steps"], dual_objective=dual, primal_objective=primal,
-        kkt_violation=out["kkt_violation"], converged=out["converged"], time=elapsed,
+        kkt_violation=out["kkt_violation"], converged=out["converged"] and max_iter > 0,
+        time=elapsed,
         state=state)
 
 

@@ -53,8 +53,9 @@ class LogisticRegression(LinearClassifierBase):
     coef_ : ndarray of shape (n_problems, n_features)
         Weights; one problem for two classes, else one per class.
     intercept_ : ndarray of shape (n_problems,)
-    n_iter_ : int
-        Largest sweep count over the problems.
+    n_iter_ : ndarray of shape (1,)
+        Largest sweep count over the problems (an array, as scikit-learn's liblinear
+        solver reports it).
     n_steps_ : int
         Total coordinate steps.
     dual_objective_, kkt_violation_, converged_ : ndarray of shape (n_problems,)
@@ -93,7 +94,10 @@ class LogisticRegression(LinearClassifierBase):
         self.verbose = verbose
 
     def fit(self, X, y, sample_weight=None):
-        return self._fit(X, y, sample_weight, "logistic", LOGISTIC_LOSSES)
+        self._fit(X, y, sample_weight, "logistic", LOGISTIC_LOSSES)
+        # scikit-learn's liblinear path reports an array of shape (1,)
+        self.n_iter_ = np.array([self.n_iter_], dtype=np.int32)
+        return self
 
     def predict_proba(self, X):
         """Class probabilities: the sigmoid of the decision for two classes; for more,

@@ -175,7 +175,7 @@ def _chain(estimator, X, y, train, test, Cs):
             est.set_params(C=C).fit(Xtr, ytr)
             acc.append(est.score(Xte, yte))
             times.append(est.fit_time_)
-            iters.append(est.n_iter_)
+            iters.append(int(np.max(est.n_iter_)))   # LogisticRegression's is an array
     return acc, times, iters
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import xlogy
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model._base import SparseCoefMixin
 from sklearn.utils.extmath import safe_sparse_dot
 
 from pybudget._core import _validation as V
@@ -13,6 +14,7 @@ from pybudget._core._csr import rows_combination, used_columns
 from pybudget._core._estimator import SVMClassifierBase, binary_problems, one_vs_rest
 from pybudget._core._progress import report
 from pybudget.linear._dual_cd import SELECTIONS, TOL_RULES, dcd_solve, sum_of_squares
+from pybudget.linear.primal import SMOOTH_LOSSES, primal_newton
 
 SELECTION_CHOICES = (*SELECTIONS, "auto")
 MULTI_CLASS = ("ovr", "crammer_singer")
@@ -91,7 +93,8 @@ def check_linear_params(C, loss, selection, tol, max_iter, fit_intercept, interc
     V.choice("loss", loss, losses)
     V.choice("selection", selection, SELECTION_CHOICES)
     tol = V.positive("tol", tol)
-    max_iter = V.positive_int("max_iter", max_iter)
+    # 0 is accepted, as scikit-learn does: no sweep, the start returned with a warning
+    max_iter = V.positive_int("max_iter", max_iter, minimum=0)
     fit_intercept = V.boolean("fit_intercept", fit_intercept)
     bias = V.positive("intercept_scaling", intercept_scaling) if fit_intercept else 0.0
     return C, tol, max_iter, bias
@@ -216,9 +219,16 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
         # (the liblinear rule is relative to the first sweep already)
         tol = tol * regression_tol_scale(y, epsilon)
     t0 = time.perf_counter()
-    out = dcd_solve(X, y, upper, diag, cvec, bias, alpha, w, prefs, perm, n_active, dref,
-                    SELECTIONS[selection], tol, max_iter, seed, squared, verbose,
-                    problem, epsilon, comp, tol_rule=TOL_RULES[tol_rule])
+    if selection == "newton":
+        out = primal_newton(X, y, cvec, loss=loss, bias=bias, tol=tol, max_iter=max_iter,
+                            epsilon=epsilon)
+        alpha, comp, w = out["alpha"], out["comp"], out["w"]
+        prefs, perm, n_active = np.ones(n), np.arange(n, dtype=np.int32), n
+        out["n_steps"], out["n_active"], out["dref"] = 0, n, 0.0
+    else:
+        out = dcd_solve(X, y, upper, diag, cvec, bias, alpha, w, prefs, perm, n_active, dref,
+                        SELECTIONS[selection], tol, max_iter, seed, squared, verbose,
+                        problem, epsilon, comp, tol_rule=TOL_RULES[tol_rule])
     elapsed = time.perf_counter() - t0
     if not np.isfinite(w).all():
         raise ValueError(f"C={C:g} is too large for this data: the weights overflowed")
@@ -241,7 +251,8 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     return LinearResult(coef=w[:d], intercept=float(w[d] * bias), alpha=alpha,
                         n_iter=out["n_iter"], n_steps=out["n_steps"], dual_objective=dual,
                         primal_objective=primal, kkt_violation=out["kkt_violation"],
-                        converged=out["converged"], time=elapsed, state=state)
+                        converged=out["converged"] and max_iter > 0, time=elapsed,
+                        state=state)
 
 
 def regression_tol_scale(y, epsilon):
@@ -312,6 +323,23 @@ def auto_selection(n, d_used, scales):
 
 AUTO_MIN_DIM_RATIO = 0.5
 AUTO_MIN_SCALE = 1.0
+# bias^2 over the median squared row norm from which dual CD stalls: the bias column adds
+# bias^2 y y' to the dual's Q (measured on a9a: every loss converges at intercept_scaling
+# 10, ratio 7, none at 100, ratio 700; liblinear's dual solvers stall there too).
+PRIMAL_BIAS_RATIO = 100.0
+
+
+def bias_dominated(loss, X, bias, sqnorms=None, tol_rule="max"):
+    """Whether a smooth loss's problem goes to the primal Newton solver
+    (:mod:`pybudget.linear.primal`) instead of dual CD: when ``bias**2`` is at least
+    ``PRIMAL_BIAS_RATIO`` times the median squared norm of the rows (without the bias),
+    where single-coordinate dual steps cannot converge.  The hinge losses have no smooth
+    primal and stay with dual CD; so does the regression rule "liblinear" (relative to
+    dual sweeps)."""
+    if bias == 0.0 or loss not in SMOOTH_LOSSES or tol_rule == "liblinear":
+        return False
+    norms = V.row_sqnorms(X, 0.0) if sqnorms is None else sqnorms - bias * bias
+    return bias * bias >= PRIMAL_BIAS_RATIO * float(np.median(norms))
 
 
 def _resolve_once(selection, X, cvec, bias, sqnorms):
@@ -334,6 +362,8 @@ def _solve_binary(X, y, cvec, C, *, sqnorms, selection, start=None, **kw):
         X, y, cvec = X[keep], y[keep], cvec[keep]
         sqnorms = None if sqnorms is None else sqnorms[keep]
     used = resolve_selection(selection, X, cvec, kw.get("bias", 0.0), sqnorms)
+    if bias_dominated(kw["loss"], X, kw.get("bias", 0.0), sqnorms, kw.get("tol_rule")):
+        used = "newton"
     res = dual_cd(X, y, cvec, selection=used, start=start, C=C, checked=sqnorms is not None,
                   **kw)
     res.selection, res.C = used, C
@@ -461,9 +491,89 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
     return res
 
 
-class LinearClassifierBase(SVMClassifierBase):
+def class_weight_vector(class_weight, classes, counts):
+    """The weight of each class, index-aligned with ``classes``, from an estimator's
+    ``class_weight`` parameter.
+
+    Parameters
+    ----------
+    class_weight : dict, "balanced" or None
+        None: all ones.  "balanced": ``sum(counts) / (n_classes * counts)``, as
+        scikit-learn's ``compute_class_weight``.  A dict maps class labels (each among
+        ``classes``) to weights > 0; classes it leaves out weigh 1.
+    classes : ndarray of shape (n_classes,)
+        The sorted class labels.
+    counts : array-like of shape (n_classes,)
+        The summed sample weights of each class's rows (the row counts without sample
+        weights), as scikit-learn's ``compute_class_weight(..., sample_weight=...)``;
+        used by "balanced" only.
+
+    Returns
+    -------
+    ndarray of shape (n_classes,)
+    """
+    K = classes.shape[0]
+    if class_weight is None:
+        return np.ones(K)
+    if isinstance(class_weight, str):
+        if class_weight != "balanced":
+            raise ValueError("class_weight must be None, 'balanced' or a dict, "
+                             f"got {class_weight!r}")
+        counts = np.asarray(counts, dtype=np.float64)
+        if not (counts > 0).all():
+            raise ValueError("class_weight='balanced' needs a positive weight in every "
+                             f"class, got per-class weights {counts.tolist()}")
+        return counts.sum() / (K * counts)
+    if not isinstance(class_weight, dict):
+        raise TypeError(f"class_weight must be None, 'balanced' or a dict, got {class_weight!r}")
+    out = np.ones(K)
+    known = set(classes.tolist())
+    for label, weight in class_weight.items():
+        if label not in known:
+            raise ValueError(f"class_weight has label {label!r}, not among the classes "
+                             f"{classes.tolist()}")
+        out[np.searchsorted(classes, label)] = V.positive(f"class_weight[{label!r}]", weight)
+    return out
+
+
+def problem_costs(C, class_weights, codes, positive, sample_weight=None):
+    """The per-row costs C_i of one binary problem of a one-vs-rest fit, as liblinear
+    (and so scikit-learn) sets them.
+
+    Two classes (one problem): every row weighs ``C * class_weights[codes_i]``, its own
+    class's weight.  More classes: the problem of class ``positive`` weighs that class's
+    rows ``C * class_weights[positive]`` and every other row plain ``C`` (liblinear's
+    ``train_one(..., weighted_C[k], C)``).  Both times ``* sample_weight_i``.
+
+    Parameters
+    ----------
+    C : float
+        Regularisation parameter.
+    class_weights : ndarray of shape (n_classes,)
+        Weight per class (:func:`class_weight_vector`).
+    codes : ndarray of shape (n_samples,)
+        Class index 0..n_classes-1 of each row.
+    positive : int
+        Index of the problem's positive class (``binary_problems``: 1 for two classes).
+    sample_weight : ndarray of shape (n_samples,), optional
+        Weights per row (ones when None).
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+    """
+    if class_weights.shape[0] == 2:
+        weight = class_weights[codes]
+    else:
+        weight = np.where(codes == positive, class_weights[positive], 1.0)
+    cost = C * weight
+    return cost if sample_weight is None else cost * sample_weight
+
+
+class LinearClassifierBase(SparseCoefMixin, SVMClassifierBase):
     """What LinearSVC and LogisticRegression share: one binary dual CD problem per class
-    (one-vs-rest), class weights, warm starts and the linear decision function."""
+    (one-vs-rest), class weights, warm starts, the linear decision function and
+    scikit-learn's ``sparsify()`` / ``densify()`` of ``coef_``."""
 
     def _fit(self, X, y, sample_weight, loss, losses, joint=False):
         """Fit with the given loss (checked against losses); sets the attributes.
@@ -477,8 +587,13 @@ class LinearClassifierBase(SVMClassifierBase):
         t_fit = time.perf_counter()
         X, y = self._training_data(X, y)
         classes, codes = V.encode_labels(y, X.shape[0])
-        cvec = (C * V.sample_weights(sample_weight, X.shape[0])
-                * self._class_weights(classes, codes)[codes])
+        sw = V.sample_weights(sample_weight, X.shape[0])
+        # "balanced" counts the rows' sample weights, as scikit-learn >= 1.6 does
+        cw = class_weight_vector(self.class_weight, classes,
+                                 np.bincount(codes, weights=sw, minlength=classes.shape[0]))
+        # each row weighted by its own class: Crammer-Singer's costs (liblinear -s 4), and
+        # what decides "auto" and recognises a warm start's data
+        cvec = C * sw * cw[codes]
         K = classes.shape[0]
         if joint:
             self._fit_crammer_singer(X, classes, codes, cvec, C, tol, max_iter, bias, verbose,
@@ -496,8 +611,9 @@ class LinearClassifierBase(SVMClassifierBase):
         coef = np.empty((K, X.shape[1])) if K > 2 else None
 
         def solve(k, seed):
-            # per class only the label vector: the rest is shared, read-only
-            res = _solve_binary(X, np.where(codes == k, 1.0, -1.0), cvec, C, sqnorms=sqnorms,
+            # per class the label vector and the costs: the rest is shared, read-only
+            res = _solve_binary(X, np.where(codes == k, 1.0, -1.0),
+                                problem_costs(C, cw, codes, k, sw), C, sqnorms=sqnorms,
                                 loss=loss, selection=selection, tol=tol,
                                 max_iter=max_iter, bias=bias, seed=seed, start=starts[k],
                                 verbose=verbose)
@@ -549,25 +665,10 @@ class LinearClassifierBase(SVMClassifierBase):
         return [next_start(st, e, C, "extrapolate") for st, e in zip(prev["states"], earlier)]
 
     def _class_weights(self, classes, codes):
-        """Weight per class (index-aligned with classes) from class_weight."""
-        cw = self.class_weight
-        if cw is None:
-            return np.ones(classes.shape[0])
-        if isinstance(cw, str):
-            if cw != "balanced":
-                raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {cw!r}")
-            counts = np.bincount(codes, minlength=classes.shape[0])
-            return codes.shape[0] / (classes.shape[0] * counts)
-        if not isinstance(cw, dict):
-            raise TypeError(f"class_weight must be None, 'balanced' or a dict, got {cw!r}")
-        out = np.ones(classes.shape[0])
-        known = set(classes.tolist())
-        for label, weight in cw.items():
-            if label not in known:
-                raise ValueError(f"class_weight has label {label!r}, not among the classes "
-                                 f"{classes.tolist()}")
-            out[np.searchsorted(classes, label)] = V.positive(f"class_weight[{label!r}]", weight)
-        return out
+        """class_weight_vector of this estimator (kept for pybudget.dask, which calls it
+        until it uses class_weight_vector directly)."""
+        counts = None if codes is None else np.bincount(codes, minlength=classes.shape[0])
+        return class_weight_vector(self.class_weight, classes, counts)
 
     def decision_function(self, X):
         X = self._prediction_data(X)
