@@ -378,14 +378,16 @@ def _dask_client(args):
 
 
 def _train_cluster(args):
-    """TRAIN_FILE (a path or a glob of LIBSVM shards) trained by CoCoA+ on a Dask cluster
+    """TRAIN_FILE (a path or a glob of LIBSVM shards) trained on a Dask cluster
     (pybudget.dask); the model saved is the one-machine estimator with its weights."""
     from pybudget.io import save
     _cluster_usage(args)
     import pybudget.dask as pbd
+    from pybudget.dask._driver import ClusterError
     name, kw = _linear_kwargs(args)
     if args.local_sweeps is not None:
         kw["local_sweeps"] = args.local_sweeps
+    kw["method"] = args.method
     est = getattr(pbd, name)(C=args.c, random_state=args.seed,
                              verbose=0 if args.quiet else 1, **kw)
     est._check_params()   # before starting or reaching a cluster
@@ -393,22 +395,25 @@ def _train_cluster(args):
     shards = pbd.read_svmlight(args.train_file, zero_based=args.zero_based)
     t0 = time.perf_counter()
     with _dask_client(args) as client:
-        _log(args, f"training {_describe(est)} by CoCoA+ on {len(shards.paths)} shard(s), "
-                   f"{est.local_sweeps} local sweep(s) per round, tol = relative duality gap")
+        _log(args, f"training {_describe(est)} on {len(shards.paths)} shard(s), method "
+                   f"{est.method}, {est.local_sweeps} local sweep(s) per round, tol = "
+                   "relative duality gap")
         est.set_params(client=client)
         with _warnings_as_lines(args):
             try:
                 est.fit(shards)
-            except RuntimeError as e:   # pybudget.dask gives up: workers or tasks lost
+            except ClusterError as e:   # pybudget.dask gives up: workers or tasks lost
                 raise CLIError(str(e)) from None
             except Exception as e:   # the cluster's own errors, one line too
                 if not type(e).__module__.startswith(("distributed", "dask", "tornado")):
                     raise
                 raise CLIError(f"Dask: {type(e).__name__}: {e}") from None
         est.set_params(client=None)
-        _log(args, f"trained ({est.n_rounds_} rounds, relative duality gap "
+        sent = est.bytes_sent_
+        _log(args, f"trained by {est.method_} ({est.n_rounds_} rounds, relative duality gap "
                    f"{np.max(est.duality_gap_):.3g}, KKT violation "
-                   f"{np.max(est.kkt_violation_):.3g}, {est.bytes_sent_} bytes sent)",
+                   f"{np.max(est.kkt_violation_):.3g}, bytes through the client "
+                   f"{sent['client']}, between workers {sent['workers']})",
              time.perf_counter() - t0)
     local = est.to_local()
     local.set_params(verbose=0)
@@ -569,7 +574,7 @@ model (as in liblinear).  --stream reads the file in chunks of --chunk-size rows
 (BSGD partial_fit, bounded memory) for data larger than memory.
 
 With --scheduler ADDRESS (an existing Dask cluster) or --workers N (a local cluster
-of N processes started for the run) one linear problem is trained by CoCoA+ on the
+of N processes started for the run) one linear problem is trained on the
 cluster (pybudget.dask, pip install "pybudget[dask]"): TRAIN_FILE is then a path or a
 quoted glob of LIBSVM shards, one partition per file, read by the workers (which must
 see the same paths); -e is the relative duality gap (default %g) and --max-iter caps
@@ -677,7 +682,7 @@ def build_parser():
                                         "currently %s)" % _default("LinearSVC", "selection"))
     lin.add_argument("--max-iter", type=int, default=None,
                      help="cap on sweeps per problem (default %s); with "
-                          "--scheduler/--workers on CoCoA+ rounds (default 1000)"
+                          "--scheduler/--workers on rounds (default 1000)"
                      % _default("LinearSVC", "max_iter"))
     ker = t.add_argument_group("budgeted kernel models (--kernel rbf)")
     ker.add_argument("-g", dest="gamma", default=None, metavar="GAMMA",
@@ -707,7 +712,7 @@ def build_parser():
                      help="read TRAIN_FILE in chunks (BSGD partial_fit, bounded memory)")
     ker.add_argument("--chunk-size", type=int, default=10000,
                      help="rows per chunk with --stream (default %(default)s)")
-    dk = t.add_argument_group("Dask cluster (linear models by CoCoA+; pip install "
+    dk = t.add_argument_group("Dask cluster (linear models; pip install "
                               "\"pybudget[dask]\")")
     where = dk.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS", default=None,
@@ -718,6 +723,10 @@ def build_parser():
                             "thread each), started for this run and closed after it")
     dk.add_argument("--local-sweeps", type=int, default=None, metavar="K",
                     help="sweeps of the local dual CD solver per round (default 1)")
+    dk.add_argument("--method", choices=("auto", "ring", "bda", "cocoa"), default="auto",
+                    help="how the partitions share a round (default %(default)s): ring, "
+                         "they take turns (one round = one sweep of one machine); bda, "
+                         "parallel sweeps with a line search; cocoa, CoCoA+ (sigma' = K)")
     t.set_defaults(func=_train)
 
     p = sub.add_parser("predict", help="predict a LIBSVM file with a saved model",

@@ -16,10 +16,11 @@ distributed = pytest.importorskip("distributed")
 pbd = pytest.importorskip("pybudget.dask")
 
 ROUND = re.compile(r"^\[pybudget\] round (\d+): relative duality gap ([0-9.e+-]+), \d+ "
-                   r"problems left, worker peak memory \[(\d+(?:, \d+)*)\] MiB, "
-                   r"[0-9.]+s elapsed", re.M)
-TRAINED = re.compile(r"^\[pybudget\] trained \((\d+) rounds, relative duality gap "
-                     r"([0-9.e+-]+), KKT violation [0-9.e+-]+, (\d+) bytes sent\)", re.M)
+                   r"problems left, bytes through the client \d+, between workers \d+, "
+                   r"worker peak memory \[(\d+(?:, \d+)*)\] MiB, [0-9.]+s elapsed", re.M)
+TRAINED = re.compile(r"^\[pybudget\] trained by ring \((\d+) rounds, relative duality gap "
+                     r"([0-9.e+-]+), KKT violation [0-9.e+-]+, bytes through the client "
+                     r"(\d+), between workers (\d+)\)", re.M)
 ACC = re.compile(r"^Accuracy = ([0-9.]+)% \((\d+)/(\d+)\)$", re.M)
 FAST = ["-c", "0.1", "-B", "1", "-e", "0.01"]   # a9a converges in about 30 rounds
 
@@ -67,12 +68,13 @@ def test_scheduler_train_predict_info(shards, scheduler, capsys, tmp_path):
     code, out, err = run(["train", "--scheduler", scheduler, *FAST, pattern, model], capsys)
     assert code == 0 and out == "", err
     assert f"connected to the Dask scheduler at {scheduler}, 2 workers" in err
-    assert "by CoCoA+ on 4 shard(s)" in err
+    assert "on 4 shard(s), method auto" in err
     rounds = ROUND.findall(err)
-    assert len(rounds) >= 2 and rounds[0][0] == "0"
+    assert len(rounds) >= 2 and rounds[0][0] == "1"       # (the ring checks after a round)
     assert all(len(mem.split(", ")) == 2 for _, _, mem in rounds)   # one figure per worker
-    n_rounds, gap, sent = TRAINED.search(err).groups()
-    assert float(gap) <= 0.01 and int(sent) > 0 and "model written to" in err
+    n_rounds, gap, client, between = TRAINED.search(err).groups()
+    assert float(gap) <= 0.01 and int(client) > 0 and int(between) > 0
+    assert "model written to" in err
 
     ref = reference(pbd.LinearSVC, pattern, C=0.1, tol=0.01, fit_intercept=True)
     est = load(model)

@@ -6,7 +6,9 @@ arrays chunked by rows or on LIBSVM shards read on the workers
 (:func:`read_svmlight`); ``engine="threads"`` runs the same algorithm in this process
 without Dask.  See docs/user_guide.md, "Training on a Dask cluster".
 """
-from pybudget.dask._sources import SvmlightShards, read_svmlight
+from pybudget.dask._sources import (GeneratedShards, SvmlightShards, make_classification,
+                                    read_svmlight)
 from pybudget.dask.estimators import LinearSVC, LinearSVR, LogisticRegression
 
-__all__ = ["LinearSVC", "LinearSVR", "LogisticRegression", "SvmlightShards", "read_svmlight"]
+__all__ = ["GeneratedShards", "LinearSVC", "LinearSVR", "LogisticRegression", "SvmlightShards",
+           "make_classification", "read_svmlight"]

@@ -40,6 +40,11 @@ class PartitionsLost(Exception):
     """Raised by an engine when partitions (their workers) are gone; carries the cause."""
 
 
+class ClusterError(RuntimeError):
+    """The cluster failed the fit (workers or tasks lost for good, no progress): the fit
+    is abandoned with this one-line reason.  Other errors are not the cluster's."""
+
+
 @dataclass
 class FitResult:
     W: np.ndarray                 # (n_problems, d + 1), bias weight last
@@ -220,7 +225,7 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
             while True:                    # (a recovery can lose a worker too)
                 recoveries += 1
                 if recoveries > MAX_RECOVERIES:
-                    raise RuntimeError(f"the fit lost partitions {recoveries} times; "
+                    raise ClusterError(f"the fit lost partitions {recoveries} times; "
                                        f"last: {lost}") from None
                 try:
                     engine.recover(spec, ckpt[1])

@@ -28,7 +28,7 @@ import numpy as np
 
 from pybudget._core._parallel import map_threads
 from pybudget.dask import _steps, _worker
-from pybudget.dask._driver import PartitionsLost
+from pybudget.dask._driver import ClusterError, PartitionsLost
 from pybudget.dask._partition import add_into, first_carry
 from pybudget.dask._sources import build_partition
 from pybudget.linear._dual_cd import SELECTIONS
@@ -194,7 +194,7 @@ class ThreadsEngine:
         return states, copy.deepcopy(self.rows)
 
     def recover(self, spec, token):
-        raise RuntimeError("the threads engine cannot lose a partition")
+        raise ClusterError("the threads engine cannot lose a partition")
 
     def peak_memory(self):
         return {"local": _worker.peak_memory()}
@@ -251,7 +251,7 @@ class DaskEngine:
             if live:
                 return live
             if time.monotonic() > deadline:
-                raise RuntimeError(f"no Dask worker left: none joined within "
+                raise ClusterError(f"no Dask worker left: none joined within "
                                    f"{self.grace:g} s; the fit is abandoned")
             time.sleep(POLL_SECONDS)
 
@@ -285,7 +285,7 @@ class DaskEngine:
                     why.append(PartitionsLost(f"the workers of partitions {gone} left "
                                               "the cluster"))
                 elif time.monotonic() > deadline:
-                    why.append(RuntimeError(f"the fit made no progress for timeout="
+                    why.append(ClusterError(f"the fit made no progress for timeout="
                                             f"{self.timeout:g} s; it is abandoned"))
                 if why:
                     self.client.cancel(futures)
@@ -304,7 +304,7 @@ class DaskEngine:
                 # died is gone
                 raise PartitionsLost(f"{type(exc).__name__}: {exc}") from None
             if type(exc).__name__ == "KilledWorker":
-                raise RuntimeError(f"a task of the fit keeps failing (it was running on "
+                raise ClusterError(f"a task of the fit keeps failing (it was running on "
                                    f"workers that died): {exc}") from None
             raise
         finally:

@@ -24,7 +24,7 @@ from scipy.special import xlogy
 
 from pybudget._core import _validation as V
 from pybudget.linear._dual_cd import SELECTIONS, dcd_round, fresh_carry, roll_carried
-from pybudget.linear.svm import PROBLEM_OF
+from pybudget.linear.svm import PROBLEM_OF, problem_costs
 
 # A weight change is sent as (indices, values) when fewer than this share of its
 # entries is non-zero (12 bytes an entry against 8 for every entry).
@@ -71,16 +71,6 @@ def first_carry(kind, selection):
     return c
 
 
-def problem_weights(codes, class_weight, positive, n_classes):
-    """Per-row class weights of the binary problem whose positive class is ``positive``,
-    as liblinear (and so scikit-learn) weights them: a binary fit weights every row by
-    its own class's weight; one-vs-rest weights the rows of class k by class_weight[k]
-    in problem k and every other row by 1."""
-    if n_classes == 2:
-        return class_weight[codes]
-    return np.where(codes == positive, class_weight[positive], 1.0)
-
-
 class _Costs:
     """The per-row constants of one problem: C_i, the box (sigma' C_i or infinite), the
     diagonal D_ii / sigma' of the squared losses and the curvatures Q_ii."""
@@ -115,7 +105,8 @@ class Partition:
         if regression:
             out["max_abs_y"] = float(np.max(np.abs(self.y))) if self.n else 0.0
         else:
-            out["labels"], out["counts"] = np.unique(self.y, return_counts=True)
+            out["labels"], codes = np.unique(self.y, return_inverse=True)
+            out["weights"] = np.bincount(codes, weights=self.sw, minlength=len(out["labels"]))
         return out
 
     def scales(self, spec):
@@ -147,15 +138,16 @@ class Partition:
         self.keep = None if keep.all() else np.flatnonzero(keep)
         Xk = self.X if self.keep is None else self.X[self.keep]
         V.check_squares(Xk, spec["bias"])    # (as on one machine: no overflowing |x|^2)
-        base = spec["C"] * self.sw[keep]
+        sw = self.sw[keep]
         if spec.get("regression"):
             targets = [self.y[keep].astype(np.float64)]
-            rows = [np.ones(base.shape[0])]
+            costs = [spec["C"] * sw]
         else:
+            # the costs of one-vs-rest as liblinear sets them (as on one machine)
             codes = np.searchsorted(spec["classes"], self.y[keep])
             targets = [np.where(codes == k, 1.0, -1.0) for k in spec["positive"]]
-            rows = [problem_weights(codes, spec["class_weight"], k, len(spec["classes"]))
-                    for k in spec["positive"]]
+            costs = [problem_costs(spec["C"], spec["class_weight"], codes, k, sw)
+                     for k in spec["positive"]]
         self.Xk = Xk
         self.kind, self.squared, self.sigma = kind, squared, sigma
         self.bias, self.epsilon = spec["bias"], spec.get("epsilon", 0.0)
@@ -163,10 +155,10 @@ class Partition:
         self.seed = spec["seed"]
         shared = {}      # problems with the same row weights share their constants
         self.costs = []
-        for r in rows:
-            key = r.tobytes()
+        for c in costs:
+            key = c.tobytes()
             if key not in shared:
-                shared[key] = _Costs(Xk, base * r, sigma, squared, self.bias)
+                shared[key] = _Costs(Xk, c, sigma, squared, self.bias)
             self.costs.append(shared[key])
         self.problems = [self._fresh(t, c) for t, c in zip(targets, self.costs)]
         return [self._initial(st) for st in self.problems]

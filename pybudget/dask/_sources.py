@@ -3,7 +3,8 @@
 A source is a small tuple the client can keep and send again after a loss:
 ("arrays", X, y, sw) for in-memory blocks, ("pieces", Xs, ys, sws) for pieces of
 Dask chunks (futures the scheduler can recompute from their lineage), ("svmlight",
-path) for a LIBSVM shard that a worker reads itself.  Partition p of P covers the rows
+path) for a LIBSVM shard that a worker reads itself, ("generated", spec, p) for the
+rows of a generated problem that a worker builds itself (``make_classification``).  Partition p of P covers the rows
 [p n / P, (p + 1) n / P) of the data, whatever the number of workers.
 """
 import glob
@@ -62,6 +63,85 @@ def read_svmlight(paths_or_glob, n_features=None, zero_based=False):
     return SvmlightShards([os.path.abspath(p) for p in paths], n_features, zero_based)
 
 
+class GeneratedShards:
+    """A sparse linear classification problem built on the workers, partition by
+    partition (see :func:`make_classification`)."""
+
+    def __init__(self, n_samples, n_features, nnz_per_row, n_partitions, noise, seed):
+        self.n_samples, self.n_features = n_samples, n_features
+        self.nnz_per_row, self.n_partitions = nnz_per_row, n_partitions
+        self.noise, self.seed = noise, seed
+
+    @property
+    def nbytes(self):
+        """Bytes of the CSR rows once built (values, indices, row pointers)."""
+        return self.n_samples * (self.nnz_per_row * 12 + 4) + 4 * self.n_partitions
+
+    def sources(self):
+        return [("generated", self, p) for p in range(self.n_partitions)]
+
+    def __repr__(self):
+        return (f"GeneratedShards({self.n_samples} x {self.n_features}, "
+                f"{self.nnz_per_row} per row, {self.n_partitions} partitions)")
+
+
+def make_classification(n_samples, n_features, *, nnz_per_row=20, n_partitions=4,
+                        noise=0.1, random_state=0):
+    """A sparse binary classification problem whose rows are built on the workers: the
+    data never exist in one process.  ``fit`` it like LIBSVM shards.
+
+    Row i has ``nnz_per_row`` entries, one in each of as many equal bands of the
+    columns (at a random column of its band), with standard normal values scaled by
+    1 / sqrt(nnz_per_row); its label is the sign of x_i . w* + noise * N(0, 1) for a
+    fixed standard normal w*.  Partition p holds rows [p n / P, (p + 1) n / P), built
+    from (random_state, p) alone: the same rows on any worker, after a loss too.
+
+    Returns
+    -------
+    GeneratedShards
+    """
+    for name, v, lo in (("n_samples", n_samples, 1), ("n_features", n_features, 1),
+                        ("nnz_per_row", nnz_per_row, 1), ("n_partitions", n_partitions, 1)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+            raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
+    if nnz_per_row > n_features:
+        raise ValueError(f"nnz_per_row={nnz_per_row} exceeds n_features={n_features}")
+    if n_features >= 2**31:
+        raise ValueError("n_features must be below 2**31 (int32 column indices)")
+    if not (isinstance(noise, (int, float)) and np.isfinite(noise) and noise >= 0):
+        raise ValueError(f"noise must be a finite number >= 0, got {noise!r}")
+    if not isinstance(random_state, (int, np.integer)) or random_state < 0:
+        raise ValueError(f"random_state must be an int >= 0, got {random_state!r}")
+    return GeneratedShards(int(n_samples), int(n_features), int(nnz_per_row),
+                           int(n_partitions), float(noise), int(random_state))
+
+
+GENERATE_BLOCK = 65536      # rows generated at a time (bounds the temporaries)
+
+
+def generate_rows(g, p):
+    """Partition p of GeneratedShards g: (CSR X, labels), built in blocks of rows into
+    arrays allocated once."""
+    b = row_bounds(g.n_samples, g.n_partitions)
+    n, k, d = b[p + 1] - b[p], g.nnz_per_row, g.n_features
+    w_star = np.random.default_rng([g.seed, 2**32]).standard_normal(d)
+    rng = np.random.default_rng([g.seed, p])
+    edges = (np.arange(k + 1) * d) // k          # k bands of the columns
+    indices = np.empty(n * k, dtype=np.int32)
+    data = np.empty(n * k)
+    y = np.empty(n)
+    for lo in range(0, n, GENERATE_BLOCK):
+        m = min(GENERATE_BLOCK, n - lo)
+        cols = edges[:-1] + (rng.random((m, k)) * np.diff(edges)).astype(np.int64)
+        vals = rng.standard_normal((m, k)) / np.sqrt(k)
+        score = np.einsum("ij,ij->i", vals, w_star[cols])
+        y[lo:lo + m] = np.where(score + g.noise * rng.standard_normal(m) >= 0, 1.0, -1.0)
+        indices[lo * k:(lo + m) * k] = cols.ravel()
+        data[lo * k:(lo + m) * k] = vals.ravel()
+    indptr = np.arange(0, n * k + 1, k, dtype=np.int32 if n * k < 2**31 else np.int64)
+    return sp.csr_matrix((data, indices, indptr), shape=(n, d)), y
+
+
 def row_bounds(n, n_parts):
     """Start row of each of n_parts contiguous partitions of n rows, and n."""
     return [p * n // n_parts for p in range(n_parts + 1)]
@@ -113,6 +193,9 @@ def _stack(blocks):
 def build_partition(part, source, regression, where):
     """The Partition of a source, checked; ValueErrors name ``where``."""
     kind = source[0]
+    if kind == "generated":
+        X, y = generate_rows(source[1], source[2])
+        return Partition(X, y, None, part)
     if kind == "svmlight":
         path, n_features, zero_based = source[1:]
         with open_binary(path) as f:

@@ -19,10 +19,11 @@ from pybudget._core._estimator import SVMBase, binary_problems
 from pybudget._core._progress import report
 from pybudget.dask._driver import METHODS, run
 from pybudget.dask._engines import DaskEngine, ThreadsEngine
-from pybudget.dask._sources import SvmlightShards, dask_pieces, memory_sources
+from pybudget.dask._sources import (GeneratedShards, SvmlightShards, dask_pieces,
+                                    memory_sources)
 from pybudget.linear.logistic import LogisticRegression as LocalLogisticRegression
 from pybudget.linear.svm import (LOSSES, REGRESSION_LOSSES, auto_selection,
-                                 check_linear_params)
+                                 check_linear_params, class_weight_vector)
 from pybudget.linear.svm import LinearSVC as LocalLinearSVC
 from pybudget.linear.svr import LinearSVR as LocalLinearSVR
 
@@ -52,29 +53,6 @@ def _client(client):
     except ValueError:
         raise ValueError("no Dask client: pass client=, create a distributed.Client "
                          "first, or use engine='threads'") from None
-
-
-def class_weight_vector(class_weight, classes, counts):
-    """Weight per class (aligned with classes) from None, "balanced" (from the class
-    counts, as scikit-learn) or a dict of positive weights."""
-    if class_weight is None:
-        return np.ones(classes.shape[0])
-    if isinstance(class_weight, str):
-        if class_weight != "balanced":
-            raise ValueError("class_weight must be None, 'balanced' or a dict, got "
-                             f"{class_weight!r}")
-        return counts.sum() / (classes.shape[0] * counts)
-    if not isinstance(class_weight, dict):
-        raise TypeError(f"class_weight must be None, 'balanced' or a dict, got "
-                        f"{class_weight!r}")
-    out = np.ones(classes.shape[0])
-    known = set(classes.tolist())
-    for label, weight in class_weight.items():
-        if label not in known:
-            raise ValueError(f"class_weight has label {label!r}, not among the classes "
-                             f"{classes.tolist()}")
-        out[np.searchsorted(classes, label)] = V.positive(f"class_weight[{label!r}]", weight)
-    return out
 
 
 def resolve_method(method, n_parts, n_problems):
@@ -119,6 +97,15 @@ class _DistributedBase(SVMBase):
                                  f"{len(X.paths)} shards (one partition per shard)")
             return ([("svmlight", p, X.n_features, X.zero_based) for p in X.paths],
                     [f"shard {p!r}" for p in X.paths], None)
+        if isinstance(X, GeneratedShards):
+            if y is not None or sample_weight is not None:
+                raise ValueError("a generated problem has its own labels: y and "
+                                 "sample_weight must be None")
+            if self.n_partitions not in (None, X.n_partitions):
+                raise ValueError(f"n_partitions={self.n_partitions} but the problem was "
+                                 f"generated in {X.n_partitions} partitions")
+            return X.sources(), [f"generated partition {p}" for p in
+                                 range(X.n_partitions)], None
         if _is_dask(X):
             if y is None:
                 raise ValueError("y is required (it is None only for LIBSVM shards)")
@@ -226,7 +213,7 @@ class _DistributedBase(SVMBase):
 
     def _spec(self, summ, C, bias, seed, X):
         d = max(s["d"] for s in summ)
-        if isinstance(X, SvmlightShards) and X.n_features:
+        if isinstance(X, (SvmlightShards, GeneratedShards)) and X.n_features:
             d = X.n_features
         n = sum(s["n"] for s in summ)
         if n == 0:
@@ -242,10 +229,11 @@ class _DistributedBase(SVMBase):
             classes = np.unique(labels)
             if classes.shape[0] < 2:
                 raise ValueError(f"y has {classes.shape[0]} class; at least 2 are needed")
-            counts = np.zeros(classes.shape[0], dtype=np.int64)
+            # "balanced" weighs the classes by their rows' summed sample weights
+            counts = np.zeros(classes.shape[0])
             for s in summ:
                 if s["n"]:
-                    counts[np.searchsorted(classes, s["labels"])] += s["counts"]
+                    counts[np.searchsorted(classes, s["labels"])] += s["weights"]
             spec["classes"] = classes
             spec["class_weight"] = class_weight_vector(getattr(self, "class_weight", None),
                                                        classes, counts)

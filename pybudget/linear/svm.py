@@ -664,12 +664,6 @@ class LinearClassifierBase(SparseCoefMixin, SVMClassifierBase):
         earlier = prev.get("earlier") or [None] * n_problems
         return [next_start(st, e, C, "extrapolate") for st, e in zip(prev["states"], earlier)]
 
-    def _class_weights(self, classes, codes):
-        """class_weight_vector of this estimator (kept for pybudget.dask, which calls it
-        until it uses class_weight_vector directly)."""
-        counts = None if codes is None else np.bincount(codes, minlength=classes.shape[0])
-        return class_weight_vector(self.class_weight, classes, counts)
-
     def decision_function(self, X):
         X = self._prediction_data(X)
         scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
