@@ -59,7 +59,7 @@ import numpy as np  # noqa: E402
 from common import machine, results_dir, write_outputs  # noqa: E402
 
 MB = 2 ** 20
-STUDIES = ("correct", "rounds", "partitions", "speed", "memory")
+STUDIES = ("correct", "rounds", "speed", "memory")
 
 # name, data, estimator kind, loss, fit_intercept
 CORRECT_CELLS = [
@@ -158,7 +158,7 @@ def study_correct(a, client):
             Xd, yd = as_dask(X, y, 4)
             est = dask_estimator(kind, loss, C, tol=a.tol, max_iter=a.max_rounds,
                                  fit_intercept=bias, random_state=0, client=client,
-                                 n_partitions=4, engine=a.engine)
+                                 n_partitions=4, engine=a.engine, method=a.method)
             t0 = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -180,7 +180,8 @@ def study_correct(a, client):
                             "kkt": float(est.kkt_violation_[0]),
                             "converged": bool(est.converged_[0]),
                             "selection": est.selection_, "score": s_dask,
-                            "bytes_sent": int(est.bytes_sent_), "seconds": t_dask,
+                            "bytes_sent": est.bytes_sent_, "method": est.method_,
+                            "seconds": t_dask,
                             "max_rounds": a.max_rounds,
                             "gap_log": [(e["round"], e["gap"]) for e in est.rounds_log_]},
                    "primal_rel_diff": (p_dask - p_loc) / abs(p_loc),
@@ -258,73 +259,74 @@ def sweeps_to_gap(X, y, C, selection, bias, target, cap):
 
 
 def study_rounds(a):
+    """Each method's rounds to the relative gap against the one-machine sweeps, hinge
+    with bias, defaults otherwise (selection "auto")."""
+    import pybudget
     import pybudget.dask as pbd
-    data = "a9a" if a.quick else "debian-lib"
-    X, y, _, _ = load_data(data, a.quick)
+    datas = ["a9a"] if a.quick else a.rounds_data
     Cs = (1.0,) if a.quick else a.rounds_C
+    parts = (2, 4) if a.quick else a.parts
     rows = []
-    for C in Cs:
-        for sel in ("avsf", "shrinking", "uniform"):
+    for data in datas:
+        X, y, _, _ = load_data(data, a.quick)
+        for C in Cs:
+            loc = pybudget.solve_linear(X, y, C=C, loss="hinge", max_iter=1,
+                                        fit_intercept=True, random_state=0)
+            sel = loc.selection
             t0 = time.perf_counter()
             m, g_m, solves = sweeps_to_gap(X, y, C, sel, True, a.rounds_tol, a.sweep_cap)
             t_loc = time.perf_counter() - t0
-            est = pbd.LinearSVC(C=C, loss="hinge", selection=sel, tol=a.rounds_tol,
-                                max_iter=a.max_rounds, fit_intercept=True, random_state=0,
-                                n_partitions=2, local_sweeps=1, engine="threads", n_jobs=2)
-            t0 = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                est.fit(X, y)
-            t_dask = time.perf_counter() - t0
-            rounds = int(est.n_rounds_)
-            conv = bool(est.converged_[0])
-            ratio = rounds / m if (m and conv) else None
-            row = {"data": data, "C": C, "selection": sel, "local_sweeps_to_gap": m,
-                   "local_gap_at": g_m, "sweep_cap": a.sweep_cap, "local_solves": solves,
-                   "local_seconds": t_loc,
-                   "rounds": rounds, "passes": rounds * est.local_sweeps,
-                   "checks": int(est.n_checks_), "dask_gap": float(est.duality_gap_[0]),
-                   "converged": conv, "max_rounds": a.max_rounds, "ratio": ratio,
-                   "lower_bound_ratio": (rounds / m if m else None),
-                   "met": ratio is not None and ratio <= 1.5, "dask_seconds": t_dask,
-                   "gap_log": [(e["round"], e["gap"]) for e in est.rounds_log_]}
-            rows.append(row)
-            print(f"rounds {data} C={C} {sel}: one machine {m} sweeps, dask {rounds} rounds "
-                  f"(+{row['checks']} checks), gap {row['dask_gap']:.2e}, converged {conv}",
-                  flush=True)
+            for method in a.methods:
+                for K in parts:
+                    est = pbd.LinearSVC(C=C, loss="hinge", tol=a.rounds_tol,
+                                        max_iter=a.max_rounds, fit_intercept=True,
+                                        random_state=0, n_partitions=K, method=method,
+                                        engine="threads", n_jobs=2)
+                    t0 = time.perf_counter()
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        est.fit(X, y)
+                    t_dask = time.perf_counter() - t0
+                    rounds = int(est.n_rounds_)
+                    conv = bool(est.converged_[0])
+                    ratio = rounds / m if (m and conv) else None
+                    row = {"data": data, "C": C, "method": method, "K": K,
+                           "selection": est.selection_, "local_sweeps_to_gap": m,
+                           "local_gap_at": g_m, "sweep_cap": a.sweep_cap,
+                           "local_solves": solves, "local_seconds": t_loc,
+                           "rounds": rounds, "checks": int(est.n_checks_),
+                           "dask_gap": float(est.duality_gap_[0]), "converged": conv,
+                           "max_rounds": a.max_rounds, "ratio": ratio,
+                           "lower_bound_ratio": (rounds / m if m else None),
+                           "met": ratio is not None and ratio <= 2.0,
+                           "threads_seconds": t_dask,
+                           "gap_log": [(e["round"], e["gap"]) for e in est.rounds_log_]}
+                    rows.append(row)
+                    print(f"rounds {data} C={C} {method} K={K}: one machine {m} sweeps "
+                          f"({sel}), {rounds} rounds, gap {row['dask_gap']:.2e}, "
+                          f"converged {conv}", flush=True)
     return rows
 
 
 def md_rounds(rows, a):
-    lines = [f"### rounds: data passes to a relative gap of {a.rounds_tol:g}, 2 partitions "
-             f"(engine \"threads\", bit-identical to the Dask engine) against one-machine "
-             f"sweeps{', quick' if a.quick else ''}", "",
-             "| data | C | local solver | one-machine sweeps | CoCoA+ rounds (= passes) | "
-             "gap checks | final gap | ratio rounds / sweeps | target <= 1.5 |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [f"### rounds: hinge with bias, defaults (selection auto), rounds to a relative "
+             f"gap of {a.rounds_tol:g} (engine \"threads\", bit-identical to the Dask "
+             f"engine) against the one-machine sweeps to the same gap"
+             f"{', quick' if a.quick else ''}", "",
+             "| data | C | selection | one machine (sweeps) | method | K | rounds (checks) "
+             "| ratio | <= 2x |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        if r["converged"]:
-            ratio = f"{r['ratio']:.2f}" if r["ratio"] is not None else "-"
-            rounds = str(r["rounds"])
-        else:
-            lb = r["lower_bound_ratio"]
-            ratio = f"> {lb:.1f}" if lb is not None else "-"
-            rounds = f"> {r['rounds']} (not converged)"
-        lb = r["lower_bound_ratio"]
-        verdict = ("met" if r["met"] else "not met" if r["converged"] or (lb and lb > 1.5)
-                   else "unknown (cap too low)")
+        rounds = (f"{r['rounds']} ({r['checks']})" if r["converged"]
+                  else f"> {r['max_rounds']} (gap {r['dask_gap']:.1e})")
+        ratio = (f"{r['ratio']:.2f}" if r["ratio"] is not None
+                 else (f"> {r['lower_bound_ratio']:.1f}" if r["lower_bound_ratio"] else "-"))
         lines.append(f"| {r['data']} | {r['C']:g} | {r['selection']} | "
-                     f"{r['local_sweeps_to_gap'] or '> %d' % r['sweep_cap']} | {rounds} | "
-                     f"{r['checks']} | {r['dask_gap']:.2e} | {ratio} | {verdict} |")
-    lines += ["", "Bias on (fit_intercept=True) on both sides, hinge loss, random_state=0, "
-              "local_sweeps=1.  One-machine sweeps: the smallest max_iter found by doubling "
-              "then bisection (to within 2 %) at which solve_linear(tol=1e-12) ends "
-              "at a relative gap <= "
-              f"{a.rounds_tol:g} (the gap of the hinge loss is not monotone in the sweeps, "
-              "so this is a crossing, not necessarily the first).  CoCoA+ rounds: the "
-              "fit's n_rounds_ (the round whose start passed the gap check; checks are "
-              "scheduled, up to 10 rounds apart), each round one local sweep over each "
-              "partition's rows; the check passes come on top.", ""]
+                     f"{r['local_sweeps_to_gap']} | {r['method']} | {r['K']} | {rounds} | "
+                     f"{ratio} | {'met' if r['met'] else 'not met'} |")
+    lines += ["", "One machine: `solve_linear(selection=auto)` with max_iter = m sweeps at "
+              "tol 1e-12, the smallest m found (doubling, then bisection) whose relative gap "
+              "is at most the target.  Checks: gap-check passes (about half a sweep each).",
+              ""]
     return lines
 
 
@@ -343,45 +345,6 @@ def ovr_primals(est, X, y):
         out.append(0.5 * (float(w @ w) + wb * wb)
                    + est.C * float(np.maximum(0.0, 1.0 - margin).sum()))
     return np.array(out)
-
-
-def study_partitions(a):
-    """Rounds to the rounds study's gap against the number of partitions K, with and
-    without the intercept (the constant feature every partition shares)."""
-    import pybudget.dask as pbd
-    data = "a9a" if a.quick else "debian-lib"
-    X, y, _, _ = load_data(data, a.quick)
-    rows = []
-    cells = [("hinge", bias, K) for bias in (False, True) for K in (1, 2, 4)]
-    cells += [(loss, False, K) for loss in ("squared_hinge", "logistic") for K in (1, 2)]
-    for loss, bias, K in cells:
-        kw = dict(C=1.0, selection="avsf", tol=a.rounds_tol, max_iter=a.max_rounds,
-                  fit_intercept=bias, random_state=0, n_partitions=K, engine="threads",
-                  n_jobs=2)
-        est = (pbd.LogisticRegression(**kw) if loss == "logistic"
-               else pbd.LinearSVC(loss=loss, **kw))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            est.fit(X, y)
-        rows.append({"data": data, "loss": loss, "bias": bias, "K": K,
-                     "rounds": int(est.n_rounds_), "checks": int(est.n_checks_),
-                     "gap": float(est.duality_gap_[0]),
-                     "converged": bool(est.converged_[0])})
-        print(f"partitions {data} {loss} bias={bias} K={K}: {rows[-1]['rounds']} rounds",
-              flush=True)
-    return rows
-
-
-def md_partitions(rows, a):
-    lines = [f"### partitions: CoCoA+ rounds to a relative gap of {a.rounds_tol:g} against K "
-             f"(C = 1, avsf, engine \"threads\"){', quick' if a.quick else ''}", "",
-             "| data | loss | bias | K | rounds (gap checks) | final gap | converged |",
-             "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['data']} | {r['loss']} | {'yes' if r['bias'] else 'no'} | {r['K']} | "
-                     f"{r['rounds']} ({r['checks']}) | {r['gap']:.2e} | "
-                     f"{'yes' if r['converged'] else 'NO'} |")
-    return lines + [""]
 
 
 def speed_data(a):
@@ -424,7 +387,8 @@ def study_speed(a, client):
                     t_loc.append(time.perf_counter() - t0)
                 else:
                     est = pbd.LinearSVC(C=1.0, tol=tol, max_iter=a.max_rounds,
-                                        random_state=0, client=client, n_partitions=2)
+                                        random_state=0, client=client, n_partitions=2,
+                                        method=a.method)
                     t0 = time.perf_counter()
                     est.fit(Xd, yd)
                     t_dask.append(time.perf_counter() - t0)
@@ -442,7 +406,7 @@ def study_speed(a, client):
            "times_local": t_loc, "times_dask": t_dask, "median_local": m_loc,
            "median_dask": m_dask, "ratio": m_dask / m_loc, "met": m_dask / m_loc <= 0.7,
            "accuracy_local": acc_loc, "accuracy_dask": acc_dask, "repeats": reps,
-           "bytes_sent": int(est.bytes_sent_)}
+           "bytes_sent": est.bytes_sent_, "method": est.method_}
     print(f"speed: one machine {m_loc:.2f} s, dask {m_dask:.2f} s, ratio {row['ratio']:.2f}",
           flush=True)
     return [row]
@@ -550,7 +514,7 @@ def study_memory(a, client):
     before = client.run(reset_peak)
     tol = a.memory_tol
     est = pbd.LinearSVC(C=1.0, tol=tol, max_iter=a.max_rounds, random_state=0,
-                        client=client, n_partitions=2)
+                        client=client, n_partitions=2, method=a.method)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est.fit(Xd, yd)
@@ -616,14 +580,22 @@ def main():
                     help="C values of the correct study (default 1)")
     ap.add_argument("--tol", type=float, default=1e-4, help="correct study's tol")
     ap.add_argument("--rounds-tol", type=float, default=1e-3)
-    ap.add_argument("--rounds-C", type=float, nargs="+", default=[1.0, 100.0],
-                    help="C values of the rounds study (default 1 100)")
+    ap.add_argument("--rounds-C", type=float, nargs="+", default=[1.0, 10.0],
+                    help="C values of the rounds study (default 1 10)")
     ap.add_argument("--sweep-cap", type=int, default=100000,
                     help="most one-machine sweeps searched in the rounds study")
     ap.add_argument("--memory-tol", type=float, default=1e-2,
                     help="relative gap of the memory study's Dask fit")
     ap.add_argument("--max-rounds", type=int, default=None,
                     help="max_iter (rounds) of the Dask fits (default 1500; quick 30)")
+    ap.add_argument("--method", default="auto", choices=("auto", "ring", "bda", "cocoa"),
+                    help="method of the correct, speed and memory studies (default auto)")
+    ap.add_argument("--methods", nargs="+", default=["ring", "bda", "cocoa"],
+                    help="methods of the rounds study")
+    ap.add_argument("--parts", type=int, nargs="+", default=[2, 4, 8],
+                    help="partitions K of the rounds study")
+    ap.add_argument("--rounds-data", nargs="+", default=["a9a", "ijcnn1", "debian-lib"],
+                    help="data sets of the rounds study")
     ap.add_argument("--engine", choices=("dask", "threads"), default="dask",
                     help="engine of the correct study (default dask)")
     ap.add_argument("--stem", default=None, help="output name suffix")
@@ -644,8 +616,6 @@ def main():
                 rows, md = study_correct(a, client), md_correct
             elif study == "rounds":
                 rows, md = study_rounds(a), md_rounds
-            elif study == "partitions":
-                rows, md = study_partitions(a), md_partitions
             elif study == "speed":
                 rows, md = study_speed(a, client), md_speed
             else:

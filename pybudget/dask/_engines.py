@@ -321,12 +321,14 @@ class DaskEngine:
 
     def build(self, sources, regression, names, locality=None):
         """Build every partition on a worker: the one holding its data (locality[p]) when
-        given and alive, else round-robin over the workers by address."""
+        given and alive, else in contiguous runs over the workers by address (so that a
+        ring visits a worker's partitions in one task)."""
         self.sources, self.regression, self.names = sources, regression, names
         live = self._live_workers()
-        for p in range(len(sources)):
+        K = len(sources)
+        for p in range(K):
             pref = locality[p] if locality else None
-            self.where[p] = pref if pref in live else live[p % len(live)]
+            self.where[p] = pref if pref in live else live[p * len(live) // K]
         out = self._gather([self._submit(_worker.build_task, p, self.job, p, sources[p],
                                          regression, names[p])
                             for p in range(len(sources))])
@@ -363,13 +365,20 @@ class DaskEngine:
         for start, problems in groups:
             fut = self.rows[problems[0]]
             at = self.loc[fut.key]
-            for s in range(K):
-                p = (start + s) % K
-                self._moved(len(problems) * self.row_bytes, at, self.where[p])
-                # (no ordering behind other groups' tasks: they touch other problems)
-                fut = self._submit(_worker.ring_task, p, self.job, p, rnd, fut, problems,
-                                   sweeps, s == 0)
-                at = self.where[p]
+            order = [(start + s) % K for s in range(K)]
+            # one task per run of consecutive partitions on one worker; no ordering behind
+            # other groups' tasks (they touch other problems)
+            runs = [[order[0]]]
+            for p in order[1:]:
+                if self.where[p] == self.where[runs[-1][-1]]:
+                    runs[-1].append(p)
+                else:
+                    runs.append([p])
+            for i, run in enumerate(runs):
+                self._moved(len(problems) * self.row_bytes, at, self.where[run[0]])
+                fut = self._submit(_worker.ring_task, run[0], self.job, run, rnd, fut,
+                                   problems, sweeps, i == 0)
+                at = self.where[run[0]]
             self.loc[fut.key] = at
             for j in problems:
                 self.rows[j] = fut

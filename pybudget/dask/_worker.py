@@ -40,8 +40,12 @@ def setup_task(job, part, spec):
     return _get(job, part).setup(spec)
 
 
-def ring_task(job, part, rnd, payload, problems, sweeps, first, *after):
-    return _steps.ring_visit(_get(job, part), rnd, payload, problems, sweeps, first)
+def ring_task(job, parts, rnd, payload, problems, sweeps, first):
+    """The visits of consecutive partitions of the ring held by this worker."""
+    for i, part in enumerate(parts):
+        payload = _steps.ring_visit(_get(job, part), rnd, payload, problems, sweeps,
+                                    first and i == 0)
+    return payload
 
 
 def check_task(job, part, problems, *payloads):
