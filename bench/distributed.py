@@ -59,7 +59,7 @@ import numpy as np  # noqa: E402
 from common import machine, results_dir, write_outputs  # noqa: E402
 
 MB = 2 ** 20
-STUDIES = ("correct", "rounds", "speed", "memory")
+STUDIES = ("correct", "rounds", "speed", "memory", "big")
 
 # name, data, estimator kind, loss, fit_intercept
 CORRECT_CELLS = [
@@ -566,15 +566,90 @@ def md_memory(rows, a):
     return lines
 
 
+# ---- data larger than a worker ------------------------------------------------------
+
+def big_child(job):
+    """The same generated fit in this one process under RLIMIT_AS = the workers' memory
+    limit; prints the outcome as JSON (MemoryError expected)."""
+    import resource
+
+    import pybudget.dask as pbd
+    pbd.LinearSVC(engine="threads").fit(pbd.make_classification(200, 20, nnz_per_row=5))
+    out = {"limit": job["limit"], "before": proc_status()}    # (imports and warm-up done)
+    resource.setrlimit(resource.RLIMIT_AS, (job["limit"], job["limit"]))
+    try:
+        g = pbd.make_classification(**job["gen"])
+        pbd.LinearSVC(C=1.0, random_state=0, engine="threads").fit(g)
+        out["outcome"] = "fitted"
+    except MemoryError as exc:
+        out["outcome"] = f"MemoryError: {exc}"
+    print(json.dumps(out))
+
+
+def study_big(a):
+    """A generated problem twice the size of a worker's memory limit on a 4-worker
+    LocalCluster, and the same fit in one process under that limit."""
+    from distributed import Client, LocalCluster
+    import pybudget.dask as pbd
+    gen = ({"n_samples": 200_000, "n_features": 50_000, "nnz_per_row": 20}
+           if a.quick else {"n_samples": 10_000_000, "n_features": 1_000_000,
+                            "nnz_per_row": 25})
+    gen.update(n_partitions=4, random_state=0)
+    g = pbd.make_classification(**gen)
+    limit = 600 * MB if a.quick else g.nbytes // 2     # (quick: a smoke run only)
+    row = {"data_mb": g.nbytes / MB, "worker_limit_mb": limit / MB, "generator": gen}
+    with LocalCluster(n_workers=4, threads_per_worker=1, memory_limit=limit,
+                      dashboard_address=None) as cl, Client(cl) as c:
+        t0 = time.perf_counter()
+        est = pbd.LinearSVC(C=1.0, random_state=0, client=c, max_iter=a.max_rounds)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(g)
+        row.update(seconds=time.perf_counter() - t0, rounds=int(est.n_rounds_),
+                   gap=float(est.duality_gap_[0]), converged=bool(est.converged_[0]),
+                   worker_peaks_mb=est.worker_peak_memory_, bytes_sent=est.bytes_sent_,
+                   method=est.method_, selection=est.selection_)
+    r = subprocess.run([sys.executable, str(HERE / "distributed.py"), "--big-child",
+                        json.dumps({"gen": gen, "limit": int(limit)})],
+                       capture_output=True, text=True)
+    lines = r.stdout.strip().splitlines()
+    row["one_process"] = (json.loads(lines[-1]) if lines
+                          else {"outcome": f"exit {r.returncode}: {r.stderr[-300:]}"})
+    print(f"big: {row['data_mb']:.0f} MiB of rows, workers limited to "
+          f"{row['worker_limit_mb']:.0f} MiB: {row['rounds']} rounds, gap {row['gap']:.2e}, "
+          f"{row['seconds']:.0f} s; one process: {row['one_process']['outcome']}", flush=True)
+    return [row]
+
+
+def md_big(rows, a):
+    r = rows[0]
+    peaks = ", ".join(f"{v:.0f}" for _, v in sorted(r["worker_peaks_mb"].items()))
+    return [f"### big: a generated problem larger than any worker{', quick' if a.quick else ''}",
+            "", f"`make_classification({r['generator']})`: {r['data_mb']:.0f} MiB of CSR "
+            f"rows, built on the workers.  4-worker LocalCluster, memory_limit "
+            f"{r['worker_limit_mb']:.0f} MiB each (Dask pauses a worker at 80 % and "
+            f"restarts it at 95 %).", "",
+            "| method | selection | rounds | final gap | converged | seconds | worker peaks "
+            "(VmHWM, MiB) | one process under RLIMIT_AS = the limit |",
+            "|---|---|---|---|---|---|---|---|",
+            f"| {r['method']} | {r['selection']} | {r['rounds']} | {r['gap']:.2e} | "
+            f"{'yes' if r['converged'] else 'NO'} | {r['seconds']:.0f} | {peaks} | "
+            f"{r['one_process']['outcome']} |", ""]
+
+
 # ---- main ---------------------------------------------------------------------------
 
 def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--memory-child":
         memory_child(json.loads(sys.argv[2]))
         return
+    if len(sys.argv) > 2 and sys.argv[1] == "--big-child":
+        big_child(json.loads(sys.argv[2]))
+        return
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--study", nargs="+", choices=STUDIES, default=list(STUDIES))
+    ap.add_argument("--study", nargs="+", choices=STUDIES,
+                    default=[s for s in STUDIES if s != "big"])
     ap.add_argument("-r", "--repeats", type=int, default=3)
     ap.add_argument("--C", type=float, nargs="+", default=[1.0],
                     help="C values of the correct study (default 1)")
@@ -616,6 +691,8 @@ def main():
                 rows, md = study_correct(a, client), md_correct
             elif study == "rounds":
                 rows, md = study_rounds(a), md_rounds
+            elif study == "big":
+                rows, md = study_big(a), md_big
             elif study == "speed":
                 rows, md = study_speed(a, client), md_speed
             else:

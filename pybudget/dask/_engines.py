@@ -255,10 +255,15 @@ class DaskEngine:
                                    f"{self.grace:g} s; the fit is abandoned")
             time.sleep(POLL_SECONDS)
 
-    def _submit(self, fn, part, *args):
+    def _submit(self, fn, part, *args, track=True):
+        """A task pinned to the partition's worker; ``track``: later tasks on the
+        partition that must follow it get it as an argument (holding a future keeps its
+        result in the worker's memory, so ring visits, ordered by their payloads, are
+        not tracked)."""
         fut = self.client.submit(fn, *args, workers=[self.where[part]],
                                  allow_other_workers=False, pure=False)
-        self.after.setdefault(part, []).append(fut)
+        if track:
+            self.after.setdefault(part, []).append(fut)
         return fut
 
     def _gather(self, futures):
@@ -377,7 +382,7 @@ class DaskEngine:
             for i, run in enumerate(runs):
                 self._moved(len(problems) * self.row_bytes, at, self.where[run[0]])
                 fut = self._submit(_worker.ring_task, run[0], self.job, run, rnd, fut,
-                                   problems, sweeps, i == 0)
+                                   problems, sweeps, i == 0, track=False)
                 at = self.where[run[0]]
             self.loc[fut.key] = at
             for j in problems:
@@ -461,9 +466,12 @@ class DaskEngine:
         """Each partition's duals and the weights, as task results kept on two workers
         (the partition's own and a copy on a peer), never through the client."""
         n_problems = len(self.rows)
-        states = [self._submit(_worker.snapshot_task, p, self.job, p, range(n_problems),
-                               *self.after.get(p, ())) for p in self.where]
         pls = self._payloads(range(n_problems))
+        # after the ring's visits: small tokens where the payloads are, not the payloads
+        done = [self.client.submit(_barrier, f, workers=[self.loc[f.key]], pure=False)
+                for f in pls]
+        states = [self._submit(_worker.snapshot_task, p, self.job, p, range(n_problems),
+                               *self.after.get(p, ()), *done) for p in self.where]
         self._gather(states)          # (waits for the round's tasks, errors included)
         self._synced()
         if len(self.workers()) > 1:
@@ -530,6 +538,10 @@ def _norms_steps(problems, *payloads):
         steps = row[1][-1] if isinstance(row, tuple) else 0.0
         out[j] = (_steps.norms([{j: row}], [j])[j], steps)
     return out
+
+
+def _barrier(payload):
+    return None
 
 
 def _apply(W, combined, etas):
