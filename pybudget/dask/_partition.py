@@ -119,9 +119,11 @@ class Partition:
             codes = np.searchsorted(spec["classes"], self.y)
             cvec = cvec * spec["class_weight"][codes]
         keep = cvec > 0
-        X = self.X[keep]
+        X = self.X if keep.all() else self.X[keep]      # (no copy of every row)
+        used = np.zeros(X.shape[1], dtype=bool)          # (no sorted copy of X.indices)
+        used[X.indices] = True
         return (cvec[keep] * V.row_sqnorms(X, spec["bias"]),
-                np.unique(X.indices).astype(np.int32))
+                np.flatnonzero(used).astype(np.int32))
 
     def setup(self, spec):
         """Build the local state of every problem of ``spec`` (a dict: loss, sigma,

@@ -4,8 +4,9 @@ A source is a small tuple the client can keep and send again after a loss:
 ("arrays", X, y, sw) for in-memory blocks, ("pieces", Xs, ys, sws) for pieces of
 Dask chunks (futures the scheduler can recompute from their lineage), ("svmlight",
 path) for a LIBSVM shard that a worker reads itself, ("generated", spec, p) for the
-rows of a generated problem that a worker builds itself (``make_classification``).  Partition p of P covers the rows
-[p n / P, (p + 1) n / P) of the data, whatever the number of workers.
+rows of a generated problem that a worker builds itself (``make_classification``).
+Partition p of P covers the rows [p n / P, (p + 1) n / P) of the data, whatever the
+number of workers.
 """
 import glob
 import os
