@@ -61,9 +61,10 @@ def test_build_compare_quick(tmp_path):
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="bench reads /proc")
 def test_distributed_quick(tmp_path):
     pytest.importorskip("distributed")
-    run_bench([BENCH / "distributed.py", "--quick", "--out", tmp_path],
+    studies = ("correct", "rounds", "speed", "memory", "big")
+    run_bench([BENCH / "distributed.py", "--quick", "--study", *studies, "--out", tmp_path],
               cwd=tempfile.gettempdir())
-    for study in ("correct", "rounds", "partitions", "speed", "memory"):
+    for study in studies:
         rec = json.loads((tmp_path / f"distributed_{study}_quick.json").read_text())
         assert "machine" in rec and rec["rows"]
         assert (tmp_path / f"distributed_{study}_quick.md").read_text().startswith("###")
