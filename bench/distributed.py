@@ -11,13 +11,12 @@ one-machine solvers: issue 20's "done means".
   difference (target <= 1e-4), both test scores (accuracy or R^2, target: within 0.1
   point), rounds, gap, KKT violation, converged_.  A cell that reaches ``--max-rounds``
   is reported as not converged, with the gap it reached.
-- ``rounds``: debian-lib hinge with bias, C = 1 and 100, 2 partitions, local solvers
-  AVSF, shrinking and uniform: the fit's ``n_rounds_`` at ``tol=1e-3`` (data passes =
-  rounds x local_sweeps, plus ``n_checks_`` gap-check passes of about half a sweep)
-  against the sweeps the one-machine ``solve_linear`` (same strategy, same bias) needs to
-  reach a relative gap of 1e-3 (found by doubling then bisection on ``max_iter`` at
-  ``tol=1e-12``: the first m sweeps of a run are the same in a longer run); target
-  ratio <= 1.5.  Runs with ``engine="threads"`` (bit-identical to the Dask engine).
+- ``rounds``: a9a, ijcnn1 and debian-lib (``--rounds-data``), hinge with bias, C = 1 and
+  10, defaults otherwise: each method's (``--methods``) rounds at K = 2, 4, 8 (``--parts``)
+  partitions to ``tol=1e-3`` against the sweeps the one-machine ``solve_linear`` (same
+  selection) needs to reach a relative gap of 1e-3 (found by doubling then bisection on
+  ``max_iter`` at ``tol=1e-12``); target ratio <= 2.  Runs with ``engine="threads"``
+  (bit-identical to the Dask engine).
 - ``speed``: debian-sections20, 20 classes one-vs-rest, C = 1: the one-machine
   ``pybudget.LinearSVC(C=1, n_jobs=1)`` (default tol) in this process; its per-class
   relative duality gaps (primal computed here from coef_/intercept_ as liblinear's
@@ -31,11 +30,15 @@ one-machine solvers: issue 20's "done means".
   child process that loaded the data first; absolute and above the RSS before the fit.
   Target: each worker's peak <= 0.6x the one-machine peak.
 
+- ``big`` (only when asked for): ``pybudget.dask.make_classification`` of 3.4 GiB built
+  on a 4-worker LocalCluster whose memory_limit is half the data, C = ``--big-C``; then the
+  same fit in one process under RLIMIT_AS = that limit (MemoryError expected).
+
 ``--quick``: small subsets (a9a, a synthetic 4-class problem), seconds; outputs named
 ``*_quick*``.  Writes bench/results/distributed/distributed_<study>.{json,md}.
 
     PYBUDGET_DATA=<data> python bench/distributed.py [--study correct rounds speed memory]
-        [-r 3] [--max-rounds 1500] [--quick] [--out DIR]
+        [--method auto|ring|bda|cocoa] [-r 3] [--max-rounds 1500] [--quick] [--out DIR]
 """
 import argparse
 import json

@@ -1,4 +1,5 @@
-"""One problem on a Dask cluster: CoCoA+ with pybudget's dual CD as the local solver.
+"""One problem on a Dask cluster: the partitions take turns (ring) or work in parallel
+(bda, CoCoA+), with pybudget's dual CD strategies on each partition.
 
 ``pip install "pybudget[dask]"`` installs Dask.  The estimators mirror the one-machine
 ones (``pybudget.LinearSVC``, ``LogisticRegression``, ``LinearSVR``) and train on Dask
