@@ -33,23 +33,12 @@ import json, resource, sys, time
 import numpy as np
 import pybudget
 from pybudget import BudgetSVC, stream_fit
+from pybudget._core._progress import peak_rss_mb as peak_mb   # (VmHWM, not ru_maxrss)
 from sklearn.datasets import load_svmlight_file
 
 def rss_mb():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * resource.getpagesize() / 2**20
-
-def peak_mb():
-    # VmHWM: high-water mark of this process image (ru_maxrss would carry over the
-    # parent's peak through fork + exec on Linux)
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 mode, path, budget, chunk = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 base = rss_mb()

@@ -11,10 +11,19 @@ except ImportError:   # Windows: no getrusage, the memory figure is left out
 def peak_rss_mb():
     """Peak resident memory of this process so far in MiB, or None where unknown.
 
-    ``getrusage``'s ``ru_maxrss`` counts KiB on Linux and bytes on macOS; Windows has no
-    ``resource`` module."""
+    VmHWM of /proc/self/status where there is one (Linux): ``ru_maxrss`` survives exec,
+    so a child of a large parent would start at the parent's peak.  Elsewhere
+    ``getrusage``'s ``ru_maxrss`` (bytes on macOS); Windows has no ``resource``
+    module."""
     if resource is None:
         return None
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 2**10     # kB
+    except OSError:
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
 

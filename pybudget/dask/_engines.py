@@ -16,7 +16,6 @@ so a fit gives the same bits on either:
   their sources, and restores every partition from the checkpoint, whose copies are
   kept on two workers.
 """
-import copy
 import operator
 import threading
 import time
@@ -27,6 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from pybudget._core._parallel import map_threads
+from pybudget._core._progress import peak_rss_mb
 from pybudget.dask import _steps, _worker
 from pybudget.dask._driver import ClusterError, PartitionsLost
 from pybudget.dask._partition import add_into, first_carry
@@ -103,23 +103,11 @@ def start_payload(W, spec, ring):
     return {j: (w, first_carry(kind, sel)) for j, w in W.items()}
 
 
-def _row_w(row):
-    return row[0] if isinstance(row, tuple) else row
-
-
 def assemble(rows, n_problems, d):
     W = np.zeros((n_problems, d + 1))
     for j, row in rows.items():
-        W[j] = _row_w(row)
+        W[j] = _steps.weights_of(row)
     return W
-
-
-def check_sums(per_part, problems, rows):
-    """The engines' check result from the partitions' scalars and the weights' rows."""
-    sums = _steps.sum_checks(per_part, problems)
-    norms = _steps.norms([{j: rows[j] for j in problems}], problems)
-    steps = {j: (rows[j][1][-1] if isinstance(rows[j], tuple) else 0.0) for j in problems}
-    return {j: (*sums[j], norms[j], steps[j]) for j in problems}
 
 
 class ThreadsEngine:
@@ -161,53 +149,38 @@ class ThreadsEngine:
     def check(self, problems):
         per = self._map(lambda P: _steps.check_partition(P, [self.rows], problems),
                         [(P,) for P in self.parts])
-        return check_sums(per, problems, self.rows)
+        return _steps.checked(per, _steps.weight_stats([self.rows], problems), problems)
 
     def propose(self, rnd, problems, sweeps, check):
-        def one(P):
-            msgs, stats = {}, {}
-            for j in problems:
-                msgs[j], stats[j] = P.propose(j, rnd, self.rows[j], sweeps, check)
-            return msgs, stats
-
-        proposals = self._map(one, [(P,) for P in self.parts])
+        proposals = self._map(lambda P: _steps.propose_partition(P, rnd, self.rows, problems,
+                                                                 sweeps, check),
+                              [(P,) for P in self.parts])
         self.dW, small, _ = _steps.combine(self.rows, proposals, problems, check)
         return small
 
     def terms_at(self, etas):
-        per = [{j: P.terms_at(j, e) for j, e in etas.items()} for P in self.parts]
-        return {j: sum_in_order(per, j) for j in etas}
+        return _steps.sum_terms([_steps.terms_partition(P, etas) for P in self.parts], etas)
 
     def commit(self, etas):
         for P in self.parts:
-            for j, eta in etas.items():
-                P.commit(j, eta)
-        self.rows = _steps.apply_step(self.rows, self.dW, {j: e for j, e in etas.items()
-                                                           if e != 0.0})
+            _steps.commit_partition(P, etas)
+        self.rows = _steps.apply_step(self.rows, self.dW, etas)
         self.dW = None
 
     def weights(self, n_problems, d):
         return assemble(self.rows, n_problems, d)
 
     def snapshot(self):
-        states = [{j: P.state(j) for j in range(len(P.problems))} for P in self.parts]
-        return states, copy.deepcopy(self.rows)
+        return None         # (nothing here can be lost: no copy to keep)
 
     def recover(self, spec, token):
         raise ClusterError("the threads engine cannot lose a partition")
 
     def peak_memory(self):
-        return {"local": _worker.peak_memory()}
+        return {"local": peak_rss_mb()}
 
     def close(self):
         self.parts = []
-
-
-def sum_in_order(per_part, j):
-    total = 0.0
-    for s in per_part:
-        total += s[j]
-    return total
 
 
 def worker_addresses(client):
@@ -406,12 +379,11 @@ class DaskEngine:
         self._spread(pls, list(self.where.values()) + [self.home])
         futs = [self._submit(_worker.check_task, p, self.job, p, problems, *pls)
                 for p in self.where]
-        futs.append(self.client.submit(_norms_steps, problems, *pls, workers=[self.home],
+        futs.append(self.client.submit(_weight_stats, problems, *pls, workers=[self.home],
                                        allow_other_workers=False, pure=False))
-        *per, extra = self._gather(futs)
+        *per, stats = self._gather(futs)
         self._synced()
-        sums = _steps.sum_checks(per, problems)
-        return {j: (*sums[j], *extra[j]) for j in problems}
+        return _steps.checked(per, stats, problems)
 
     def _payload_size(self, fut):
         return sum(self.row_bytes for j in self.rows if self.rows[j].key == fut.key)
@@ -438,7 +410,7 @@ class DaskEngine:
         per = self._gather([self._submit(_worker.terms_task, p, self.job, p, etas)
                             for p in self.where])
         self._synced()
-        return {j: sum_in_order(per, j) for j in etas}
+        return _steps.sum_terms(per, etas)
 
     def commit(self, etas):
         for p in self.where:
@@ -472,13 +444,24 @@ class DaskEngine:
                 for f in pls]
         states = [self._submit(_worker.snapshot_task, p, self.job, p, range(n_problems),
                                *self.after.get(p, ()), *done) for p in self.where]
-        self._gather(states)          # (waits for the round's tasks, errors included)
+        got = self._gather(states)    # (waits for the round's tasks, errors included)
         self._synced()
         if len(self.workers()) > 1:
-            self.client.replicate(states + pls, n=2)
-            self.bytes["workers"] += self.state_bytes + sum(self._payload_size(f)
-                                                            for f in pls)
-        return states, dict(self.rows), dict(self.loc)
+            try:
+                self.client.replicate(states + pls, n=2)
+            except ValueError:        # a worker left meanwhile: fewer than 2 remain
+                pass
+            else:
+                self.bytes["workers"] += self.state_bytes + sum(self._payload_size(f)
+                                                                for f in pls)
+                return states, dict(self.rows), dict(self.loc)
+        # one worker (say, while a lost one restarts): no peer to copy to, and a result
+        # lost with its only holder would wait forever for it, so the client keeps this
+        # checkpoint
+        payloads = dict(zip((f.key for f in pls), self._gather(pls)))
+        self.bytes["client"] += self.state_bytes + sum(_steps.payload_nbytes(pl)
+                                                       for pl in payloads.values())
+        return got, {j: payloads[f.key] for j, f in self.rows.items()}, None
 
     @property
     def state_bytes(self):
@@ -506,13 +489,21 @@ class DaskEngine:
         self._gather([self._submit(_worker.restore_task, p, self.job, p, spec, states[p])
                       for p in self.where])
         self._synced()
+        if loc is None:               # kept by the client: back to a worker
+            held, rows = {}, dict(rows)
+            for j, pl in rows.items():
+                if id(pl) not in held:      # (a list: a dict would be scattered by key)
+                    held[id(pl)] = self.client.scatter([pl], workers=[live[0]],
+                                                       hash=False)[0]
+                rows[j] = held[id(pl)]
+            loc = {f.key: live[0] for f in held.values()}
         self.rows, self.loc = dict(rows), dict(loc)
         for f in self._payloads(self.rows):
             if self.loc[f.key] not in live:
                 self.loc[f.key] = live[0]
 
     def peak_memory(self):
-        return self.client.run(_worker.peak_memory, on_error="ignore")
+        return self.client.run(peak_rss_mb, on_error="ignore")
 
     def close(self):
         self.sources = None          # (their futures: the chunks on the cluster)
@@ -528,16 +519,8 @@ def _start(inits, n_problems, spec, ring):
     return start_payload(W, spec, ring)
 
 
-def _norms_steps(problems, *payloads):
-    rows = {}
-    for pl in payloads:
-        rows.update(pl)
-    out = {}
-    for j in problems:
-        row = rows[j]
-        steps = row[1][-1] if isinstance(row, tuple) else 0.0
-        out[j] = (_steps.norms([{j: row}], [j])[j], steps)
-    return out
+def _weight_stats(problems, *payloads):
+    return _steps.weight_stats(payloads, problems)
 
 
 def _barrier(payload):
@@ -545,4 +528,4 @@ def _barrier(payload):
 
 
 def _apply(W, combined, etas):
-    return _steps.apply_step(W, combined[0], {j: e for j, e in etas.items() if e != 0.0})
+    return _steps.apply_step(W, combined[0], etas)

@@ -6,7 +6,7 @@ scalars); every function returns new arrays and leaves its inputs alone (a Dask 
 may hand the same input to several tasks)."""
 import numpy as np
 
-from pybudget.dask._partition import add_into, payload_bytes, roll_ring
+from pybudget.dask._partition import CARRY_STEPS, add_into, payload_bytes, roll_ring
 from pybudget.linear._dual_cd import sum_of_squares
 
 
@@ -22,6 +22,19 @@ def ring_visit(P, rnd, payload, problems, sweeps, first):
     return out
 
 
+def weights_of(row):
+    """The weights of a payload row: (w, carry) on the ring, w otherwise."""
+    return row[0] if isinstance(row, tuple) else row
+
+
+def merged(payloads):
+    """{j: row} of several payloads (each problem is in one of them)."""
+    rows = {}
+    for pl in payloads:
+        rows.update(pl)
+    return rows
+
+
 def payload_nbytes(payload):
     """Bytes of the arrays of a payload ({j: w} or {j: (w, carry)})."""
     return sum(sum(a.nbytes for a in row) if isinstance(row, tuple) else row.nbytes
@@ -29,13 +42,9 @@ def payload_nbytes(payload):
 
 
 def check_partition(P, payloads, problems):
-    """P's gap scalars of each problem at the weights of the payloads (a list of
-    {j: (w, carry)} or {j: w})."""
-    weights = {}
-    for pl in payloads:
-        for j, row in pl.items():
-            weights[j] = row[0] if isinstance(row, tuple) else row
-    return {j: P.check(j, weights[j]) for j in problems}
+    """P's gap scalars of each problem at the weights of the payloads."""
+    rows = merged(payloads)
+    return {j: P.check(j, weights_of(rows[j])) for j in problems}
 
 
 def sum_checks(per_part, problems):
@@ -51,14 +60,18 @@ def sum_checks(per_part, problems):
     return out
 
 
-def norms(payloads, problems):
-    """{j: |w_j|^2} over the payloads' weights."""
-    out = {}
-    for pl in payloads:
-        for j, row in pl.items():
-            if j in problems:
-                out[j] = sum_of_squares(row[0] if isinstance(row, tuple) else row)
-    return out
+def weight_stats(payloads, problems):
+    """{j: (|w_j|^2, the ring's steps so far, 0 for the parallel methods)}."""
+    rows = merged(payloads)
+    return {j: (sum_of_squares(weights_of(rows[j])),
+                rows[j][1][CARRY_STEPS] if isinstance(rows[j], tuple) else 0.0)
+            for j in problems}
+
+
+def checked(per_part, stats, problems):
+    """An engine's check result: {j: (loss, dual terms, kkt, |w|^2, ring steps)}."""
+    sums = sum_checks(per_part, problems)
+    return {j: (*sums[j], *stats[j]) for j in problems}
 
 
 # ---- the parallel methods -----------------------------------------------------------
@@ -93,9 +106,39 @@ def combine(W, proposals, problems, check):
     return dW, small, nbytes
 
 
+def propose_partition(P, rnd, W, problems, sweeps, check):
+    """P's proposals of the problems: ({j: encoded dw_k}, {j: stats})."""
+    msgs, stats = {}, {}
+    for j in problems:
+        msgs[j], stats[j] = P.propose(j, rnd, W[j], sweeps, check)
+    return msgs, stats
+
+
+def commit_partition(P, etas):
+    for j, eta in etas.items():
+        P.commit(j, eta)
+
+
+def terms_partition(P, etas):
+    return {j: P.terms_at(j, eta) for j, eta in etas.items()}
+
+
+def sum_terms(per_part, etas):
+    """The partitions' terms (in partition order) summed: {j: terms}."""
+    out = {}
+    for j in etas:
+        total = 0.0
+        for s in per_part:
+            total += s[j]
+        out[j] = total
+    return out
+
+
 def apply_step(W, dW, etas):
-    """New weights {j: w_j + eta_j dw_j} (the others unchanged, not copied)."""
+    """New weights {j: w_j + eta_j dw_j}; the others (eta = 0 among them) unchanged,
+    not copied."""
     out = dict(W)
     for j, eta in etas.items():
-        out[j] = W[j] + dW[j] if eta == 1.0 else W[j] + eta * dW[j]
+        if eta != 0.0:
+            out[j] = W[j] + dW[j] if eta == 1.0 else W[j] + eta * dW[j]
     return out

@@ -8,7 +8,6 @@ scalars.  A worker that dies takes its entries with it, which the client sees as
 PartitionMissing (or the worker's absence) and answers by rebuilding from the source.
 Arguments named ``after`` only order a task behind earlier ones on the same partition.
 """
-from pybudget._core._progress import peak_rss_mb
 from pybudget.dask import _steps
 from pybudget.dask._sources import build_partition
 
@@ -53,22 +52,15 @@ def check_task(job, part, problems, *payloads):
 
 
 def propose_task(job, part, rnd, W, problems, sweeps, check, *after):
-    P = _get(job, part)
-    msgs, stats = {}, {}
-    for j in problems:
-        msgs[j], stats[j] = P.propose(j, rnd, W[j], sweeps, check)
-    return msgs, stats
+    return _steps.propose_partition(_get(job, part), rnd, W, problems, sweeps, check)
 
 
 def terms_task(job, part, etas):
-    P = _get(job, part)
-    return {j: P.terms_at(j, eta) for j, eta in etas.items()}
+    return _steps.terms_partition(_get(job, part), etas)
 
 
 def commit_task(job, part, etas):
-    P = _get(job, part)
-    for j, eta in etas.items():
-        P.commit(j, eta)
+    _steps.commit_partition(_get(job, part), etas)
 
 
 def snapshot_task(job, part, problems, *after):
@@ -92,16 +84,3 @@ def parts_here(job):
 def drop_job(job):
     for key in [k for k in REGISTRY if k[0] == job]:
         del REGISTRY[key]
-
-
-def peak_memory():
-    """This process's peak resident memory in MiB: VmHWM where /proc has it (ru_maxrss
-    would include a parent's peak inherited across exec), else ru_maxrss."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return peak_rss_mb()

@@ -55,14 +55,6 @@ def _client(client):
                          "first, or use engine='threads'") from None
 
 
-def resolve_method(method, n_parts, n_problems):
-    """method="auto": the ring (measured in docs/benchmarks.md section 10: it needs the
-    sweeps of one machine, where the parallel methods need 5-50 times more rounds)."""
-    if method != "auto":
-        return method
-    return "ring"
-
-
 class _DistributedBase(SVMBase):
     """The fit shared by the three estimators (see the module docstring)."""
 
@@ -179,7 +171,9 @@ class _DistributedBase(SVMBase):
             summ = engine.build(srcs, self._regression, names, locality)
             spec, n_problems, d, classes = self._spec(summ, C, bias, seed, X)
             spec["selection"] = self._resolve(engine, spec)
-            method = resolve_method(self.method, len(srcs), n_problems)
+            # "auto" is the ring: the fewest rounds (or the lowest gap at the cap) of the
+            # three in every cell measured (docs/benchmarks.md, section 10)
+            method = "ring" if self.method == "auto" else self.method
             # CoCoA+'s sigma' = K, the partitions that take part (have rows)
             spec["sigma"] = sum(1 for s in summ if s["n"]) if method == "cocoa" else 1
             if verbose:
