@@ -152,9 +152,39 @@ def test_local_sweeps_and_max_iter_warn():
     assert m.n_rounds_ == 2 and not m.converged_[0]
     # the final gap is still exact (a check-only pass certifies the final weights)
     assert m.duality_gap_[0] > 1e-9
-    m3 = pbd.LinearSVC(tol=1e-3, local_sweeps=3, engine="threads", random_state=0).fit(X, y)
-    m1 = pbd.LinearSVC(tol=1e-3, local_sweeps=1, engine="threads", random_state=0).fit(X, y)
-    assert m3.n_rounds_ < m1.n_rounds_
+    # local sweeps: that many sweeps per visit (on these dealt rows they do not pay:
+    # 166 rounds with 3 against 152 with 1, one lap each)
+    kw = dict(tol=1e-9, max_iter=2, engine="threads", random_state=0, selection="uniform")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m3 = pbd.LinearSVC(local_sweeps=3, **kw).fit(X, y)
+        m1 = pbd.LinearSVC(local_sweeps=1, laps=1, **kw).fit(X, y)
+    assert m3.laps_ == m1.laps_ == 1
+    assert m3.n_steps_ == 3 * m1.n_steps_ == 3 * 2 * X.shape[0]
+
+
+def test_laps_share_out_one_sweep():
+    """A round of K laps visits every row once (as many steps per round as one lap),
+    and it needs fewer rounds than one lap per round on ordered rows."""
+    X, y = make_data()
+    order = np.argsort(y, kind="stable")     # sorted by class: the hard case
+    X, y = X[order], y[order]
+    kw = dict(tol=1e-3, engine="threads", random_state=0, n_partitions=4, selection="uniform")
+    one = pbd.LinearSVC(laps=1, max_iter=3, **kw)
+    four = pbd.LinearSVC(max_iter=3, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one.fit(X, y)
+        four.fit(X, y)
+    assert four.laps_ == 4 and one.laps_ == 1
+    assert four.n_steps_ == one.n_steps_
+    one = pbd.LinearSVC(laps=1, **kw).fit(X, y)
+    four = pbd.LinearSVC(**kw).fit(X, y)
+    assert four.n_rounds_ < one.n_rounds_
+    with pytest.raises(ValueError, match="laps=2 with local_sweeps=2"):
+        pbd.LinearSVC(laps=2, local_sweeps=2, engine="threads").fit(X, y)
+    with pytest.raises(ValueError, match="laps"):
+        pbd.LinearSVC(laps=0, engine="threads").fit(X, y)
 
 
 # ---- determinism -----------------------------------------------------------------------
@@ -163,8 +193,7 @@ def test_dask_equals_threads_bit_for_bit(client):
     X, y = make_data(classes=3)
     Xd, yd = chunked(X, y, 4)
     a = pbd.LinearSVC(C=0.1, tol=1e-2, random_state=7, client=client).fit(Xd, yd)
-    b = pbd.LinearSVC(C=0.1, tol=1e-2, random_state=7, engine="threads",
-                      n_partitions=4).fit(X, y)
+    b = pbd.LinearSVC(C=0.1, tol=1e-2, random_state=7, engine="threads").fit(Xd, yd)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_array_equal(a.intercept_, b.intercept_)
     np.testing.assert_array_equal(a.duality_gap_, b.duality_gap_)
@@ -234,9 +263,9 @@ class KillingEngine(_engines.DaskEngine):
             pid = self.client.run(os.getpid, workers=[self.where[0]])[self.where[0]]
             threading.Timer(0.05, os.kill, (pid, signal.SIGKILL)).start()
 
-    def ring_round(self, rnd, groups, sweeps):
+    def ring_round(self, rnd, groups, sweeps, laps):
         self._kill(rnd)
-        return super().ring_round(rnd, groups, sweeps)
+        return super().ring_round(rnd, groups, sweeps, laps)
 
     def propose(self, rnd, problems, sweeps, check):
         self._kill(rnd)
@@ -254,12 +283,12 @@ def nanny_client():
 def test_killed_worker_mid_fit_replays_to_the_same_bits(nanny_client, monkeypatch):
     X, y = make_data(n=1500, seed=11)
     Xd, yd = chunked(X, y, 4)
-    ref = pbd.LinearSVC(C=0.1, tol=1e-2, random_state=0, engine="threads", n_partitions=4,
-                        checkpoint_every=4).fit(X, y)
+    ref = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, engine="threads",
+                        checkpoint_every=4).fit(Xd, yd)
     assert ref.converged_.all() and ref.n_rounds_ > KillingEngine.at + 2
     monkeypatch.setattr(E, "DaskEngine", KillingEngine)
     KillingEngine.kills = 0
-    m = pbd.LinearSVC(C=0.1, tol=1e-2, random_state=0, client=nanny_client,
+    m = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, client=nanny_client,
                       checkpoint_every=4).fit(Xd, yd)
     assert KillingEngine.kills == 1 and m.recoveries_ >= 1
     np.testing.assert_array_equal(m.coef_, ref.coef_)

@@ -148,7 +148,7 @@ def armijo(engine, small, problems):
 
 
 def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpoint_every,
-        callback=None):
+        laps=1, callback=None):
     """Run ``method`` on the engine's partitions (built already); returns a FitResult."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -197,7 +197,7 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
                     drv.active = still
                     if not drv.active:
                         break
-                engine.ring_round(drv.t, ring_groups(drv.active, K), sweeps)
+                engine.ring_round(drv.t, ring_groups(drv.active, K), sweeps, laps)
             else:
                 check = drv.t >= drv.next_check
                 small = engine.propose(drv.t, drv.active, sweeps, check)

@@ -54,8 +54,8 @@ class Engine(Protocol):
     def setup(self, spec, ring: bool) -> None:
         """Every problem's local state and its initial weights (as ring payloads)."""
 
-    def ring_round(self, rnd, groups, sweeps) -> None:
-        """One ring round of each group (start partition, problems)."""
+    def ring_round(self, rnd, groups, sweeps, laps) -> None:
+        """One ring round of each group (start partition, problems): ``laps`` laps."""
 
     def check(self, problems) -> dict:
         """{j: (loss, dual terms, kkt, |w|^2, ring steps)} at the current weights."""
@@ -133,14 +133,14 @@ class ThreadsEngine:
     def _map(self, fn, args):
         return map_threads(fn, args, self.n_threads)
 
-    def ring_round(self, rnd, groups, sweeps):
+    def ring_round(self, rnd, groups, sweeps, laps):
         K = len(self.parts)
 
         def travel(start, problems):
             pl = {j: self.rows[j] for j in problems}
-            for s in range(K):
-                pl = _steps.ring_visit(self.parts[(start + s) % K], rnd, pl, problems, sweeps,
-                                       s == 0)
+            for i, (p, lap) in enumerate(_steps.ring_order(start, K, laps)):
+                pl = _steps.ring_visit(self.parts[p], rnd, pl, problems, sweeps, i == 0,
+                                       lap, laps)
             return pl
 
         for pl in self._map(travel, groups):
@@ -338,25 +338,26 @@ class DaskEngine:
         self._gather([fut])
         self._synced()
 
-    def ring_round(self, rnd, groups, sweeps):
+    def ring_round(self, rnd, groups, sweeps, laps):
         K = len(self.where)
         for start, problems in groups:
             fut = self.rows[problems[0]]
             at = self.loc[fut.key]
-            order = [(start + s) % K for s in range(K)]
-            # one task per run of consecutive partitions on one worker; no ordering behind
+            order = _steps.ring_order(start, K, laps)
+            # one task per run of consecutive visits on one worker; no ordering behind
             # other groups' tasks (they touch other problems)
             runs = [[order[0]]]
-            for p in order[1:]:
-                if self.where[p] == self.where[runs[-1][-1]]:
-                    runs[-1].append(p)
+            for v in order[1:]:
+                if self.where[v[0]] == self.where[runs[-1][-1][0]]:
+                    runs[-1].append(v)
                 else:
-                    runs.append([p])
+                    runs.append([v])
             for i, run in enumerate(runs):
-                self._moved(len(problems) * self.row_bytes, at, self.where[run[0]])
-                fut = self._submit(_worker.ring_task, run[0], self.job, run, rnd, fut,
-                                   problems, sweeps, i == 0, track=False)
-                at = self.where[run[0]]
+                here = self.where[run[0][0]]
+                self._moved(len(problems) * self.row_bytes, at, here)
+                fut = self._submit(_worker.ring_task, run[0][0], self.job, run, rnd, fut,
+                                   problems, sweeps, i == 0, laps, track=False)
+                at = here
             self.loc[fut.key] = at
             for j in problems:
                 self.rows[j] = fut

@@ -170,7 +170,8 @@ class Partition:
         st = {"y": np.ascontiguousarray(y), "u": np.zeros(n), "prefs": np.ones(n),
               "perm": np.arange(n, dtype=np.int32), "n_active": n, "comp": None,
               "scal": np.array([np.inf, -np.inf, 0.0, 0.0, 0.0,
-                                1e-2 if self.selection == SELECTIONS["shrinking"] else 1e-8])}
+                                1e-2 if self.selection == SELECTIONS["shrinking"] else 1e-8,
+                                0.0])}
         if self.kind == "lr":
             # liblinear's start, as in dual_cd: inside the box by min(1e-3 U, 1e-8)
             st["u"] = np.minimum(1e-3 * cost.upper, 1e-8)
@@ -206,29 +207,31 @@ class Partition:
         st = self.problems[j]
         return self._terms(st, self.costs[j], st["u"], st["comp"])
 
-    def _sweeps(self, j, rnd, v, sweeps, check):
+    def _sweeps(self, j, rnd, v, sweeps, check, lap=0, laps=1):
         """dcd_round on problem j from weights v (changed in place); returns its dict."""
         st, cost = self.problems[j], self.costs[j]
         out = dcd_round(self.Xk, st["y"], cost.upper, cost.diag, cost.cvec, self.bias,
                         st["u"], v, st["prefs"], st["perm"], st["n_active"], st["scal"],
                         cost.qd, False, self.selection, sweeps,
                         round_seed(self.seed, j, self.part, rnd), self.squared, check,
-                        self.kind, self.epsilon, st["comp"])
+                        self.kind, self.epsilon, st["comp"], lap, laps)
         st["n_active"] = out["n_active"]
         return out
 
     # ---- the ring -----------------------------------------------------------------------
 
-    def visit(self, j, rnd, w, sweeps, carry):
+    def visit(self, j, rnd, w, sweeps, carry, lap=0, laps=1):
         """The ring's visit (sigma' = 1): ``sweeps`` sweeps of problem j in place on its
-        current weights w, with the thresholds and gains carried along the ring (carry,
-        updated in place: this partition's extremes folded in, steps added)."""
+        current weights w, or the lap-th of ``laps`` shares of one sweep, with the
+        thresholds and gains carried along the ring (carry, updated in place: this
+        partition's extremes folded in, steps added)."""
         if self.Xk.shape[0] == 0:
             return
         st = self.problems[j]
         s = st["scal"]
         s[0], s[1], s[4], s[5] = carry[0], carry[1], carry[4], carry[5]
-        out = self._sweeps(j, rnd, w, sweeps, False)
+        # (one seed per round: the laps after the first draw nothing)
+        out = self._sweeps(j, rnd, w, sweeps, False, lap, laps)
         carry[2], carry[3] = max(carry[2], s[2]), min(carry[3], s[3])
         carry[4], carry[5] = s[4], s[5]
         carry[CARRY_STEPS] += out["n_steps"]

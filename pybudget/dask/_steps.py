@@ -10,16 +10,23 @@ from pybudget.dask._partition import CARRY_STEPS, add_into, payload_bytes, roll_
 from pybudget.linear._dual_cd import sum_of_squares
 
 
-def ring_visit(P, rnd, payload, problems, sweeps, first):
+def ring_visit(P, rnd, payload, problems, sweeps, first, lap=0, laps=1):
     """Partition P's visit of one group: a new payload {j: (w, carry)} for ``problems``
-    (rows of payload), after P's sweeps; ``first``: the round starts here."""
+    (rows of payload), after P's sweeps (or its lap-th share of one sweep); ``first``:
+    the round starts here."""
     out = {j: (payload[j][0].copy(), payload[j][1].copy()) for j in problems}
     if first:
         roll_ring(P.kind, [c for _, c in out.values()], rnd)
     for j in problems:
         w, carry = out[j]
-        P.visit(j, rnd, w, sweeps, carry)
+        P.visit(j, rnd, w, sweeps, carry, lap, laps)
     return out
+
+
+def ring_order(start, n_parts, laps):
+    """The visits of one ring round from partition ``start``: (partition, lap), every
+    partition once per lap."""
+    return [((start + s) % n_parts, lap) for lap in range(laps) for s in range(n_parts)]
 
 
 def weights_of(row):

@@ -39,11 +39,11 @@ def setup_task(job, part, spec):
     return _get(job, part).setup(spec)
 
 
-def ring_task(job, parts, rnd, payload, problems, sweeps, first):
-    """The visits of consecutive partitions of the ring held by this worker."""
-    for i, part in enumerate(parts):
+def ring_task(job, visits, rnd, payload, problems, sweeps, first, laps):
+    """Consecutive visits (partition, lap) of the ring to partitions on this worker."""
+    for i, (part, lap) in enumerate(visits):
         payload = _steps.ring_visit(_get(job, part), rnd, payload, problems, sweeps,
-                                    first and i == 0)
+                                    first and i == 0, lap, laps)
     return payload
 
 

@@ -1,9 +1,9 @@
 """LinearSVC, LogisticRegression and LinearSVR trained on a Dask cluster.
 
 Each takes its one-machine namesake's parameters plus ``method``, ``client``,
-``n_partitions``, ``local_sweeps``, ``checkpoint_every``, ``engine`` and ``timeout``;
-``tol`` is a relative duality gap and ``max_iter`` counts rounds.  ``to_local()`` gives
-the one-machine estimator with the same coefficients.
+``n_partitions``, ``local_sweeps``, ``laps``, ``checkpoint_every``, ``engine`` and
+``timeout``; ``tol`` is a relative duality gap and ``max_iter`` counts rounds.
+``to_local()`` gives the one-machine estimator with the same coefficients.
 """
 import time
 import warnings
@@ -68,6 +68,11 @@ class _DistributedBase(SVMBase):
         V.choice("engine", self.engine, ENGINES)
         V.choice("method", self.method, METHOD_CHOICES)
         sweeps = V.positive_int("local_sweeps", self.local_sweeps)
+        if self.laps != "auto":
+            V.positive_int("laps", self.laps)
+            if self.laps > 1 and sweeps > 1:
+                raise ValueError(f"laps={self.laps} with local_sweeps={sweeps}: a visit "
+                                 "runs either several sweeps or a share of one")
         ckpt = V.positive_int("checkpoint_every", self.checkpoint_every, minimum=0)
         if self.n_partitions is not None:
             V.positive_int("n_partitions", self.n_partitions)
@@ -110,7 +115,7 @@ class _DistributedBase(SVMBase):
               else V.sample_weights(sample_weight, X.shape[0]))
         P = self.n_partitions or MEMORY_PARTITIONS
         srcs = memory_sources(X, y, sw, P)
-        names = [f"partition {p} (rows {i})" for p, i in enumerate(_ranges(X, P))]
+        names = [f"partition {p} (rows {p}::{P})" for p in range(P)]
         return srcs, names, None
 
     def _dask_sources(self, X, y, sample_weight, engine):
@@ -190,13 +195,15 @@ class _DistributedBase(SVMBase):
                            f"{e['bytes']['client']}, between workers {e['bytes']['workers']}"
                            f", worker peak memory [{peaks}] MiB", time.perf_counter() - t0)
 
+            laps = self._laps(method, sweeps, len(srcs))
             res = run(engine, spec, n_problems, d, method=method, tol=tol,
                       max_rounds=max_iter, sweeps=sweeps, checkpoint_every=ckpt,
-                      callback=progress)
+                      laps=laps, callback=progress)
             peaks = engine.peak_memory()
         finally:
             engine.close()
         self.method_ = method
+        self.laps_ = laps
         self._set_result(res, bias, d, classes, spec, len(srcs), time.perf_counter() - t0)
         self.worker_peak_memory_ = peaks
         if not res.converged.all():
@@ -204,6 +211,18 @@ class _DistributedBase(SVMBase):
                           f"a relative duality gap of tol={tol}; increase max_iter",
                           ConvergenceWarning)
         return self
+
+    def _laps(self, method, sweeps, n_parts):
+        """Laps of a ring round: "auto" is one per partition (with one local sweep).  A
+        ring whose partitions each sweep their rows in one visit needs far more rounds
+        than one machine needs sweeps, even on shuffled rows (a9a, hinge, C = 1, 4
+        partitions: 427 rounds against 124 sweeps); sharing each sweep out over K laps
+        brings it to 175 (docs/benchmarks.md, section 10)."""
+        if method != "ring":
+            return 1
+        if self.laps == "auto":
+            return n_parts if sweeps == 1 else 1
+        return int(self.laps)
 
     def _spec(self, summ, C, bias, seed, X):
         d = max(s["d"] for s in summ)
@@ -326,11 +345,6 @@ class _DistributedBase(SVMBase):
         return metric(np.asarray(y), pred, sample_weight=sample_weight)
 
 
-def _ranges(X, P):
-    n = X.shape[0]
-    return [f"{p * n // P}-{(p + 1) * n // P - 1}" for p in range(P)]
-
-
 def _chunk_span(bounds, p, P, n):
     lo, hi = p * n // P, (p + 1) * n // P
     first = int(np.searchsorted(bounds, lo, side="right") - 1)
@@ -352,6 +366,11 @@ _COMMON_DOC = """
         Dask array, one per LIBSVM shard, 4 for numpy or scipy input.
     local_sweeps : int, default=1
         Sweeps of the local solver per round.
+    laps : int or "auto", default="auto"
+        The ring only: each round goes round the partitions ``laps`` times, and a visit
+        runs its partition's next share of one sweep (with ``local_sweeps=1``).  More
+        laps, fewer rounds and more hops between workers per round; "auto" is one lap
+        per partition (``laps_``).
     checkpoint_every : int, default=10
         Rounds between checkpoints of the partitions' duals (0: only the start).  A lost
         worker costs at most this many rounds, replayed to the same bits.
@@ -407,7 +426,7 @@ class LinearSVC(_DistributedClassifier):
                  tol=1e-3, max_iter=1000, fit_intercept=True, intercept_scaling=1.0,
                  class_weight=None, warm_start=False, random_state=None, n_jobs=None,
                  verbose=0, method="auto", client=None, n_partitions=None,
-                 local_sweeps=1, checkpoint_every=10, engine="dask", timeout=600.0):
+                 local_sweeps=1, laps="auto", checkpoint_every=10, engine="dask", timeout=600.0):
         self.C = C
         self.loss = loss
         self.multi_class = multi_class
@@ -425,6 +444,7 @@ class LinearSVC(_DistributedClassifier):
         self.client = client
         self.n_partitions = n_partitions
         self.local_sweeps = local_sweeps
+        self.laps = laps
         self.checkpoint_every = checkpoint_every
         self.engine = engine
         self.timeout = timeout
@@ -451,7 +471,7 @@ class LogisticRegression(_DistributedClassifier):
     def __init__(self, C=1.0, *, selection="auto", tol=1e-3, max_iter=1000,
                  fit_intercept=True, intercept_scaling=1.0, class_weight=None,
                  random_state=None, warm_start=False, n_jobs=None, verbose=0, method="auto",
-                 client=None, n_partitions=None, local_sweeps=1, checkpoint_every=10,
+                 client=None, n_partitions=None, local_sweeps=1, laps="auto", checkpoint_every=10,
                  engine="dask", timeout=600.0):
         self.C = C
         self.selection = selection
@@ -468,6 +488,7 @@ class LogisticRegression(_DistributedClassifier):
         self.client = client
         self.n_partitions = n_partitions
         self.local_sweeps = local_sweeps
+        self.laps = laps
         self.checkpoint_every = checkpoint_every
         self.engine = engine
         self.timeout = timeout
@@ -495,7 +516,7 @@ class LinearSVR(RegressorMixin, _DistributedBase):
     def __init__(self, C=1.0, *, epsilon=0.0, loss="epsilon_insensitive", selection="auto",
                  tol=1e-3, max_iter=1000, fit_intercept=True, intercept_scaling=1.0,
                  random_state=None, warm_start=False, n_jobs=None, verbose=0, method="auto",
-                 client=None, n_partitions=None, local_sweeps=1, checkpoint_every=10,
+                 client=None, n_partitions=None, local_sweeps=1, laps="auto", checkpoint_every=10,
                  engine="dask", timeout=600.0):
         self.C = C
         self.epsilon = epsilon
@@ -513,6 +534,7 @@ class LinearSVR(RegressorMixin, _DistributedBase):
         self.client = client
         self.n_partitions = n_partitions
         self.local_sweeps = local_sweeps
+        self.laps = laps
         self.checkpoint_every = checkpoint_every
         self.engine = engine
         self.timeout = timeout

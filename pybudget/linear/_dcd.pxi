@@ -284,6 +284,7 @@ cdef struct State:
     long long steps
     int n
     int active
+    int pos             # where a lap of a shrinking sweep continues (dcd_round's laps)
     bint first_sweep
     bint canstop
     bint saved
@@ -305,19 +306,27 @@ cdef enum:
     SWEEP_UNSHRUNK = 2  # shrinking met its tolerance on a reduced set and restored it
 
 
-cdef double uniform_sweep(const Problem* P, State* S) noexcept nogil:
-    """One sweep in a fresh random order; returns the largest violation seen."""
+cdef inline int lap_bound(int n, int lap, int laps) noexcept nogil:
+    """Where lap number ``lap`` of ``laps`` ends in a sweep of n visits (laps share a
+    sweep evenly; see dcd_round)."""
+    return <int>((<long long>n * lap) // laps)
+
+
+cdef double uniform_sweep(const Problem* P, State* S, int lap=0, int laps=1) noexcept nogil:
+    """One sweep in a fresh random order, or its lap-th share of ``laps`` (the order is
+    drawn in the first); returns the largest violation seen."""
     # Hot state in locals: writes through S could alias it and force reloads.
     cdef double* w = S.w
     cdef double* a = S.a
     cdef const double* qd = S.qd
     cdef int* order = S.order
-    cdef int s, i, n = S.n
+    cdef int s, i, lo = lap_bound(S.n, lap, laps), hi = lap_bound(S.n, lap + 1, laps)
     cdef double G, pg, v = 0.0, l1 = 0.0
-    rng_shuffle(&S.rng, order, n)
-    for s in range(n):
+    if lap == 0:
+        rng_shuffle(&S.rng, order, S.n)
+    for s in range(lo, hi):
         i = order[s]
-        prefetch_ahead(&P.r.X, order, s, n, w, stride(P))
+        prefetch_ahead(&P.r.X, order, s, hi, w, stride(P))
         G = gradient(P, w, a, i)
         pg = violation(P, a, i, G)
         if pg > v:
@@ -326,25 +335,33 @@ cdef double uniform_sweep(const Problem* P, State* S) noexcept nogil:
             l1 += pg
         if pg > 1e-12:
             step(P, w, a, i, G, qd[i])
-    S.steps += n
+    S.steps += hi - lo
     S.l1 = l1
     return v
 
 
-cdef int shrinking_sweep(const Problem* P, State* S, double tol) noexcept nogil:
+cdef int shrinking_sweep(const Problem* P, State* S, double tol, int lap=0,
+                         int laps=1) noexcept nogil:
     """One sweep over the active set in random order, shrinking as the problem's rule
-    says; returns a SWEEP_* code."""
+    says, or its lap-th share of ``laps`` (the order is drawn and the extremes restart
+    in the first, a lap continues at S.pos, and the sweep's end is in the last);
+    returns a SWEEP_* code (SWEEP_GO before the last lap)."""
     cdef double* w = S.w
     cdef double* a = S.a
     cdef const double* qd = S.qd
     cdef int* order = S.order
-    cdef int s = 0, i, code, active = S.active
+    cdef int s = S.pos, i, code, active = S.active, quota
     cdef long long steps = S.steps
     cdef Shrink sh = S.sh
     cdef double G
-    rng_shuffle(&S.rng, order, active)
-    shrink_begin(P, &sh)
-    while s < active:
+    if lap == 0:
+        s = 0
+        rng_shuffle(&S.rng, order, active)
+        shrink_begin(P, &sh)
+    # this lap's share of the visits left (a drop counts as a visit)
+    quota = S.n if lap == laps - 1 else (active - s + laps - lap - 1) // (laps - lap)
+    while s < active and quota > 0:
+        quota -= 1
         i = order[s]
         prefetch_ahead(&P.r.X, order, s, active, w, stride(P))
         steps += 1
@@ -359,6 +376,11 @@ cdef int shrinking_sweep(const Problem* P, State* S, double tol) noexcept nogil:
             step(P, w, a, i, G, qd[i])
         s += 1
     S.steps = steps
+    S.pos = s
+    S.active = active
+    S.sh = sh
+    if lap < laps - 1:
+        return SWEEP_GO
     code = SWEEP_GO
     if (l1_met(S, sh.sum_new, tol) if S.rule == RULE_L1 else shrink_met(P, &sh, tol)):
         if active == S.n:
@@ -399,23 +421,27 @@ cdef void make_schedule(uint64_t* rng, const double* p, double psum, int n,
     rng_shuffle(rng, sched, n)
 
 
-cdef bint avsf_sweep(const Problem* P, State* S, double tol) noexcept nogil:
+cdef bint avsf_sweep(const Problem* P, State* S, double tol, int lap=0,
+                     int laps=1) noexcept nogil:
     """One AVSF sweep (Alg. 3): visit the schedule, adapt each visited variable's
     preference to its step's dual gain relative to the running reference; returns
     True when the stopping rule fired (a sweep below tol after one that confirms it
-    with uniform preferences)."""
+    with uniform preferences).  Or its lap-th share of ``laps`` (the schedule is drawn
+    in the first, the rule is tested in the last; a first sweep's reference gain is
+    the mean over the lap's visits)."""
     cdef double* w = S.w
     cdef double* a = S.a
     cdef double* pp = S.pp
     cdef const double* qd = S.qd
     cdef const int* sched = S.sched
-    cdef int s, i, n = S.n
+    cdef int s, i, n = S.n, lo = lap_bound(S.n, lap, laps), hi = lap_bound(S.n, lap + 1, laps)
     cdef double G, pg, mu, g, href, pnew, v = 0.0, l1 = 0.0, dref = S.dref, psum = S.psum
     cdef bint first_sweep = S.first_sweep, met
-    make_schedule(&S.rng, pp, psum, n, S.sched)
-    for s in range(n):
+    if lap == 0:
+        make_schedule(&S.rng, pp, psum, n, S.sched)
+    for s in range(lo, hi):
         i = sched[s]
-        prefetch_ahead(&P.r.X, sched, s, n, w, stride(P))
+        prefetch_ahead(&P.r.X, sched, s, hi, w, stride(P))
         G = gradient(P, w, a, i)
         pg = violation(P, a, i, G)
         if pg > v:
@@ -425,7 +451,7 @@ cdef bint avsf_sweep(const Problem* P, State* S, double tol) noexcept nogil:
         mu = step(P, w, a, i, G, qd[i]) if pg > 1e-12 else 0.0
         g = gain(P, a, i, G, mu, qd[i])
         if first_sweep:
-            dref += g / n
+            dref += g / (hi - lo)
         else:
             if dref > 0.0:
                 href = CHANGE_RATE * (g / dref - 1.0)
@@ -439,11 +465,13 @@ cdef bint avsf_sweep(const Problem* P, State* S, double tol) noexcept nogil:
                 psum += pnew - pp[i]
                 pp[i] = pnew
             dref = (1.0 - 1.0 / n) * dref + g / n
-    S.steps += n
+    S.steps += hi - lo
     S.first_sweep = False
     S.dref = dref
     S.psum = psum
     S.shown = v
+    if lap < laps - 1:
+        return False
     met = l1_met(S, l1, tol) if S.rule == RULE_L1 else v < tol
     if met:
         if S.canstop:
@@ -715,6 +743,7 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     S.steps = 0
     S.n = n
     S.active = n_active
+    S.pos = 0
     S.canstop = True
     S.saved = False
 
@@ -762,21 +791,30 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
               double[::1] prefs, int[::1] perm, int n_active, double[::1] scal,
               double[::1] qd, bint fresh, int selection, int sweeps, uint64_t seed,
               bint squared, bint check, str problem="svm", double epsilon=0.0,
-              comp=None):
+              comp=None, int lap=0, int laps=1):
     """``sweeps`` sweeps of a strategy, in place on alpha (u), w (v, entering as the global
     w) and the strategy state: prefs (AVSF preferences), perm and n_active (hard
     shrinking's active set first), scal = [shrink max_old, min_old, max_new, min_new,
-    AVSF dref (<= 0: learn it), logistic inner tolerance], qd (curvatures, computed
-    here when ``fresh``).  No strategy stops early here: every rule runs at tolerance 0
-    (the caller stops on the duality gap).
+    AVSF dref (<= 0: learn it), logistic inner tolerance, where a shrinking lap
+    continues], qd (curvatures, computed here when ``fresh``).  No strategy stops early
+    here: every rule runs at tolerance 0 (the caller stops on the duality gap).
 
     With ``check``, a pass before the sweeps, at the entering w (cvec holds the
     unscaled C_i): the exact maximal violation and the weighted primal loss (returned
     as kkt_violation and loss_sum), and hard shrinking's active set recomputed from
     scratch (the rows at a bound whose gradient points outwards are shrunk; every
-    other row is active again).  Returns a dict with those, n_active and n_steps."""
+    other row is active again).  Returns a dict with those, n_active and n_steps.
+
+    With ``laps`` > 1 (and sweeps = 1), the call runs the lap-th of ``laps`` even shares
+    of one sweep, so that the ring can interleave the partitions' sweeps; the calls for
+    laps 0 .. laps - 1 in turn make one sweep (the order or AVSF's schedule, kept in
+    perm, is drawn in the first).  Every strategy's state between laps is in the
+    arguments."""
     if problem not in PROBLEMS[:3]:
         raise ValueError(f"problem must be one of {PROBLEMS[:3]}, got {problem!r}")
+    if not (0 <= lap < laps) or (laps > 1 and sweeps > 1) or scal.shape[0] < 7:
+        raise ValueError(f"lap {lap} of {laps} with {sweeps} sweeps and {scal.shape[0]} "
+                         "scalars: need 0 <= lap < laps, one sweep with laps, 7 scalars")
     cdef int n = y.shape[0], i
     if n == 0:
         return {"n_active": 0, "n_steps": 0, "kkt_violation": 0.0, "loss_sum": 0.0}
@@ -802,9 +840,8 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
         inner.old_c = 0.0
     cdef State S
     S.qd = &qd[0]
-    S.sched = <int*>malloc(n * sizeof(int))
-    if S.sched == NULL:
-        raise MemoryError()
+    # AVSF's schedule in perm (unused by AVSF otherwise): it must outlive a lap
+    S.sched = &perm[0]
     S.w = &w[0]
     S.a = &alpha[0]
     S.order = &perm[0]
@@ -823,6 +860,7 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
     S.steps = 0
     S.n = n
     S.active = n_active
+    S.pos = <int>scal[6]
     S.canstop = False
     S.saved = False
     S.sh.max_old, S.sh.min_old, S.sh.max_new, S.sh.min_new = scal[0], scal[1], scal[2], scal[3]
@@ -833,14 +871,14 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
             for i in range(n):
                 qd[i] = dual_qd(&r, i)
         if which == 0:
-            kkt = round_sweeps(&svm, &S, selection, sweeps, check, &loss_sum)
+            kkt = round_sweeps(&svm, &S, selection, sweeps, check, &loss_sum, lap, laps)
         elif which == 1:
-            kkt = round_sweeps(&svr, &S, selection, sweeps, check, &loss_sum)
+            kkt = round_sweeps(&svr, &S, selection, sweeps, check, &loss_sum, lap, laps)
         else:
-            kkt = round_sweeps(&lr, &S, selection, sweeps, check, &loss_sum)
-    free(S.sched)
+            kkt = round_sweeps(&lr, &S, selection, sweeps, check, &loss_sum, lap, laps)
     scal[0], scal[1], scal[2], scal[3] = S.sh.max_old, S.sh.min_old, S.sh.max_new, S.sh.min_new
     scal[4] = S.dref
+    scal[6] = S.pos
     if problem == "lr":
         scal[5] = inner.eps
     return {"n_active": S.active, "n_steps": S.steps, "kkt_violation": kkt,
@@ -848,7 +886,7 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
 
 
 cdef double round_sweeps(const Problem* P, State* S, int selection, int sweeps, bint check,
-                         double* loss_sum) noexcept nogil:
+                         double* loss_sum, int lap, int laps) noexcept nogil:
     """The check pass (when asked) and the sweeps of dcd_round; returns the check's
     violation (0 without it)."""
     cdef double kkt = 0.0
@@ -859,11 +897,11 @@ cdef double round_sweeps(const Problem* P, State* S, int selection, int sweeps, 
             S.active = active
     for _s in range(sweeps):
         if selection == SEL_UNIFORM:
-            S.shown = uniform_sweep(P, S)
+            S.shown = uniform_sweep(P, S, lap, laps)
         elif selection == SEL_SHRINKING:
-            shrinking_sweep(P, S, 0.0)
+            shrinking_sweep(P, S, 0.0, lap, laps)
         else:
-            avsf_sweep(P, S, 0.0)
+            avsf_sweep(P, S, 0.0, lap, laps)
     return kkt
 
 
