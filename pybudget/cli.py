@@ -276,9 +276,10 @@ def _train(args):
     from pybudget.io import save
     if args.scheduler is not None or args.workers is not None:
         return _train_cluster(args)
-    if args.local_sweeps is not None:
-        raise CLIError("--local-sweeps applies to training on a Dask cluster "
-                       "(--scheduler or --workers)")
+    for opt, val in (("--local-sweeps", args.local_sweeps), ("--laps", args.laps)):
+        if val is not None:
+            raise CLIError(f"{opt} applies to training on a Dask cluster "
+                           "(--scheduler or --workers)")
     kernel = _resolve_kernel(args)
     est = _make_estimator(args, kernel)
     _check_params(est)  # before reading a possibly large file
@@ -387,6 +388,8 @@ def _train_cluster(args):
     name, kw = _linear_kwargs(args)
     if args.local_sweeps is not None:
         kw["local_sweeps"] = args.local_sweeps
+    if args.laps is not None:
+        kw["laps"] = args.laps
     kw["method"] = args.method
     est = getattr(pbd, name)(C=args.c, random_state=args.seed,
                              verbose=0 if args.quiet else 1, **kw)
@@ -723,6 +726,9 @@ def build_parser():
                             "thread each), started for this run and closed after it")
     dk.add_argument("--local-sweeps", type=int, default=None, metavar="K",
                     help="sweeps of the local dual CD solver per round (default 1)")
+    dk.add_argument("--laps", type=int, default=None, metavar="L",
+                    help="the ring's laps per round, each visit a share of one sweep "
+                         "(default: one per shard)")
     dk.add_argument("--method", choices=("auto", "ring", "bda", "cocoa"), default="auto",
                     help="how the partitions share a round (default %(default)s): ring, "
                          "they take turns (one round = one sweep of one machine); bda, "

@@ -95,7 +95,7 @@ def test_scheduler_train_predict_info(shards, scheduler, capsys, tmp_path):
 
 
 @pytest.mark.parametrize("opts,cls,local", [
-    (["-s", "1"], pbd.LinearSVC, LinearSVC),
+    (["-s", "1", "--laps", "1"], pbd.LinearSVC, LinearSVC),
     (["-s", "7", "--local-sweeps", "2"], pbd.LogisticRegression, LogisticRegression),
     (["-s", "13", "-p", "0.1", "--selection", "shrinking"], pbd.LinearSVR, LinearSVR),
 ])
@@ -107,7 +107,7 @@ def test_scheduler_other_problems(shards, scheduler, capsys, tmp_path, opts, cls
     assert code == 0 and err == ""     # -q: no progress
     kw = {"C": 0.1, "tol": 0.05, "fit_intercept": False}
     if cls is pbd.LinearSVC:
-        kw["loss"] = "squared_hinge"
+        kw.update(loss="squared_hinge", laps=1)
     elif cls is pbd.LogisticRegression:
         kw["local_sweeps"] = 2
     else:
@@ -156,6 +156,8 @@ BAD = [
     (["-p", "0.1"], "-p (epsilon) applies only to regression"),
     (["-c", "-1"], "C must be"),
     (["--local-sweeps", "0"], "local_sweeps"),
+    (["--laps", "0"], "laps"),
+    (["--laps", "2", "--local-sweeps", "2"], "a visit runs either several sweeps"),
 ]
 
 
@@ -176,6 +178,7 @@ def test_file_errors(shards, capsys, tmp_path):
         (["--workers", "2", str(tmp_path / "none-*.svm"), tmp_path / "m"], "no files match"),
         (["--workers", "0", pattern, tmp_path / "m"], "--workers must be >= 1"),
         (["--local-sweeps", "2", pattern, tmp_path / "m"], "--local-sweeps applies to"),
+        (["--laps", "2", pattern, tmp_path / "m"], "--laps applies to"),
     ]:
         code, _, err = run(["train", *argv], capsys)
         assert code == 2 and err.count("\n") == 1 and message in err, err
@@ -207,13 +210,13 @@ def test_help_documents_the_cluster_options(capsys):
         main(["train", "--help"])
     assert e.value.code == 0
     out = capsys.readouterr().out
-    for text in ("--scheduler ADDRESS", "--workers N", "--local-sweeps K",
+    for text in ("--scheduler ADDRESS", "--workers N", "--local-sweeps K", "--laps L",
                  "relative duality gap", 'pip install "pybudget[dask]"'):
         assert text in out
     # the defaults the help states are pybudget.dask's
     params = inspect.signature(pbd.LinearSVC).parameters
     assert params["tol"].default == CLUSTER_TOL and params["max_iter"].default == 1000
-    assert params["local_sweeps"].default == 1
+    assert params["local_sweeps"].default == 1 and params["laps"].default == "auto"
 
 
 def test_local_cluster_by_subprocess(shards, tmp_path):
