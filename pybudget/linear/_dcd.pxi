@@ -26,8 +26,8 @@ from libc.string cimport memcpy
 
 from pybudget._core._csr cimport PB_VALUE_TYPE, csr_row_axpy, csr_rows_gram, csr_view
 from pybudget.linear._dcd_rows cimport (DualData, PairVar, Shrink, VISIT_DROP, VISIT_STEP,
-                                        dual_qd, pair_down, pair_move, pair_up,
-                                        prefetch_ahead)
+                                        dual_qd, free_partner, pair_down, pair_move,
+                                        pair_target, pair_up, prefetch_ahead)
 from pybudget.linear._dcd_svm cimport (
     SvmProblem, svm_gradient, svm_violation, svm_step, svm_gain, svm_final, svm_pair_var,
     svm_pair_set,
@@ -278,6 +278,8 @@ cdef inline void pair_var(const Problem* P, const double* a, int i, double G, do
         svm_pair_var(P, a, i, G, b, v)
     elif Problem is SvrProblem:
         svr_pair_var(P, a, i, G, b, v)
+    else:
+        v[0] = free_partner(0.0)     # (never run: dcd_solve refuses the other problems)
 
 
 cdef inline void pair_set(const Problem* P, double* a, int i, double z) noexcept nogil:
@@ -285,13 +287,6 @@ cdef inline void pair_set(const Problem* P, double* a, int i, double z) noexcept
         svm_pair_set(P, a, i, z)
     elif Problem is SvrProblem:
         svr_pair_set(P, a, i, z)
-
-
-cdef inline double pair_eps(const Problem* P) noexcept nogil:
-    if Problem is SvrProblem:
-        return P.eps
-    else:
-        return 0.0
 
 
 # ---- the solver state and the strategies ---------------------------------------------
@@ -372,45 +367,51 @@ cdef struct Partners:
     double down_score
 
 
-cdef inline void offer(Partners* pt, int i, const PairVar* v, double eps) noexcept nogil:
+cdef inline void offer(Partners* pt, int i, const PairVar* v) noexcept nogil:
     """Variable i (just computed exactly) as a candidate partner; a candidate offered
     again replaces its stale score even when it got worse."""
     cdef double sc
     if v.z < v.hi:
-        sc = pair_up(v, eps)
+        sc = pair_up(v)
         if pt.up == i or pt.up < 0 or sc < pt.up_score:
             pt.up, pt.up_score = i, sc
     elif pt.up == i:
         pt.up = -1
     if v.z > v.lo:
-        sc = pair_down(v, eps)
+        sc = pair_down(v)
         if pt.down == i or pt.down < 0 or sc > pt.down_score:
             pt.down, pt.down_score = i, sc
     elif pt.down == i:
         pt.down = -1
 
 
+cdef inline double move_var(const Problem* P, double* w, double* a, int i, PairVar* v,
+                            double t) noexcept nogil:
+    """z_i += t (landing exactly on a bound or kink it reaches), w and the bias weight
+    following; returns the change of z_i."""
+    cdef double z = pair_target(v, t), dz = z - v.z
+    if dz != 0.0:
+        pair_set(P, a, i, z)
+        csr_row_axpy(&P.r.X, i, dz, w)
+        w[P.r.d] += P.r.bias * dz
+        v.z = z
+    return dz
+
+
 cdef inline bint pair_step(const Problem* P, double* w, double* a, int iu, int id,
-                           PairVar* u, PairVar* d, double eps) noexcept nogil:
+                           PairVar* u, PairVar* d) noexcept nogil:
     """z_iu += t, z_id -= t for the exact minimiser t; u and d (exact on entry) follow.
     Returns whether anything moved."""
     cdef double gram[3]
     cdef double q = csr_rows_gram(&P.r.X, iu, id, gram) + P.r.diag[iu] + P.r.diag[id]
-    cdef double t = pair_move(u, d, q, eps), zu, zd, du, dd
+    cdef double t = pair_move(u, d, q), du, dd
     if t == 0.0:
         return False
-    # land exactly on a bound or a kink where t reaches one
-    zu = u.hi if t >= u.hi - u.z else (u.lo if t <= u.lo - u.z else u.z + t)
-    zd = d.lo if t >= d.z - d.lo else (d.hi if t <= d.z - d.hi else d.z - t)
-    du, dd = zu - u.z, zd - d.z
-    pair_set(P, a, iu, zu)
-    pair_set(P, a, id, zd)
-    csr_row_axpy(&P.r.X, iu, du, w)
-    csr_row_axpy(&P.r.X, id, dd, w)
-    w[P.r.d] += P.r.bias * (du + dd)     # 0 up to the rounding of a clipped move
+    # (the bias weight moves by bias (du + dd): 0 up to the rounding of a clipped move)
+    du = move_var(P, w, a, iu, u, t)
+    dd = move_var(P, w, a, id, d, -t)
     u.g += du * gram[0] + dd * gram[1] + P.r.diag[iu] * du
     d.g += du * gram[1] + dd * gram[2] + P.r.diag[id] * dd
-    u.z, d.z = zu, zd
     return True
 
 
@@ -419,18 +420,20 @@ cdef double pairs_sweep(const Problem* P, State* S) noexcept nogil:
     random order, takes its coordinate step (curvature ~bias^2: it mostly moves the bias,
     which it sets for its own row) and then a pair step with the sweep's most violating
     partner seen so far (the bias fixed, curvature |x_i - x_j|^2), which makes the
-    progress single steps cannot.  Returns the largest coordinate violation seen."""
+    progress single steps cannot.  The coordinate step is the exact one of the z form:
+    the problems' own steps skip moves below 1e-12 (liblinear's SVR), which at a large
+    bias are still moves of the bias by 1e-12 bias^2.  Returns the largest coordinate
+    violation seen."""
     cdef double* w = S.w
     cdef double* a = S.a
     cdef const double* qd = S.qd
     cdef int* order = S.order
     cdef int s, i, j, n = S.n
     cdef long long pairs = 0
-    cdef double G, pg, v = 0.0, l1 = 0.0, eps = pair_eps(P)
-    cdef double b, up_gap, down_gap
-    cdef PairVar vi, vj
+    cdef double G, pg, v = 0.0, l1 = 0.0, b, up_gap, down_gap
+    cdef PairVar vi, vj, free
     cdef Partners pt
-    pt.up, pt.down = -1, -1
+    pt.up, pt.down, pt.up_score, pt.down_score = -1, -1, 0.0, 0.0
     rng_shuffle(&S.rng, order, n)
     for s in range(n):
         i = order[s]
@@ -440,28 +443,32 @@ cdef double pairs_sweep(const Problem* P, State* S) noexcept nogil:
         if pg > v:
             v = pg
         l1 += pg
-        if pg > 1e-12:
-            G += qd[i] * step(P, w, a, i, G, qd[i])   # (exact: only a_i moved)
         b = P.r.bias * w[P.r.d]
         pair_var(P, a, i, G, b, &vi)
+        if pg > 1e-12:
+            free = free_partner(b)
+            # the full gradient moves by qd dz, the bias term by bias^2 dz
+            vi.g += b + qd[i] * move_var(P, w, a, i, &vi, pair_move(&vi, &free, qd[i]))
+            b = P.r.bias * w[P.r.d]
+            vi.g -= b
         # i up with the partner going down, or i down with the one going up, whichever
         # violates more by the partners' (possibly stale) scores
-        up_gap = (pt.down_score - pair_up(&vi, eps)
+        up_gap = (pt.down_score - pair_up(&vi)
                   if vi.z < vi.hi and pt.down >= 0 and pt.down != i else 0.0)
-        down_gap = (pair_down(&vi, eps) - pt.up_score
+        down_gap = (pair_down(&vi) - pt.up_score
                     if vi.z > vi.lo and pt.up >= 0 and pt.up != i else 0.0)
         j = -1
         if up_gap > 1e-12 and up_gap >= down_gap:
             j = pt.down
             pair_var(P, a, j, gradient(P, w, a, j), b, &vj)
-            pairs += pair_step(P, w, a, i, j, &vi, &vj, eps)
+            pairs += pair_step(P, w, a, i, j, &vi, &vj)
         elif down_gap > 1e-12:
             j = pt.up
             pair_var(P, a, j, gradient(P, w, a, j), b, &vj)
-            pairs += pair_step(P, w, a, j, i, &vj, &vi, eps)
+            pairs += pair_step(P, w, a, j, i, &vj, &vi)
         if j >= 0:
-            offer(&pt, j, &vj, eps)
-        offer(&pt, i, &vi, eps)
+            offer(&pt, j, &vj)
+        offer(&pt, i, &vi)
     S.steps += n + pairs
     S.l1 = l1
     return v

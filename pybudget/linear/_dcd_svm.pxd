@@ -67,6 +67,7 @@ cdef inline void svm_pair_var(const SvmProblem* P, const double* a, int i, doubl
     v.lo = 0.0 if y > 0.0 else -U
     v.hi = U if y > 0.0 else 0.0
     v.g = y * G - b
+    v.eps = 0.0
 
 
 cdef inline void svm_pair_set(const SvmProblem* P, double* a, int i, double z) noexcept nogil:

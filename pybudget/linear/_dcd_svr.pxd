@@ -80,6 +80,7 @@ cdef inline void svr_pair_var(const SvrProblem* P, const double* b, int i, doubl
     v.lo = -P.r.upper[i]
     v.hi = P.r.upper[i]
     v.g = G - bias_term
+    v.eps = P.eps
 
 
 cdef inline void svr_pair_set(const SvrProblem* P, double* b, int i, double z) noexcept nogil:
