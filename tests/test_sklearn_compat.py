@@ -151,8 +151,10 @@ def test_hinge_same_objective(class_weight, fit_intercept):
     sw = np.random.RandomState(1).uniform(0.5, 2, y.shape[0])
     kw = dict(C=0.5, loss="hinge", class_weight=class_weight, fit_intercept=fit_intercept)
     ours = LinearSVC(**kw, **TIGHT).fit(X, y, sample_weight=sw)
-    theirs = _quiet(SkSVC(**kw, dual=True, tol=1e-12, max_iter=200000).fit, X, y,
-                    sample_weight=sw)
+    # (liblinear's order seeded: unseeded, it once stopped at 74.680 in the full suite's
+    # run where every seed tried reaches ours, 74.664, certified by our duality gap)
+    theirs = _quiet(SkSVC(**kw, dual=True, tol=1e-12, max_iter=200000, random_state=0).fit,
+                    X, y, sample_weight=sw)
     assert ours.converged_.all()
     f_ours = _ovr_objective(ours, X, y, 0.5, "hinge", class_weight, sw)
     f_theirs = _ovr_objective(theirs, X, y, 0.5, "hinge", class_weight, sw)
@@ -289,7 +291,7 @@ def test_hinge_at_large_scaling_against_sklearn(data, scaling):
     X, y = DATA[data]()
     kw = dict(C=0.5, loss="hinge", intercept_scaling=scaling)
     ours = LinearSVC(**kw, **TIGHT).fit(X, y)
-    theirs, converged = _sk_converged(SkSVC(**kw, dual=True, tol=1e-12,
+    theirs, converged = _sk_converged(SkSVC(**kw, dual=True, tol=1e-12, random_state=0,
                                             max_iter=SK_SWEEPS).fit, X, y)
     assert ours.converged_.all() and ours.selection_ == "pairs"
     f_ours = _ovr_objective(ours, X, y, 0.5, "hinge", None, None)
@@ -312,7 +314,7 @@ def test_epsilon_insensitive_at_large_scaling_against_sklearn(data, scaling):
     X, t = _regression(data)
     kw = dict(C=0.5, loss="epsilon_insensitive", epsilon=0.1, intercept_scaling=scaling)
     ours = LinearSVR(**kw, **TIGHT).fit(X, t)
-    theirs, converged = _sk_converged(SkSVR(**kw, dual=True, tol=1e-12,
+    theirs, converged = _sk_converged(SkSVR(**kw, dual=True, tol=1e-12, random_state=0,
                                             max_iter=SK_SWEEPS).fit, X, t)
     assert ours.converged_ and ours.selection_ == "pairs"
 

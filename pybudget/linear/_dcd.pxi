@@ -783,6 +783,9 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     (exact, one extra pass), loss_sum (weighted primal loss), n_active, dref and, for
     tol_rule=RULE_L1, l1_init and l1 (the first and last sweeps' L1 norms).
 
+    selection: a SELECTIONS value, or PAIRS (problems "svm" and "svr": coordinate steps
+    each followed by a pair step that keeps the bias weight fixed, for a dominant bias).
+
     tol_rule: TOL_RULES["max"] (stop when the largest violation is <= tol, confirmed by
     an exact pass) or TOL_RULES["liblinear"] (problem "svr" only: stop when a sweep's L1
     norm of the violations is <= tol times the first sweep's, liblinear -s 11/12/13).

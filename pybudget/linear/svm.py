@@ -764,7 +764,8 @@ class LinearSVC(LinearClassifierBase):
         Final dual objective, KKT violation and convergence flag per problem (one entry
         with crammer_singer).
     selection_ : str
-        The strategy used ("auto" resolved).
+        The strategy used ("auto" resolved; "newton" or "pairs" for a dominant bias
+        column, see :func:`~pybudget.linear.svm.bias_dominated`).
     fit_time_ : float
         Optimisation seconds, summed over problems (more than the wall time with
         ``n_jobs > 1``).
