@@ -5,7 +5,8 @@ import scipy.sparse as sp
 from sklearn.utils.extmath import safe_sparse_dot
 
 from pybudget._core._csr import (_row_axpy_py, _row_dots_py, _row_pair_dot_py,
-                                 _row_sqnorms_py, csr_structure, rows_combination)
+                                 _row_sqnorms_py, _rows_gram_py, csr_structure,
+                                 rows_combination)
 from pybudget._core._validation import as_csr
 
 
@@ -53,6 +54,22 @@ def test_sparse_sparse_dot(X, ydtype):
             assert _row_pair_dot_py(X, i, Y, j) == pytest.approx(full[i, j], abs=1e-13)
             assert _row_pair_dot_py(X, i, Y, j) == _row_pair_dot_py(widened(X), i,
                                                                      widened(Y), j)
+
+
+def test_rows_gram(X):
+    """|x_i - x_j|^2 and the Gram entries of two rows (the pair steps' curvature), the
+    same bits for float32 and its float64 copy; a row against itself gives exactly 0."""
+    X64 = widened(X).toarray()
+    for i in (0, 3, 40, 41):
+        for j in (0, 5, 17, 41):
+            dd, gram = _rows_gram_py(X, i, j)
+            diff = X64[i] - X64[j]
+            assert dd == pytest.approx(diff @ diff, abs=1e-13)
+            np.testing.assert_allclose(gram, [X64[i] @ X64[i], X64[i] @ X64[j],
+                                              X64[j] @ X64[j]], atol=1e-13)
+            assert (dd, gram) == _rows_gram_py(widened(X), i, j)
+            if i == j:
+                assert dd == 0.0
 
 
 def test_float32_rows_equal_their_float64_copy(X):

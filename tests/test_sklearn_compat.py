@@ -151,22 +151,26 @@ def test_hinge_same_objective(class_weight, fit_intercept):
     sw = np.random.RandomState(1).uniform(0.5, 2, y.shape[0])
     kw = dict(C=0.5, loss="hinge", class_weight=class_weight, fit_intercept=fit_intercept)
     ours = LinearSVC(**kw, **TIGHT).fit(X, y, sample_weight=sw)
-    theirs = _quiet(SkSVC(**kw, dual=True, tol=1e-12, max_iter=200000).fit, X, y,
-                    sample_weight=sw)
+    # (liblinear's order seeded: unseeded, it once stopped at 74.680 in the full suite's
+    # run where every seed tried reaches ours, 74.664, certified by our duality gap)
+    theirs = _quiet(SkSVC(**kw, dual=True, tol=1e-12, max_iter=200000, random_state=0).fit,
+                    X, y, sample_weight=sw)
     assert ours.converged_.all()
     f_ours = _ovr_objective(ours, X, y, 0.5, "hinge", class_weight, sw)
     f_theirs = _ovr_objective(theirs, X, y, 0.5, "hinge", class_weight, sw)
     assert f_ours == pytest.approx(f_theirs, rel=1e-4)
 
 
-@pytest.mark.xfail(strict=True, reason="not fixed (issue 27 item 2): the hinge loss has no "
-                   "smooth primal; dual CD stalls on bias^2 y y' (liblinear's -s 3 too)")
 def test_hinge_converges_at_intercept_scaling_1000():
     X = np.array([[2, 1], [3, 1], [1, 3], [2, 3]], float)
     y = np.array([0, 0, 1, 1])
-    est = _quiet(LinearSVC(C=4, loss="hinge", intercept_scaling=1000, tol=1e-10,
-                           max_iter=100000, random_state=0).fit, X, y)
-    assert est.converged_.all()
+    est = LinearSVC(C=4, loss="hinge", intercept_scaling=1000, tol=1e-10, max_iter=100000,
+                    random_state=0).fit(X, y)
+    assert est.converged_.all() and est.selection_ == "pairs"
+    assert est.kkt_violation_[0] <= 1e-10
+    assert est.n_iter_ <= 20            # measured: 6 sweeps (liblinear: its cap of 300)
+    assert _ovr_objective(est, X, y, 4.0, "hinge", None, None) == pytest.approx(
+        est.dual_objective_[0], abs=1e-9)
 
 
 def test_hinge_at_scaling_100_beats_liblinear():
@@ -246,16 +250,82 @@ def test_linear_svr(loss, scaling):
     theirs = _quiet(SkSVR(**kw, dual=loss == "epsilon_insensitive", tol=1e-12,
                           max_iter=200000).fit, Xf, t)
     if loss == "epsilon_insensitive":      # not strictly convex: compare objectives
-        if scaling > 1.0:
-            pytest.xfail("not fixed: the L1 loss stays with dual CD at a large scaling")
-
         def obj(est):
             w = np.append(est.coef_, est.intercept_[0] / scaling)
             r = np.maximum(0.0, np.abs(t - Xf @ est.coef_ - est.intercept_[0]) - 0.1)
             return 0.5 * w @ w + r.sum()
-        assert obj(ours) == pytest.approx(obj(theirs), rel=1e-4)
+        # (at 1000 liblinear's dual stops at its cap, 12 % above: _compare's second case)
+        _compare(obj(ours), obj(theirs), scaling == 1.0, obj(ours) - ours.dual_objective_)
     else:
         _close(ours.coef_, theirs.coef_)
+
+
+# ---- hinge and epsilon-insensitive losses at a large intercept_scaling ---------------
+#
+# Pair steps (selection_ "pairs") against scikit-learn's liblinear dual (-s 3, -s 13),
+# which stalls there: where it converges the objectives agree, otherwise ours is not
+# larger and our duality gap certifies it.
+
+BIG_SCALINGS = [100.0, 1000.0, 1e4]
+SK_SWEEPS = 3000
+
+
+def _sk_converged(fit, *args, **kw):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        est = fit(*args, **kw)
+    return est, not any(issubclass(w.category, ConvergenceWarning) for w in caught)
+
+
+def _compare(f_ours, f_theirs, converged, gap):
+    assert gap <= 1e-6 * f_ours
+    if converged:
+        assert f_ours == pytest.approx(f_theirs, rel=1e-4)
+    else:
+        assert f_ours <= f_theirs * (1 + 1e-9) + 1e-9
+
+
+@pytest.mark.parametrize("scaling", BIG_SCALINGS)
+@pytest.mark.parametrize("data", ["iris", "digits", "a9a"])
+def test_hinge_at_large_scaling_against_sklearn(data, scaling):
+    X, y = DATA[data]()
+    kw = dict(C=0.5, loss="hinge", intercept_scaling=scaling)
+    ours = LinearSVC(**kw, **TIGHT).fit(X, y)
+    theirs, converged = _sk_converged(SkSVC(**kw, dual=True, tol=1e-12, random_state=0,
+                                            max_iter=SK_SWEEPS).fit, X, y)
+    assert ours.converged_.all() and ours.selection_ == "pairs"
+    f_ours = _ovr_objective(ours, X, y, 0.5, "hinge", None, None)
+    f_theirs = _ovr_objective(theirs, X, y, 0.5, "hinge", None, None)
+    _compare(f_ours, f_theirs, converged, f_ours - ours.dual_objective_.sum())
+
+
+def _regression(data):
+    X, y = DATA[data]()
+    if data == "iris":
+        return X[:, :3], X[:, 3] * 2 - X[:, 0] + np.random.RandomState(0).normal(0, 0.1, 150)
+    if data == "digits":
+        return X, y.astype(float)           # the digit as a number
+    return X, np.asarray(y, float)          # a9a's labels, +-1
+
+
+@pytest.mark.parametrize("scaling", BIG_SCALINGS)
+@pytest.mark.parametrize("data", ["iris", "digits", "a9a"])
+def test_epsilon_insensitive_at_large_scaling_against_sklearn(data, scaling):
+    X, t = _regression(data)
+    kw = dict(C=0.5, loss="epsilon_insensitive", epsilon=0.1, intercept_scaling=scaling)
+    ours = LinearSVR(**kw, **TIGHT).fit(X, t)
+    theirs, converged = _sk_converged(SkSVR(**kw, dual=True, tol=1e-12, random_state=0,
+                                            max_iter=SK_SWEEPS).fit, X, t)
+    assert ours.converged_ and ours.selection_ == "pairs"
+
+    def obj(est):
+        Xd = X.toarray() if sp.issparse(X) else X
+        w = np.append(est.coef_, est.intercept_[0] / scaling)
+        r = np.maximum(0.0, np.abs(t - Xd @ est.coef_ - est.intercept_[0]) - 0.1)
+        return 0.5 * w @ w + 0.5 * r.sum()
+    f_ours = obj(ours)
+    assert f_ours == pytest.approx(ours.primal_objective_, rel=1e-9)
+    _compare(f_ours, obj(theirs), converged, f_ours - ours.dual_objective_)
 
 
 def test_crammer_singer_same_objective():

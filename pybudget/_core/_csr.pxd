@@ -7,14 +7,14 @@
 #
 # Two value types, one code path for the solvers: a struct cannot be generic, so the
 # view carries both typed pointers, one of them NULL.  The row-level kernels
-# (csr_row_dot, csr_row_axpy, csr_row_sqnorm, csr_prefetch_row, csr_rows_dot) take the
-# view and a row index, ask csr_f32 which pointer to read and call an inline helper
-# fused over the value type.  In a module compiled for one value type (PB_VALUE_TYPE,
-# _value_type.h; the linear solvers, linear/_dcd64.pyx and _dcd32.pyx) that question
-# is a compile-time constant and the branch disappears (it showed in the time of
-# shrinking sweeps over short rows).  Elsewhere it is one well-predicted branch per
-# row.  Every product is taken in double, (double)x * w: a float32 solve equals, bit
-# for bit, a float64 solve of X.astype(float32).astype(float64).
+# (csr_row_dot, csr_row_axpy, csr_row_sqnorm, csr_prefetch_row, csr_rows_dot,
+# csr_rows_gram) take the view and a row index, ask csr_f32 which pointer to read and
+# call an inline helper fused over the value type.  In a module compiled for one value
+# type (PB_VALUE_TYPE, _value_type.h; the linear solvers, linear/_dcd64.pyx and
+# _dcd32.pyx) that question is a compile-time constant and the branch disappears (it
+# showed in the time of shrinking sweeps over short rows).  Elsewhere it is one
+# well-predicted branch per row.  Every product is taken in double, (double)x * w: a
+# float32 solve equals, bit for bit, a float64 solve of X.astype(float32).astype(float64).
 from cython cimport floating
 
 cdef extern from "_value_type.h":
@@ -129,6 +129,32 @@ cdef inline double sparse_dot_sparse(const floating* a_data, const int* a_ind, i
     return s
 
 
+cdef inline double sparse_gram(const floating* a_data, const int* a_ind, int a_nnz,
+                               const floating* b_data, const int* b_ind, int b_nnz,
+                               double* gram) noexcept nogil:
+    # One merge walk: gram = [a.a, a.b, b.b]; returns |a - b|^2 summed term by term
+    # (no cancellation when a and b are nearly equal).
+    cdef double aa = 0.0, ab = 0.0, bb = 0.0, dd = 0.0, u, v
+    cdef int p = 0, q = 0
+    while p < a_nnz or q < b_nnz:
+        if q >= b_nnz or (p < a_nnz and a_ind[p] < b_ind[q]):
+            u, v = a_data[p], 0.0
+            p += 1
+        elif p >= a_nnz or b_ind[q] < a_ind[p]:
+            u, v = 0.0, b_data[q]
+            q += 1
+        else:
+            u, v = a_data[p], b_data[q]
+            p += 1
+            q += 1
+        aa += u * u
+        ab += u * v
+        bb += v * v
+        dd += (u - v) * (u - v)
+    gram[0], gram[1], gram[2] = aa, ab, bb
+    return dd
+
+
 # ---- the row-level kernels: a view and a row index, one branch on the value type -------
 
 cdef inline double csr_row_dot(const CsrView* X, int i, const double* w) noexcept nogil:
@@ -170,6 +196,18 @@ cdef inline double csr_rows_dot(const CsrView* A, int i, const CsrView* B,
     if csr_f32(B):
         return sparse_dot_sparse(A.data + a0, ai, an, B.data32 + b0, bi, bn)
     return sparse_dot_sparse(A.data + a0, ai, an, B.data + b0, bi, bn)
+
+
+cdef inline double csr_rows_gram(const CsrView* X, int i, int j,
+                                 double* gram) noexcept nogil:
+    """|x_i - x_j|^2 for two rows of one view; gram receives [x_i.x_i, x_i.x_j, x_j.x_j]."""
+    cdef int an, bn
+    cdef int a0 = csr_span(X, i, &an), b0 = csr_span(X, j, &bn)
+    if csr_f32(X):
+        return sparse_gram(X.data32 + a0, X.indices + a0, an, X.data32 + b0,
+                           X.indices + b0, bn, gram)
+    return sparse_gram(X.data + a0, X.indices + a0, an, X.data + b0, X.indices + b0, bn,
+                       gram)
 
 
 cdef CsrView csr_view(X) except *

@@ -112,6 +112,14 @@ def _row_pair_dot_py(X, int i, Y, int j):
     return csr_rows_dot(&a, i, &b, j)
 
 
+def _rows_gram_py(X, int i, int j):
+    """(|x_i - x_j|^2, [x_i.x_i, x_i.x_j, x_j.x_j]) (test wrapper around csr_rows_gram)."""
+    cdef CsrView v = csr_view(X)
+    cdef double gram[3]
+    cdef double dd = csr_rows_gram(&v, i, j, gram)
+    return dd, [gram[0], gram[1], gram[2]]
+
+
 def csr_structure(const int[::1] indptr, const int[::1] indices, Py_ssize_t n_rows,
                   int n_cols):
     """Check the structure of an n_rows x n_cols CSR matrix before any kernel touches it.

@@ -3,6 +3,8 @@
 #   SEL_UNIFORM   a fresh random permutation of all variables every sweep
 #   SEL_SHRINKING liblinear's hard shrinking and stopping rule (version >= 2.42)
 #   SEL_AVSF      adaptive variable selection frequencies (Glasmachers & Dogan, Alg. 3-5)
+#   SEL_PAIRS     uniform sweeps whose steps each add a pair step that keeps the bias
+#                 fixed (SVM and SVR only; svm.py uses it when the bias column dominates)
 #
 # A problem is a struct (its DualData plus constants) with inline hooks (_dcd_svm.pxd,
 # _dcd_svr.pxd, _dcd_lr.pxd, _dcd_cs.pxd): gradient, violation, exact one-variable (or
@@ -22,15 +24,18 @@ from libc.stdint cimport uint64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 
-from pybudget._core._csr cimport PB_VALUE_TYPE, csr_view
-from pybudget.linear._dcd_rows cimport (DualData, Shrink, VISIT_DROP, VISIT_STEP, dual_qd,
-                                        prefetch_ahead)
+from pybudget._core._csr cimport PB_VALUE_TYPE, csr_row_axpy, csr_rows_gram, csr_view
+from pybudget.linear._dcd_rows cimport (DualData, PairVar, Shrink, VISIT_DROP, VISIT_STEP,
+                                        dual_qd, free_partner, pair_down, pair_move,
+                                        pair_target, pair_up, prefetch_ahead)
 from pybudget.linear._dcd_svm cimport (
-    SvmProblem, svm_gradient, svm_violation, svm_step, svm_gain, svm_final,
+    SvmProblem, svm_gradient, svm_violation, svm_step, svm_gain, svm_final, svm_pair_var,
+    svm_pair_set,
     svm_shrink_begin, svm_shrink_visit, svm_shrink_met, svm_shrink_roll, svm_shrink_reset,
     svm_shrink_shown)
 from pybudget.linear._dcd_svr cimport (
-    SvrProblem, svr_gradient, svr_violation, svr_step, svr_gain, svr_final,
+    SvrProblem, svr_gradient, svr_violation, svr_step, svr_gain, svr_final, svr_pair_var,
+    svr_pair_set,
     svr_shrink_begin, svr_shrink_visit, svr_shrink_met, svr_shrink_roll, svr_shrink_reset,
     svr_shrink_shown)
 from pybudget.linear._dcd_cs cimport (
@@ -100,8 +105,11 @@ cdef enum:
     SEL_UNIFORM = 0
     SEL_SHRINKING = 1
     SEL_AVSF = 2
+    SEL_PAIRS = 3
 
+# the user's choices; PAIRS is svm.py's own (a dominant bias), as its primal "newton"
 SELECTIONS = {"uniform": SEL_UNIFORM, "shrinking": SEL_SHRINKING, "avsf": SEL_AVSF}
+PAIRS = SEL_PAIRS
 
 # Stopping rules: the largest violation <= tol (every problem), or liblinear's rule for
 # regression (-s 11/12/13): the sweep's L1 norm of the violations <= tol times the
@@ -264,6 +272,23 @@ cdef inline double shrink_shown(const Problem* P, const Shrink* sh) noexcept nog
         return lr_shrink_shown(sh)
 
 
+cdef inline void pair_var(const Problem* P, const double* a, int i, double G, double b,
+                          PairVar* v) noexcept nogil:
+    if Problem is SvmProblem:
+        svm_pair_var(P, a, i, G, b, v)
+    elif Problem is SvrProblem:
+        svr_pair_var(P, a, i, G, b, v)
+    else:
+        v[0] = free_partner(0.0)     # (never run: dcd_solve refuses the other problems)
+
+
+cdef inline void pair_set(const Problem* P, double* a, int i, double z) noexcept nogil:
+    if Problem is SvmProblem:
+        svm_pair_set(P, a, i, z)
+    elif Problem is SvrProblem:
+        svr_pair_set(P, a, i, z)
+
+
 # ---- the solver state and the strategies ---------------------------------------------
 
 cdef struct State:
@@ -336,6 +361,124 @@ cdef double uniform_sweep(const Problem* P, State* S, int lap=0, int laps=1) noe
         if pg > 1e-12:
             step(P, w, a, i, G, qd[i])
     S.steps += hi - lo
+    S.l1 = l1
+    return v
+
+
+cdef struct Partners:
+    # the sweep's best partner seen so far for a variable that goes down (it goes up:
+    # the lowest pair_up) and for one that goes up (the highest pair_down); scores are
+    # without the bias term, which cancels in a pair, so they stay comparable as the
+    # bias moves; -1: none yet
+    int up
+    int down
+    double up_score
+    double down_score
+
+
+cdef inline void offer(Partners* pt, int i, const PairVar* v) noexcept nogil:
+    """Variable i (just computed exactly) as a candidate partner; a candidate offered
+    again replaces its stale score even when it got worse."""
+    cdef double sc
+    if v.z < v.hi:
+        sc = pair_up(v)
+        if pt.up == i or pt.up < 0 or sc < pt.up_score:
+            pt.up, pt.up_score = i, sc
+    elif pt.up == i:
+        pt.up = -1
+    if v.z > v.lo:
+        sc = pair_down(v)
+        if pt.down == i or pt.down < 0 or sc > pt.down_score:
+            pt.down, pt.down_score = i, sc
+    elif pt.down == i:
+        pt.down = -1
+
+
+cdef inline double move_var(const Problem* P, double* w, double* a, int i, PairVar* v,
+                            double t) noexcept nogil:
+    """z_i += t (landing exactly on a bound or kink it reaches), w and the bias weight
+    following; returns the change of z_i."""
+    cdef double z = pair_target(v, t), dz = z - v.z
+    if dz != 0.0:
+        pair_set(P, a, i, z)
+        csr_row_axpy(&P.r.X, i, dz, w)
+        w[P.r.d] += P.r.bias * dz
+        v.z = z
+    return dz
+
+
+cdef inline bint pair_step(const Problem* P, double* w, double* a, int iu, int id,
+                           PairVar* u, PairVar* d) noexcept nogil:
+    """z_iu += t, z_id -= t for the exact minimiser t; u and d (exact on entry) follow.
+    Returns whether anything moved."""
+    cdef double gram[3]
+    cdef double q = csr_rows_gram(&P.r.X, iu, id, gram) + P.r.diag[iu] + P.r.diag[id]
+    cdef double t = pair_move(u, d, q), du, dd
+    if t == 0.0:
+        return False
+    # (the bias weight moves by bias (du + dd): 0 up to the rounding of a clipped move)
+    du = move_var(P, w, a, iu, u, t)
+    dd = move_var(P, w, a, id, d, -t)
+    u.g += du * gram[0] + dd * gram[1] + P.r.diag[iu] * du
+    d.g += du * gram[1] + dd * gram[2] + P.r.diag[id] * dd
+    return True
+
+
+cdef double pairs_sweep(const Problem* P, State* S) noexcept nogil:
+    """One sweep for a dominant bias column (bias^2 y y' in Q): every variable, in a fresh
+    random order, takes its coordinate step (curvature ~bias^2: it mostly moves the bias,
+    which it sets for its own row) and then a pair step with the sweep's most violating
+    partner seen so far (the bias fixed, curvature |x_i - x_j|^2), which makes the
+    progress single steps cannot.  The coordinate step is the exact one of the z form:
+    the problems' own steps skip moves below 1e-12 (liblinear's SVR), which at a large
+    bias are still moves of the bias by 1e-12 bias^2.  Returns the largest coordinate
+    violation seen."""
+    cdef double* w = S.w
+    cdef double* a = S.a
+    cdef const double* qd = S.qd
+    cdef int* order = S.order
+    cdef int s, i, j, n = S.n
+    cdef long long pairs = 0
+    cdef double G, pg, v = 0.0, l1 = 0.0, b, up_gap, down_gap
+    cdef PairVar vi, vj, free
+    cdef Partners pt
+    pt.up, pt.down, pt.up_score, pt.down_score = -1, -1, 0.0, 0.0
+    rng_shuffle(&S.rng, order, n)
+    for s in range(n):
+        i = order[s]
+        prefetch_ahead(&P.r.X, order, s, n, w, stride(P))
+        G = gradient(P, w, a, i)
+        pg = violation(P, a, i, G)
+        if pg > v:
+            v = pg
+        l1 += pg
+        b = P.r.bias * w[P.r.d]
+        pair_var(P, a, i, G, b, &vi)
+        if pg > 1e-12:
+            free = free_partner(b)
+            # the full gradient moves by qd dz, the bias term by bias^2 dz
+            vi.g += b + qd[i] * move_var(P, w, a, i, &vi, pair_move(&vi, &free, qd[i]))
+            b = P.r.bias * w[P.r.d]
+            vi.g -= b
+        # i up with the partner going down, or i down with the one going up, whichever
+        # violates more by the partners' (possibly stale) scores
+        up_gap = (pt.down_score - pair_up(&vi)
+                  if vi.z < vi.hi and pt.down >= 0 and pt.down != i else 0.0)
+        down_gap = (pair_down(&vi) - pt.up_score
+                    if vi.z > vi.lo and pt.up >= 0 and pt.up != i else 0.0)
+        j = -1
+        if up_gap > 1e-12 and up_gap >= down_gap:
+            j = pt.down
+            pair_var(P, a, j, gradient(P, w, a, j), b, &vj)
+            pairs += pair_step(P, w, a, i, j, &vi, &vj)
+        elif down_gap > 1e-12:
+            j = pt.up
+            pair_var(P, a, j, gradient(P, w, a, j), b, &vj)
+            pairs += pair_step(P, w, a, j, i, &vj, &vi)
+        if j >= 0:
+            offer(&pt, j, &vj)
+        offer(&pt, i, &vi)
+    S.steps += n + pairs
     S.l1 = l1
     return v
 
@@ -541,8 +684,8 @@ cdef Outcome run(const Problem* P, State* S, int selection, double tol, int max_
         S.qd[i] = dual_qd(&P.r, i)
     shrink_reset(P, &S.sh)
     while out.n_iter < max_iter:
-        if selection == SEL_UNIFORM:
-            S.shown = uniform_sweep(P, S)
+        if selection == SEL_UNIFORM or selection == SEL_PAIRS:
+            S.shown = uniform_sweep(P, S) if selection == SEL_UNIFORM else pairs_sweep(P, S)
             stop_rule = l1_met(S, S.l1, tol) if S.rule == RULE_L1 else S.shown <= tol
         elif selection == SEL_SHRINKING:
             code = shrinking_sweep(P, S, tol)
@@ -668,6 +811,9 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     (exact, one extra pass), loss_sum (weighted primal loss), n_active, dref and, for
     tol_rule=RULE_L1, l1_init and l1 (the first and last sweeps' L1 norms).
 
+    selection: a SELECTIONS value, or PAIRS (problems "svm" and "svr": coordinate steps
+    each followed by a pair step that keeps the bias weight fixed, for a dominant bias).
+
     tol_rule: TOL_RULES["max"] (stop when the largest violation is <= tol, confirmed by
     an exact pass) or TOL_RULES["liblinear"] (problem "svr" only: stop when a sweep's L1
     norm of the violations is <= tol times the first sweep's, liblinear -s 11/12/13).
@@ -676,6 +822,8 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
         raise ValueError(f"problem must be one of {PROBLEMS}, got {problem!r}")
     if tol_rule != RULE_MAX and (tol_rule != RULE_L1 or problem != "svr"):
         raise ValueError(f"tol_rule {tol_rule} is not available for problem {problem!r}")
+    if selection == SEL_PAIRS and problem not in ("svm", "svr"):
+        raise ValueError(f"pair steps are written for problems 'svm' and 'svr', got {problem!r}")
     cdef int n = y.shape[0]
     cdef DualData r = dual_data(X, y, upper, diag, cvec, bias, squared)
     cdef SvmProblem svm

@@ -5,8 +5,8 @@
 from libc.math cimport fabs, INFINITY
 
 from pybudget._core._csr cimport csr_row_axpy
-from pybudget.linear._dcd_rows cimport (DualData, Shrink, VISIT_DROP, VISIT_SKIP, VISIT_STEP,
-                                        row_margin)
+from pybudget.linear._dcd_rows cimport (DualData, PairVar, Shrink, VISIT_DROP, VISIT_SKIP,
+                                        VISIT_STEP, row_margin)
 
 
 cdef struct SvmProblem:
@@ -56,6 +56,22 @@ cdef inline double svm_gain(const SvmProblem* P, const double* a, int i, double 
                             double mu, double q) noexcept nogil:
     """Exact decrease of the dual objective by the move mu."""
     return mu * (-G - 0.5 * mu * q)
+
+
+cdef inline void svm_pair_var(const SvmProblem* P, const double* a, int i, double G,
+                              double b, PairVar* v) noexcept nogil:
+    """Variable i in the pair steps' form (_dcd_rows.pxd), z_i = y_i a_i; G is its
+    gradient, b the bias term of the margins."""
+    cdef double y = P.r.y[i], U = P.r.upper[i]
+    v.z = y * a[i]
+    v.lo = 0.0 if y > 0.0 else -U
+    v.hi = U if y > 0.0 else 0.0
+    v.g = y * G - b
+    v.eps = 0.0
+
+
+cdef inline void svm_pair_set(const SvmProblem* P, double* a, int i, double z) noexcept nogil:
+    a[i] = P.r.y[i] * z
 
 
 # liblinear's shrinking (solve_l2r_l1l2_svc): drop a variable at a bound whose gradient

@@ -7,7 +7,8 @@
 from libc.math cimport fabs, INFINITY
 
 from pybudget._core._csr cimport csr_row_axpy
-from pybudget.linear._dcd_rows cimport (DualData, Shrink, VISIT_DROP, VISIT_STEP, row_margin)
+from pybudget.linear._dcd_rows cimport (DualData, PairVar, Shrink, VISIT_DROP, VISIT_STEP,
+                                        row_margin)
 
 
 cdef struct SvrProblem:
@@ -70,6 +71,20 @@ cdef inline double svr_gain(const SvrProblem* P, const double* b, int i, double 
                             double mu, double q) noexcept nogil:
     """Exact decrease of the dual objective by the move mu (b already updated)."""
     return -(G * mu + 0.5 * q * mu * mu + P.eps * (fabs(b[i]) - fabs(b[i] - mu)))
+
+
+cdef inline void svr_pair_var(const SvrProblem* P, const double* b, int i, double G,
+                              double bias_term, PairVar* v) noexcept nogil:
+    """Variable i in the pair steps' form (_dcd_rows.pxd): z_i = b_i as it is."""
+    v.z = b[i]
+    v.lo = -P.r.upper[i]
+    v.hi = P.r.upper[i]
+    v.g = G - bias_term
+    v.eps = P.eps
+
+
+cdef inline void svr_pair_set(const SvrProblem* P, double* b, int i, double z) noexcept nogil:
+    b[i] = z
 
 
 # liblinear's rule (solve_l2r_l1l2_svr) keeps one threshold, the previous sweep's largest

@@ -4,10 +4,10 @@ picks its module here, once, by X.dtype."""
 import numpy as np
 
 from pybudget.linear import _dcd32, _dcd64
-from pybudget.linear._dcd64 import (PROBLEMS, SELECTIONS, TOL_RULES, fresh_carry, roll_carried,
-                                    sum_of_squares)
+from pybudget.linear._dcd64 import (PAIRS, PROBLEMS, SELECTIONS, TOL_RULES, fresh_carry,
+                                    roll_carried, sum_of_squares)
 
-__all__ = ["PROBLEMS", "SELECTIONS", "TOL_RULES", "dcd_round", "dcd_solve", "fresh_carry",
+__all__ = ["PAIRS", "PROBLEMS", "SELECTIONS", "TOL_RULES", "dcd_round", "dcd_solve", "fresh_carry",
            "module_for", "roll_carried", "sum_of_squares"]
 
 

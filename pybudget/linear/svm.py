@@ -13,7 +13,7 @@ from pybudget._core import _validation as V
 from pybudget._core._csr import rows_combination, used_columns
 from pybudget._core._estimator import SVMClassifierBase, binary_problems, one_vs_rest
 from pybudget._core._progress import report
-from pybudget.linear._dual_cd import SELECTIONS, TOL_RULES, dcd_solve, sum_of_squares
+from pybudget.linear._dual_cd import PAIRS, SELECTIONS, TOL_RULES, dcd_solve, sum_of_squares
 from pybudget.linear.primal import SMOOTH_LOSSES, primal_newton
 
 SELECTION_CHOICES = (*SELECTIONS, "auto")
@@ -218,6 +218,11 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     if problem == "svr" and tol_rule == "max":
         # (the liblinear rule is relative to the first sweep already)
         tol = tol * regression_tol_scale(y, epsilon)
+    if selection == "pairs":
+        # A step on z_i moves the bias term of every margin by bias^2 dz_i, and dz_i is
+        # a multiple of z_i's ulp: below about bias^2 ulp(max C_i) the violation is
+        # round-off that no step can reduce.
+        tol = max(tol, 2.0 * np.finfo(np.float64).eps * bias * bias * float(cvec.max()))
     t0 = time.perf_counter()
     if selection == "newton":
         out = primal_newton(X, y, cvec, loss=loss, bias=bias, tol=tol, max_iter=max_iter,
@@ -226,8 +231,9 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
         prefs, perm, n_active = np.ones(n), np.arange(n, dtype=np.int32), n
         out["n_steps"], out["n_active"], out["dref"] = 0, n, 0.0
     else:
+        code = PAIRS if selection == "pairs" else SELECTIONS[selection]
         out = dcd_solve(X, y, upper, diag, cvec, bias, alpha, w, prefs, perm, n_active, dref,
-                        SELECTIONS[selection], tol, max_iter, seed, squared, verbose,
+                        code, tol, max_iter, seed, squared, verbose,
                         problem, epsilon, comp, tol_rule=TOL_RULES[tol_rule])
     elapsed = time.perf_counter() - t0
     if not np.isfinite(w).all():
@@ -327,19 +333,32 @@ AUTO_MIN_SCALE = 1.0
 # bias^2 y y' to the dual's Q (measured on a9a: every loss converges at intercept_scaling
 # 10, ratio 7, none at 100, ratio 700; liblinear's dual solvers stall there too).
 PRIMAL_BIAS_RATIO = 100.0
+# The same for the hinge and epsilon-insensitive losses, whose pair steps cost little
+# more than plain dual CD: at intercept_scaling 10 (a9a: ratio 7; ijcnn1: 69) hard
+# shrinking needs about 1000 sweeps at C = 1 (liblinear stops at its cap of 300), the
+# pair steps about 200 and 60.
+PAIRS_BIAS_RATIO = 5.0
 
 
 def bias_dominated(loss, X, bias, sqnorms=None, tol_rule="max"):
-    """Whether a smooth loss's problem goes to the primal Newton solver
-    (:mod:`pybudget.linear.primal`) instead of dual CD: when ``bias**2`` is at least
-    ``PRIMAL_BIAS_RATIO`` times the median squared norm of the rows (without the bias),
-    where single-coordinate dual steps cannot converge.  The hinge losses have no smooth
-    primal and stay with dual CD; so does the regression rule "liblinear" (relative to
-    dual sweeps)."""
-    if bias == 0.0 or loss not in SMOOTH_LOSSES or tol_rule == "liblinear":
+    """Whether the bias column dominates the dual, so that single-coordinate dual CD
+    cannot converge: the bias adds ``bias**2 y y'`` to the dual's Q, and coordinate
+    steps, of curvature about ``bias**2``, crawl along the directions that keep
+    ``sum_i y_i alpha_i`` fixed.
+
+    That is when ``bias**2`` is at least ``PRIMAL_BIAS_RATIO`` (100) times the median
+    squared norm of the rows (without the bias) for the smooth losses (squared hinge,
+    logistic, squared epsilon-insensitive), which then go to the primal Newton solver
+    (:mod:`pybudget.linear.primal`, ``selection_ == "newton"``), and ``PAIRS_BIAS_RATIO``
+    (5) times for the hinge and epsilon-insensitive losses, which have no smooth primal
+    and go to dual CD with pair steps that keep the bias fixed (``selection_ ==
+    "pairs"``, see ``_dcd.pxi``).  Whatever ``selection`` says; never without a bias,
+    nor with the regression rule ``tol_rule="liblinear"`` (liblinear's own solver)."""
+    if bias == 0.0 or tol_rule == "liblinear":
         return False
+    ratio = PRIMAL_BIAS_RATIO if loss in SMOOTH_LOSSES else PAIRS_BIAS_RATIO
     norms = V.row_sqnorms(X, 0.0) if sqnorms is None else sqnorms - bias * bias
-    return bias * bias >= PRIMAL_BIAS_RATIO * float(np.median(norms))
+    return bias * bias >= ratio * float(np.median(norms))
 
 
 def _resolve_once(selection, X, cvec, bias, sqnorms):
@@ -363,7 +382,7 @@ def _solve_binary(X, y, cvec, C, *, sqnorms, selection, start=None, **kw):
         sqnorms = None if sqnorms is None else sqnorms[keep]
     used = resolve_selection(selection, X, cvec, kw.get("bias", 0.0), sqnorms)
     if bias_dominated(kw["loss"], X, kw.get("bias", 0.0), sqnorms, kw.get("tol_rule")):
-        used = "newton"
+        used = "newton" if kw["loss"] in SMOOTH_LOSSES else "pairs"
     res = dual_cd(X, y, cvec, selection=used, start=start, C=C, checked=sqnorms is not None,
                   **kw)
     res.selection, res.C = used, C
@@ -745,7 +764,8 @@ class LinearSVC(LinearClassifierBase):
         Final dual objective, KKT violation and convergence flag per problem (one entry
         with crammer_singer).
     selection_ : str
-        The strategy used ("auto" resolved).
+        The strategy used ("auto" resolved; "newton" or "pairs" for a dominant bias
+        column, see :func:`~pybudget.linear.svm.bias_dominated`).
     fit_time_ : float
         Optimisation seconds, summed over problems (more than the wall time with
         ``n_jobs > 1``).

@@ -80,7 +80,8 @@ class LinearSVR(RegressorMixin, SVMBase):
     dual_objective_, primal_objective_, kkt_violation_ : float
     converged_ : bool
     selection_ : str
-        The strategy that ran ("auto" resolved).
+        The strategy that ran ("auto" resolved; "pairs" or "newton" for a dominant bias
+        column, see :func:`~pybudget.linear.svm.bias_dominated`).
     fit_time_ : float
         Optimisation seconds.
     """
