@@ -164,7 +164,7 @@ def test_local_sweeps_and_max_iter_warn():
 
 
 def test_laps_share_out_one_sweep():
-    """A round of K laps visits every row once (as many steps per round as one lap),
+    """A round of several laps visits every row once (as many steps as one lap),
     and it needs fewer rounds than one lap per round on ordered rows."""
     X, y = make_data()
     order = np.argsort(y, kind="stable")     # sorted by class: the hard case
@@ -176,7 +176,7 @@ def test_laps_share_out_one_sweep():
         warnings.simplefilter("ignore")
         one.fit(X, y)
         four.fit(X, y)
-    assert four.laps_ == 4 and one.laps_ == 1
+    assert four.laps_ == 8 and one.laps_ == 1       # (32 visits a round)
     assert four.n_steps_ == one.n_steps_
     one = pbd.LinearSVC(laps=1, **kw).fit(X, y)
     four = pbd.LinearSVC(**kw).fit(X, y)
@@ -225,6 +225,34 @@ def test_worker_addresses_from_a_scheduler_without_arguments(client, monkeypatch
     assert _engines.worker_addresses(client) == live
     assert _engines._IDENTITY_WITHOUT_ARGS == {client.scheduler.address}
     assert _engines.worker_addresses(client) == live
+
+
+class PlacementEngine(_engines.DaskEngine):
+    """Records where the partitions were built."""
+    seen = None
+
+    def build(self, *args, **kwargs):
+        out = super().build(*args, **kwargs)
+        type(self).seen = dict(self.where)
+        return out
+
+
+def test_small_data_is_placed_on_one_worker(client, monkeypatch):
+    """Small data: the ring's partitions on one worker (one task a round); above
+    COLOCATE_BYTES, contiguous runs over the workers; the same bits either way."""
+    X, y = make_data(n=800)
+    monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
+    small = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, client=client,
+                          n_partitions=4).fit(X, y)
+    assert len(set(PlacementEngine.seen.values())) == 1
+    monkeypatch.setattr(_engines, "COLOCATE_BYTES", 1000)
+    spread = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, client=client,
+                           n_partitions=4).fit(X, y)
+    where = PlacementEngine.seen
+    assert where[0] == where[1] != where[2] == where[3]
+    np.testing.assert_array_equal(small.coef_, spread.coef_)
+    # the ring moved its weights between the workers only when spread
+    assert spread.bytes_sent_["workers"] > small.bytes_sent_["workers"]
 
 
 def test_same_bits_with_one_two_three_workers_and_run_to_run():

@@ -195,7 +195,7 @@ class _DistributedBase(SVMBase):
                            f"{e['bytes']['client']}, between workers {e['bytes']['workers']}"
                            f", worker peak memory [{peaks}] MiB", time.perf_counter() - t0)
 
-            laps = self._laps(method, sweeps, len(srcs))
+            laps = self._laps(method, sweeps, summ, n_problems, d)
             res = run(engine, spec, n_problems, d, method=method, tol=tol,
                       max_rounds=max_iter, sweeps=sweeps, checkpoint_every=ckpt,
                       laps=laps, callback=progress)
@@ -212,17 +212,27 @@ class _DistributedBase(SVMBase):
                           ConvergenceWarning)
         return self
 
-    def _laps(self, method, sweeps, n_parts):
-        """Laps of a ring round: "auto" is one per partition (with one local sweep).  A
-        ring whose partitions each sweep their rows in one visit needs far more rounds
-        than one machine needs sweeps, even on shuffled rows (a9a, hinge, C = 1, 4
-        partitions: 427 rounds against 124 sweeps); sharing each sweep out over K laps
-        brings it to 175 (docs/benchmarks.md, section 10)."""
+    def _laps(self, method, sweeps, summ, n_problems, d):
+        """Laps of a ring round.  "auto" (with one local sweep): enough laps for at least
+        MIN_SEGMENTS visits a round, at least one per partition, as long as the weights
+        moved in a round (a hop per visit at most) stay within the bytes a sweep reads
+        (12 per non-zero).  A ring whose partitions sweep all their rows in one visit
+        needs several times the rounds one machine needs sweeps, shuffled rows or not,
+        and the finer the visits the closer it gets (ijcnn1, hinge, C = 1, 2
+        partitions, 2/4/8/16 laps: 155/95/70/51 rounds against 35-49 sweeps;
+        docs/benchmarks.md, section 10)."""
         if method != "ring":
             return 1
-        if self.laps == "auto":
-            return n_parts if sweeps == 1 else 1
-        return int(self.laps)
+        if self.laps != "auto":
+            return int(self.laps)
+        K = len(summ)
+        if sweeps > 1:
+            return 1
+        want = max(K, -(-MIN_SEGMENTS // K))
+        group = -(-n_problems // min(n_problems, K))       # problems travelling together
+        nnz = sum(s["nnz"] for s in summ)
+        fits = (12 * nnz) // (K * 8 * (d + 1) * group)
+        return int(max(1, min(want, fits)))
 
     def _spec(self, summ, C, bias, seed, X):
         d = max(s["d"] for s in summ)
@@ -352,6 +362,8 @@ def _chunk_span(bounds, p, P, n):
     return f"{first}" if first == last else f"{first}-{last}"
 
 
+MIN_SEGMENTS = 32     # visits of a ring round that "auto" laps aim for (see _laps)
+
 _COMMON_DOC = """
     method : {"auto", "ring", "bda", "cocoa"}, default="auto"
         How the partitions share the work (docs/user_guide.md, "Training on a Dask
@@ -369,8 +381,9 @@ _COMMON_DOC = """
     laps : int or "auto", default="auto"
         The ring only: each round goes round the partitions ``laps`` times, and a visit
         runs its partition's next share of one sweep (with ``local_sweeps=1``).  More
-        laps, fewer rounds and more hops between workers per round; "auto" is one lap
-        per partition (``laps_``).
+        laps, fewer rounds and more hops between workers per round; "auto" aims at 32
+        visits a round, at least one lap per partition, unless the weights moved would
+        exceed the bytes a sweep reads (``laps_``; see the user guide).
     checkpoint_every : int, default=10
         Rounds between checkpoints of the partitions' duals (0: only the start).  A lost
         worker costs at most this many rounds, replayed to the same bits.
