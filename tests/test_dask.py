@@ -239,13 +239,13 @@ class PlacementEngine(_engines.DaskEngine):
 
 def test_small_data_is_placed_on_one_worker(client, monkeypatch):
     """Small data: the ring's partitions on one worker (one task a round); above
-    COLOCATE_BYTES, contiguous runs over the workers; the same bits either way."""
+    SMALL_BYTES, contiguous runs over the workers; the same bits either way."""
     X, y = make_data(n=800)
     monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
     small = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, client=client,
                           n_partitions=4).fit(X, y)
     assert len(set(PlacementEngine.seen.values())) == 1
-    monkeypatch.setattr(_engines, "COLOCATE_BYTES", 1000)
+    monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)
     spread = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, client=client,
                            n_partitions=4).fit(X, y)
     where = PlacementEngine.seen

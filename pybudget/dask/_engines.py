@@ -30,12 +30,11 @@ from pybudget._core._progress import peak_rss_mb
 from pybudget.dask import _steps, _worker
 from pybudget.dask._driver import ClusterError, PartitionsLost
 from pybudget.dask._partition import add_into, first_carry
-from pybudget.dask._sources import build_partition, source_bytes
+from pybudget.dask._sources import SMALL_BYTES, build_partition, data_bytes
 from pybudget.linear._dual_cd import SELECTIONS
 from pybudget.linear.svm import PROBLEM_OF
 
 POLL_SECONDS = 0.2
-COLOCATE_BYTES = 64 * 2**20
 _IDENTITY_WITHOUT_ARGS = set()     # addresses of schedulers of older Dask releases
 
 
@@ -306,7 +305,7 @@ class DaskEngine:
     def build(self, sources, regression, names, locality=None):
         """Build every partition on a worker: the one holding its data (locality[p]) when
         given and alive; all on one worker when the data is small (at most
-        COLOCATE_BYTES and a tenth of its memory limit: a ring round is then one task,
+        SMALL_BYTES and a tenth of its memory limit: a ring round is then one task,
         where spreading it would add a hop, 6-9 ms here, per worker and lap, and save
         nothing, the ring's visits running one at a time); else in contiguous runs over
         the workers by address (so that a ring visits a worker's partitions in one
@@ -314,10 +313,10 @@ class DaskEngine:
         self.sources, self.regression, self.names = sources, regression, names
         live = self._live_workers()
         K = len(sources)
-        sizes = [source_bytes(s) for s in sources]
+        size = data_bytes(sources)
         # (and at most a tenth of the worker's memory limit, 0 when it has none)
         limit = worker_info(self.client).get(live[0], {}).get("memory_limit") or 0
-        small = None not in sizes and sum(sizes) <= min(COLOCATE_BYTES, limit / 10 or np.inf)
+        small = size is not None and size <= min(SMALL_BYTES, limit / 10 or np.inf)
         for p in range(K):
             pref = locality[p] if locality else None
             self.where[p] = (pref if pref in live else

@@ -155,6 +155,7 @@ class Partition:
         self.bias, self.epsilon = spec["bias"], spec.get("epsilon", 0.0)
         self.selection = SELECTIONS[spec["selection"]]
         self.seed = spec["seed"]
+        self.n_total = spec.get("n_rows", 0)
         shared = {}      # problems with the same row weights share their constants
         self.costs = []
         for c in costs:
@@ -214,7 +215,7 @@ class Partition:
                         st["u"], v, st["prefs"], st["perm"], st["n_active"], st["scal"],
                         cost.qd, False, self.selection, sweeps,
                         round_seed(self.seed, j, self.part, rnd), self.squared, check,
-                        self.kind, self.epsilon, st["comp"], lap, laps)
+                        self.kind, self.epsilon, st["comp"], lap, laps, self.n_total)
         st["n_active"] = out["n_active"]
         return out
 

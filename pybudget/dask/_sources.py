@@ -215,6 +215,17 @@ def source_bytes(source):
     return None
 
 
+# Data at most this size is small: its partitions go to one worker (the engine), and
+# the ring's laps are not limited by the bytes they move (estimators._laps).
+SMALL_BYTES = 64 * 2**20
+
+
+def data_bytes(sources):
+    """About what the sources' rows take (source_bytes summed); None when unknown."""
+    sizes = [source_bytes(s) for s in sources]
+    return None if None in sizes else sum(sizes)
+
+
 def build_partition(part, source, regression, where):
     """The Partition of a source, checked; ValueErrors name ``where``."""
     kind = source[0]

@@ -310,6 +310,7 @@ cdef struct State:
     int n
     int active
     int pos             # where a lap of a shrinking sweep continues (dcd_round's laps)
+    double window       # AVSF's reference gain averages over about this many steps
     bint first_sweep
     bint canstop
     bint saved
@@ -607,7 +608,7 @@ cdef bint avsf_sweep(const Problem* P, State* S, double tol, int lap=0,
                     pnew = P_MAX
                 psum += pnew - pp[i]
                 pp[i] = pnew
-            dref = (1.0 - 1.0 / n) * dref + g / n
+            dref = (1.0 - 1.0 / S.window) * dref + g / S.window
     S.steps += hi - lo
     S.first_sweep = False
     S.dref = dref
@@ -892,6 +893,7 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     S.n = n
     S.active = n_active
     S.pos = 0
+    S.window = n
     S.canstop = True
     S.saved = False
 
@@ -939,7 +941,7 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
               double[::1] prefs, int[::1] perm, int n_active, double[::1] scal,
               double[::1] qd, bint fresh, int selection, int sweeps, uint64_t seed,
               bint squared, bint check, str problem="svm", double epsilon=0.0,
-              comp=None, int lap=0, int laps=1):
+              comp=None, int lap=0, int laps=1, int n_total=0):
     """``sweeps`` sweeps of a strategy, in place on alpha (u), w (v, entering as the global
     w) and the strategy state: prefs (AVSF preferences), perm and n_active (hard
     shrinking's active set first), scal = [shrink max_old, min_old, max_new, min_new,
@@ -957,7 +959,9 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
     of one sweep, so that the ring can interleave the partitions' sweeps; the calls for
     laps 0 .. laps - 1 in turn make one sweep (the order or AVSF's schedule, kept in
     perm, is drawn in the first).  Every strategy's state between laps is in the
-    arguments."""
+    arguments.  n_total: the rows of the whole problem when these are a part of it
+    (AVSF's reference gain then averages over a sweep of the whole, as on one
+    machine)."""
     if problem not in PROBLEMS[:3]:
         raise ValueError(f"problem must be one of {PROBLEMS[:3]}, got {problem!r}")
     if not (0 <= lap < laps) or (laps > 1 and sweeps > 1) or scal.shape[0] < 7:
@@ -1009,6 +1013,7 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
     S.n = n
     S.active = n_active
     S.pos = <int>scal[6]
+    S.window = n_total if n_total > n else n
     S.canstop = False
     S.saved = False
     S.sh.max_old, S.sh.min_old, S.sh.max_new, S.sh.min_new = scal[0], scal[1], scal[2], scal[3]
