@@ -20,7 +20,7 @@ from pybudget._core._progress import report
 from pybudget.dask._driver import METHODS, run
 from pybudget.dask._engines import DaskEngine, ThreadsEngine
 from pybudget.dask._sources import (SMALL_BYTES, GeneratedShards, SvmlightShards,
-                                    dask_pieces, data_bytes, memory_sources)
+                                    dask_pieces, memory_sources)
 from pybudget.linear.logistic import LogisticRegression as LocalLogisticRegression
 from pybudget.linear.svm import (LOSSES, REGRESSION_LOSSES, auto_selection,
                                  check_linear_params, class_weight_vector)
@@ -195,9 +195,7 @@ class _DistributedBase(SVMBase):
                            f"{e['bytes']['client']}, between workers {e['bytes']['workers']}"
                            f", worker peak memory [{peaks}] MiB", time.perf_counter() - t0)
 
-            size = data_bytes(srcs)
-            laps = self._laps(method, sweeps, summ, n_problems, d,
-                              size is not None and size <= SMALL_BYTES)
+            laps = self._laps(method, sweeps, summ, n_problems, d)
             res = run(engine, spec, n_problems, d, method=method, tol=tol,
                       max_rounds=max_iter, sweeps=sweeps, checkpoint_every=ckpt,
                       laps=laps, callback=progress)
@@ -214,17 +212,18 @@ class _DistributedBase(SVMBase):
                           ConvergenceWarning)
         return self
 
-    def _laps(self, method, sweeps, summ, n_problems, d, small):
+    def _laps(self, method, sweeps, summ, n_problems, d):
         """Laps of a ring round.  "auto" (with one local sweep): enough laps for at least
-        MIN_SEGMENTS visits a round, at least one per partition; unless the data is
-        small (``_sources.SMALL_BYTES``, on one worker), only as long as the weights
-        moved in a round (a hop per visit at most) stay within the bytes a sweep reads
-        (12 per non-zero).  (From the data alone, never from the cluster: the same
-        bits on any number of workers.)  A ring whose partitions sweep all their rows in one visit
-        needs several times the rounds one machine needs sweeps, shuffled rows or not,
-        and the finer the visits the closer it gets (ijcnn1, hinge, C = 1, 2
-        partitions, 2/4/8/16 laps: 155/95/70/51 rounds against 35-49 sweeps;
-        docs/benchmarks.md, section 10)."""
+        MIN_SEGMENTS visits a round, at least one per partition; unless the rows are
+        small (CSR bytes at most ``_sources.SMALL_BYTES``, placed on one worker), only
+        as long as the weights moved in a round (a hop per visit at most) stay within
+        the bytes a sweep reads (12 per non-zero).  Decided from the data alone, never
+        from the cluster: the same bits on any number of workers.
+
+        A ring whose partitions sweep all their rows in one visit needs several times
+        the rounds one machine needs sweeps, shuffled rows or not, and the finer the
+        visits the closer it gets (ijcnn1, hinge, C = 1, 2 partitions, 2/4/8/16 laps:
+        155/95/70/51 rounds against 35-49 sweeps; docs/benchmarks.md, section 10)."""
         if method != "ring":
             return 1
         if self.laps != "auto":
@@ -233,10 +232,10 @@ class _DistributedBase(SVMBase):
         if sweeps > 1:
             return 1
         want = max(K, -(-MIN_SEGMENTS // K))
-        if small:
+        nnz = sum(s["nnz"] for s in summ)
+        if 12 * nnz + 4 * sum(s["n"] for s in summ) <= SMALL_BYTES:     # (CSR bytes)
             return want
         group = -(-n_problems // min(n_problems, K))       # problems travelling together
-        nnz = sum(s["nnz"] for s in summ)
         fits = (12 * nnz) // (K * 8 * (d + 1) * group)
         return int(max(1, min(want, fits)))
 
