@@ -195,7 +195,7 @@ class _DistributedBase(SVMBase):
                            f"{e['bytes']['client']}, between workers {e['bytes']['workers']}"
                            f", worker peak memory [{peaks}] MiB", time.perf_counter() - t0)
 
-            laps = self._laps(method, sweeps, summ, n_problems, d)
+            laps = self._laps(method, sweeps, summ, n_problems, d, movable=not _is_dask(X))
             res = run(engine, spec, n_problems, d, method=method, tol=tol,
                       max_rounds=max_iter, sweeps=sweeps, checkpoint_every=ckpt,
                       laps=laps, callback=progress)
@@ -212,13 +212,14 @@ class _DistributedBase(SVMBase):
                           ConvergenceWarning)
         return self
 
-    def _laps(self, method, sweeps, summ, n_problems, d):
+    def _laps(self, method, sweeps, summ, n_problems, d, movable):
         """Laps of a ring round.  "auto" (with one local sweep): enough laps for at least
         MIN_SEGMENTS visits a round, at least one per partition; unless the rows are
-        small (CSR bytes at most ``_sources.SMALL_BYTES``, placed on one worker), only
-        as long as the weights moved in a round (a hop per visit at most) stay within
-        the bytes a sweep reads (12 per non-zero).  Decided from the data alone, never
-        from the cluster: the same bits on any number of workers.
+        small and ``movable`` (not a Dask array's, whose chunks stay where they are: CSR
+        bytes at most ``_sources.SMALL_BYTES``, placed on one worker), only as long as
+        the weights moved in a round (a hop per visit at most) stay within the bytes a
+        sweep reads (12 per non-zero).  Decided from the data alone, never from the
+        cluster: the same bits on any number of workers.
 
         A ring whose partitions sweep all their rows in one visit needs several times
         the rounds one machine needs sweeps, shuffled rows or not, and the finer the
@@ -233,7 +234,7 @@ class _DistributedBase(SVMBase):
             return 1
         want = max(K, -(-MIN_SEGMENTS // K))
         nnz = sum(s["nnz"] for s in summ)
-        if 12 * nnz + 4 * sum(s["n"] for s in summ) <= SMALL_BYTES:     # (CSR bytes)
+        if movable and 12 * nnz + 4 * sum(s["n"] for s in summ) <= SMALL_BYTES:
             return want
         group = -(-n_problems // min(n_problems, K))       # problems travelling together
         fits = (12 * nnz) // (K * 8 * (d + 1) * group)
