@@ -176,7 +176,7 @@ def test_laps_share_out_one_sweep():
         warnings.simplefilter("ignore")
         one.fit(X, y)
         four.fit(X, y)
-    assert four.laps_ == 8 and one.laps_ == 1       # (32 visits a round)
+    assert four.laps_ == 16 and one.laps_ == 1      # (64 visits a round)
     assert four.n_steps_ == one.n_steps_
     one = pbd.LinearSVC(laps=1, **kw).fit(X, y)
     four = pbd.LinearSVC(**kw).fit(X, y)

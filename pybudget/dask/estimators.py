@@ -224,7 +224,9 @@ class _DistributedBase(SVMBase):
         A ring whose partitions sweep all their rows in one visit needs several times
         the rounds one machine needs sweeps, shuffled rows or not, and the finer the
         visits the closer it gets (ijcnn1, hinge, C = 1, 2 partitions, 2/4/8/16 laps:
-        155/95/70/51 rounds against 35-49 sweeps; docs/benchmarks.md, section 10)."""
+        155/95/70/51 rounds against 35-49 sweeps; debian-lib, C = 10, 2 partitions,
+        32 and 64 visits: 140 and 100 rounds against 56-65; docs/benchmarks.md,
+        section 10)."""
         if method != "ring":
             return 1
         if self.laps != "auto":
@@ -368,7 +370,7 @@ def _chunk_span(bounds, p, P, n):
     return f"{first}" if first == last else f"{first}-{last}"
 
 
-MIN_SEGMENTS = 32     # visits of a ring round that "auto" laps aim for (see _laps)
+MIN_SEGMENTS = 64     # visits of a ring round that "auto" laps aim for (see _laps)
 
 _COMMON_DOC = """
     method : {"auto", "ring", "bda", "cocoa"}, default="auto"
@@ -387,7 +389,7 @@ _COMMON_DOC = """
     laps : int or "auto", default="auto"
         The ring only: each round goes round the partitions ``laps`` times, and a visit
         runs its partition's next share of one sweep (with ``local_sweeps=1``).  More
-        laps, fewer rounds and more hops between workers per round; "auto" aims at 32
+        laps, fewer rounds and more hops between workers per round; "auto" aims at 64
         visits a round, at least one lap per partition, unless the weights moved would
         exceed the bytes a sweep reads (``laps_``; see the user guide).
     checkpoint_every : int, default=10
