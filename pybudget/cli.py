@@ -728,7 +728,7 @@ def build_parser():
                     help="sweeps of the local dual CD solver per round (default 1)")
     dk.add_argument("--laps", type=int, default=None, metavar="L",
                     help="the ring's laps per round, each visit a share of one sweep "
-                         "(default: one per shard)")
+                         "(default: 64 visits a round, at least one lap per shard)")
     dk.add_argument("--method", choices=("auto", "ring", "bda", "cocoa"), default="auto",
                     help="how the partitions share a round (default %(default)s): ring, "
                          "they take turns (one round = one sweep of one machine); bda, "
