@@ -166,7 +166,7 @@ def test_local_sweeps_and_max_iter_warn():
 def test_laps_share_out_one_sweep():
     """A round of several laps visits every row once (as many steps as one lap),
     and it needs fewer rounds than one lap per round on ordered rows."""
-    X, y = make_data()
+    X, y = make_data(n=4 * 16 * 256)         # (laps: at most one per 256 rows)
     order = np.argsort(y, kind="stable")     # sorted by class: the hard case
     X, y = X[order], y[order]
     kw = dict(tol=1e-3, engine="threads", random_state=0, n_partitions=4, selection="uniform")

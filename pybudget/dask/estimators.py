@@ -214,7 +214,8 @@ class _DistributedBase(SVMBase):
 
     def _laps(self, method, sweeps, summ, n_problems, d, movable):
         """Laps of a ring round.  "auto" (with one local sweep): enough laps for at least
-        MIN_SEGMENTS visits a round, at least one per partition; unless the rows are
+        MIN_SEGMENTS visits a round, at least one per partition, and at most one per
+        MIN_VISIT_ROWS rows of the smallest partition; unless the rows are
         small and ``movable`` (not a Dask array's, whose chunks stay where they are: CSR
         bytes at most ``_sources.SMALL_BYTES``, placed on one worker), only as long as
         the weights moved in a round (a hop per visit at most) stay within the bytes a
@@ -235,6 +236,8 @@ class _DistributedBase(SVMBase):
         if sweeps > 1:
             return 1
         want = max(K, -(-MIN_SEGMENTS // K))
+        # a visit of a few rows costs more in calls than it computes
+        want = min(want, max(1, min(s["n"] for s in summ if s["n"]) // MIN_VISIT_ROWS))
         nnz = sum(s["nnz"] for s in summ)
         if movable and 12 * nnz + 4 * sum(s["n"] for s in summ) <= SMALL_BYTES:
             return want
@@ -371,6 +374,7 @@ def _chunk_span(bounds, p, P, n):
 
 
 MIN_SEGMENTS = 64     # visits of a ring round that "auto" laps aim for (see _laps)
+MIN_VISIT_ROWS = 256  # rows of the smallest partition per lap, at least
 
 _COMMON_DOC = """
     method : {"auto", "ring", "bda", "cocoa"}, default="auto"
