@@ -159,7 +159,8 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
     # the ring checks after a round (its first check after round 1); the parallel methods
     # check in the pass that starts a round
     drv = _Driver(n_problems, 1 if ring else 0)
-    ckpt = (copy.deepcopy(drv), engine.snapshot())
+    # the first checkpoint is the start itself: a recovery to it sets up afresh
+    ckpt = (copy.deepcopy(drv), None)
     recoveries = 0
     log = []
     t_start = time.perf_counter()
@@ -191,7 +192,7 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
                 ckpt = (copy.deepcopy(drv), engine.snapshot())
             if ring:
                 if drv.t >= drv.next_check:
-                    sums = engine.check(drv.active)
+                    sums = engine.ring_check(ring_groups(drv.active, K))
                     still = check_now(sums)
                     drv.n_steps += sum(sums[j][4] for j in drv.active if j not in still)
                     drv.active = still
@@ -235,12 +236,13 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
             drv = copy.deepcopy(ckpt[0])
             # copies of the checkpoint on today's workers: the old ones may have lived
             # only on the worker lost (a second loss would then have nothing to restore)
-            ckpt = (ckpt[0], engine.snapshot())
+            ckpt = (ckpt[0], engine.snapshot() if ckpt[1] is not None else None)
             continue
         drv.t += 1
     if drv.active:
         # max_rounds reached: one check-only pass certifies the final weights
-        sums = engine.check(drv.active)
+        sums = (engine.ring_check(ring_groups(drv.active, K)) if ring
+                else engine.check(drv.active))
         for j in drv.active:
             loss, terms, kkt, w2 = sums[j][:4]
             drv.final[j] = (*gap_of(w2, loss, terms, kkt), drv.t)

@@ -28,7 +28,7 @@ import numpy as np
 from pybudget._core._parallel import map_threads
 from pybudget._core._progress import peak_rss_mb
 from pybudget.dask import _steps, _worker
-from pybudget.dask._driver import ClusterError, PartitionsLost
+from pybudget.dask._driver import ClusterError, PartitionsLost, ring_groups
 from pybudget.dask._partition import add_into, first_carry
 from pybudget.dask._sources import SMALL_BYTES, build_partition, data_bytes
 from pybudget.linear._dual_cd import SELECTIONS
@@ -60,6 +60,10 @@ class Engine(Protocol):
     def check(self, problems) -> dict:
         """{j: (loss, dual terms, kkt, |w|^2, ring steps)} at the current weights."""
 
+    def ring_check(self, groups) -> dict:
+        """``check`` after a ring round, by each group's pass along the ring
+        (``_steps.check_order``): the same scalars, no weights sent to every worker."""
+
     def propose(self, rnd, problems, sweeps, check) -> dict:
         """The parallel sweeps: {j: the combined scalars} (``_steps.combine``)."""
 
@@ -85,12 +89,12 @@ class Engine(Protocol):
         """Drop the partitions."""
 
 
-def initial_weights(inits, n_problems, d):
+def initial_weights(inits, problems, d):
     """The partitions' initial contributions (in partition order) summed: {j: w_j}."""
-    W = {j: np.zeros(d + 1) for j in range(n_problems)}
+    W = {j: np.zeros(d + 1) for j in problems}
     for msgs in inits:
-        for j, msg in enumerate(msgs):
-            add_into(W[j], msg)
+        for j in problems:
+            add_into(W[j], msgs[j])
     return W
 
 
@@ -127,7 +131,7 @@ class ThreadsEngine:
 
     def setup(self, spec, ring):
         inits = [P.setup(spec) for P in self.parts]
-        W = initial_weights(inits, len(inits[0]), spec["d"])
+        W = initial_weights(inits, range(len(inits[0])), spec["d"])
         self.rows = start_payload(W, spec, ring)
 
     def _map(self, fn, args):
@@ -149,6 +153,19 @@ class ThreadsEngine:
     def check(self, problems):
         per = self._map(lambda P: _steps.check_partition(P, [self.rows], problems),
                         [(P,) for P in self.parts])
+        return _steps.checked(per, _steps.weight_stats([self.rows], problems), problems)
+
+    def ring_check(self, groups):
+        K = len(self.parts)
+
+        def travel(start, problems):
+            carried = {j: self.rows[j] for j in problems}
+            for p in _steps.check_order(start, K):
+                carried = _steps.check_visit(self.parts[p], p, carried, problems)
+            return carried[1]
+
+        per = _steps.found_by_partition(self._map(travel, groups), K)
+        problems = [j for _, group in groups for j in group]
         return _steps.checked(per, _steps.weight_stats([self.rows], problems), problems)
 
     def propose(self, rnd, problems, sweeps, check):
@@ -233,13 +250,13 @@ class DaskEngine:
                                    f"{self.grace:g} s; the fit is abandoned")
             time.sleep(POLL_SECONDS)
 
-    def _submit(self, fn, part, *args, track=True):
+    def _submit(self, fn, part, *args, track=True, priority=0):
         """A task pinned to the partition's worker; ``track``: later tasks on the
         partition that must follow it get it as an argument (holding a future keeps its
         result in the worker's memory, so ring visits, ordered by their payloads, are
         not tracked)."""
         fut = self.client.submit(fn, *args, workers=[self.where[part]],
-                                 allow_other_workers=False, pure=False)
+                                 allow_other_workers=False, pure=False, priority=priority)
         if track:
             self.after.setdefault(part, []).append(fut)
         return fut
@@ -344,37 +361,74 @@ class DaskEngine:
         self.spec, self.ring = spec, ring
         inits = [self._submit(_worker.setup_task, p, self.job, p, spec) for p in self.where]
         n_problems = len(spec["positive"]) if "positive" in spec else 1
-        fut = self.client.submit(_start, inits, n_problems, spec, ring, workers=[self.home],
-                                 allow_other_workers=False, pure=False)
+        # the ring: each group's weights where its first visit is, the others: on home
+        groups = (ring_groups(range(n_problems), len(self.where)) if ring
+                  else [(0, list(range(n_problems)))])
         self.row_bytes = (spec["d"] + 1 + (len(first_carry("svm", 0)) if ring else 0)) * 8
-        self.rows = {j: fut for j in range(n_problems)}
-        self.loc = {fut.key: self.home}
-        self._gather([fut])
+        self.rows, self.loc = {}, {}
+        for start, problems in groups:
+            at = self.where[start]
+            fut = self.client.submit(_start, inits, problems, spec, ring, workers=[at],
+                                     allow_other_workers=False, pure=False)
+            self.rows.update({j: fut for j in problems})
+            self.loc[fut.key] = at
+        # (waited for by tokens: setup's errors surface here, the weights stay)
+        self._gather([self.client.submit(_barrier, f, workers=[self.loc[f.key]], pure=False)
+                      for f in self._payloads(range(n_problems))])
         self._synced()
+
+    def _runs(self, visits, part=lambda v: v):
+        """Visits split into runs of consecutive ones on one worker (one task each)."""
+        runs = [[visits[0]]]
+        for v in visits[1:]:
+            if self.where[part(v)] == self.where[part(runs[-1][-1])]:
+                runs[-1].append(v)
+            else:
+                runs.append([v])
+        return runs
+
+    def _travel(self, problems, visits, part, task, args):
+        """A group's payload through runs of visits, one task per run with the extra
+        arguments args(run number) (no ordering
+        behind other groups' tasks: they touch other problems); returns the last."""
+        fut = self.rows[problems[0]]
+        at = self.loc[fut.key]
+        for i, run in enumerate(self._runs(visits, part)):
+            here = self.where[part(run[0])]
+            self._moved(len(problems) * self.row_bytes, at, here)
+            # (of two groups' visits ready on a worker, the one earlier in its way
+            # first: its next worker is waiting for it)
+            fut = self._submit(task, part(run[0]), self.job, run, fut, problems,
+                               *args(i), track=False, priority=-i)
+            at = here
+        self.loc[fut.key] = at
+        for j in problems:
+            self.rows[j] = fut
+        return fut
 
     def ring_round(self, rnd, groups, sweeps, laps):
         K = len(self.where)
         for start, problems in groups:
-            fut = self.rows[problems[0]]
-            at = self.loc[fut.key]
-            order = _steps.ring_order(start, K, laps)
-            # one task per run of consecutive visits on one worker; no ordering behind
-            # other groups' tasks (they touch other problems)
-            runs = [[order[0]]]
-            for v in order[1:]:
-                if self.where[v[0]] == self.where[runs[-1][-1][0]]:
-                    runs[-1].append(v)
-                else:
-                    runs.append([v])
-            for i, run in enumerate(runs):
-                here = self.where[run[0][0]]
-                self._moved(len(problems) * self.row_bytes, at, here)
-                fut = self._submit(_worker.ring_task, run[0][0], self.job, run, rnd, fut,
-                                   problems, sweeps, i == 0, laps, track=False)
-                at = here
-            self.loc[fut.key] = at
-            for j in problems:
-                self.rows[j] = fut
+            self._travel(problems, _steps.ring_order(start, K, laps), operator.itemgetter(0),
+                         _worker.ring_task, lambda i: (rnd, sweeps, i == 0, laps))
+
+    def ring_check(self, groups):
+        K = len(self.where)
+        smalls = []
+        for start, problems in groups:
+            fut = self._travel(problems, _steps.check_order(start, K), lambda p: p,
+                               _worker.ring_check_task, lambda i: ())
+            smalls.append(self.client.submit(_worker.check_found, fut, problems,
+                                             workers=[self.loc[fut.key]],
+                                             allow_other_workers=False, pure=False))
+        got = self._gather(smalls)
+        self._synced()
+        per = _steps.found_by_partition([found for found, _ in got], K)
+        stats = {}
+        for _, st in got:
+            stats.update(st)
+        problems = [j for _, group in groups for j in group]
+        return _steps.checked(per, stats, problems)
 
     def _payloads(self, problems):
         """The distinct payload futures holding these problems' weights."""
@@ -439,7 +493,7 @@ class DaskEngine:
 
     def weights(self, n_problems, d):
         pls = self._payloads(range(n_problems))
-        got = self._gather(pls)
+        got = [_steps.payload_of(pl) for pl in self._gather(pls)]
         self._synced()
         rows = {}
         for f, pl in zip(pls, got):
@@ -453,9 +507,16 @@ class DaskEngine:
         """Each partition's duals and the weights, as task results kept on two workers
         (the partition's own and a copy on a peer), never through the client."""
         n_problems = len(self.rows)
-        pls = self._payloads(range(n_problems))
+        # copies (the ring changes its payloads in place), where the payloads are
+        pls, rows, loc = [], {}, {}
+        for f in self._payloads(range(n_problems)):
+            at = self.loc[f.key]
+            pls.append(self.client.submit(_steps.copied, f, workers=[at],
+                                          allow_other_workers=False, pure=False))
+            loc[pls[-1].key] = at
+            rows.update({j: pls[-1] for j in self.rows if self.rows[j].key == f.key})
         # after the ring's visits: small tokens where the payloads are, not the payloads
-        done = [self.client.submit(_barrier, f, workers=[self.loc[f.key]], pure=False)
+        done = [self.client.submit(_barrier, f, workers=[loc[f.key]], pure=False)
                 for f in pls]
         states = [self._submit(_worker.snapshot_task, p, self.job, p, range(n_problems),
                                *self.after.get(p, ()), *done) for p in self.where]
@@ -470,9 +531,8 @@ class DaskEngine:
             except ValueError:        # a worker left meanwhile: fewer than 2 remain
                 pass
             else:
-                self.bytes["workers"] += self.state_bytes + sum(self._payload_size(f)
-                                                                for f in pls)
-                return states, dict(self.rows), dict(self.loc)
+                self.bytes["workers"] += self.state_bytes + n_problems * self.row_bytes
+                return states, rows, loc
         # one worker (say, while a lost one restarts): no peer to copy to, and a result
         # lost with its only holder would wait forever for it, so the client keeps this
         # checkpoint
@@ -480,7 +540,7 @@ class DaskEngine:
         payloads = dict(zip((f.key for f in pls), self._gather(pls)))
         self.bytes["client"] += self.state_bytes + sum(_steps.payload_nbytes(pl)
                                                        for pl in payloads.values())
-        return got, {j: payloads[f.key] for j, f in self.rows.items()}, None
+        return got, {j: payloads[f.key] for j, f in rows.items()}, None
 
     @property
     def state_bytes(self):
@@ -490,7 +550,7 @@ class DaskEngine:
 
     def recover(self, spec, token):
         """Rebuild the lost partitions on the workers left and put every partition and
-        the weights back to the checkpoint."""
+        the weights back to the checkpoint (token None: the start, set up afresh)."""
         self._live_workers()
         # the workers that answer (the scheduler may still list one that just died)
         held = self.client.run(_worker.parts_here, self.job, on_error="ignore")
@@ -504,6 +564,10 @@ class DaskEngine:
         if lost:
             self._gather([self._submit(_worker.build_task, p, self.job, p, self.sources[p],
                                        self.regression, self.names[p]) for p in lost])
+        if token is None:
+            self._synced()
+            self.setup(spec, self.ring)
+            return
         states, rows, loc = token
         self._gather([self._submit(_worker.restore_task, p, self.job, p, spec, states[p])
                       for p in self.where])
@@ -516,10 +580,15 @@ class DaskEngine:
                                                        hash=False)[0]
                 rows[j] = held[id(pl)]
             loc = {f.key: live[0] for f in held.values()}
-        self.rows, self.loc = dict(rows), dict(loc)
-        for f in self._payloads(self.rows):
-            if self.loc[f.key] not in live:
-                self.loc[f.key] = live[0]
+        # the ring changes its payloads in place: it gets copies, the checkpoint stays
+        self.rows, self.loc, fresh = {}, {}, {}
+        for j, f in rows.items():
+            if f.key not in fresh:
+                at = loc[f.key] if loc[f.key] in live else live[0]
+                fresh[f.key] = self.client.submit(_steps.copied, f, workers=[at],
+                                                  allow_other_workers=False, pure=False)
+                self.loc[fresh[f.key].key] = at
+            self.rows[j] = fresh[f.key]
 
     def peak_memory(self):
         return self.client.run(peak_rss_mb, on_error="ignore")
@@ -533,8 +602,8 @@ class DaskEngine:
             pass
 
 
-def _start(inits, n_problems, spec, ring):
-    W = initial_weights(inits, n_problems, spec["d"])
+def _start(inits, problems, spec, ring):
+    W = initial_weights(inits, problems, spec["d"])
     return start_payload(W, spec, ring)
 
 

@@ -2,8 +2,8 @@
 the same bits on either: a ring visit over one group of problems, the sums of the
 partitions' scalars (always in partition order), the combination of the weight changes
 and the step.  Payloads map a problem to its weights (and, on the ring, to its carried
-scalars); every function returns new arrays and leaves its inputs alone (a Dask worker
-may hand the same input to several tasks)."""
+scalars); every function but the ring's visit returns new arrays and leaves its inputs
+alone (a Dask worker may hand the same input to several tasks)."""
 import numpy as np
 
 from pybudget.dask._partition import CARRY_STEPS, add_into, payload_bytes, roll_ring
@@ -11,10 +11,12 @@ from pybudget.linear._dual_cd import sum_of_squares
 
 
 def ring_visit(P, rnd, payload, problems, sweeps, first, lap=0, laps=1):
-    """Partition P's visit of one group: a new payload {j: (w, carry)} for ``problems``
-    (rows of payload), after P's sweeps (or its lap-th share of one sweep); ``first``:
-    the round starts here."""
-    out = {j: (payload[j][0].copy(), payload[j][1].copy()) for j in problems}
+    """Partition P's visit of one group: the payload {j: (w, carry)} of ``problems``
+    (rows of payload) after P's sweeps (or its lap-th share of one sweep); ``first``:
+    the round starts here.  The ring owns its payloads: the arrays change in place (a
+    copy of 8 bytes a feature per problem and visit saved), so whoever keeps one for
+    later (a checkpoint) keeps a copy (``copied``)."""
+    out = {j: (owned(payload[j][0]), owned(payload[j][1])) for j in problems}
     if first:
         roll_ring(P.kind, [c for _, c in out.values()], rnd)
     for j in problems:
@@ -23,10 +25,43 @@ def ring_visit(P, rnd, payload, problems, sweeps, first, lap=0, laps=1):
     return out
 
 
+def owned(a):
+    """a, or a copy when it is read-only (as an array received may be)."""
+    return a if a.flags.writeable else a.copy()
+
+
+def copied(result):
+    """A copy of the payload of a task's result."""
+    return {j: tuple(a.copy() for a in row) if isinstance(row, tuple) else row.copy()
+            for j, row in payload_of(result).items()}
+
+
 def ring_order(start, n_parts, laps):
     """The visits of one ring round from partition ``start``: (partition, lap), every
     partition once per lap."""
     return [((start + s) % n_parts, lap) for lap in range(laps) for s in range(n_parts)]
+
+
+def check_order(start, n_parts):
+    """The partitions of a group's check pass after a ring round: backwards from where
+    the round ended (start - 1) to ``start``, where the next round begins, so that the
+    pass costs the hops of the round's own way back (none more when K = 2)."""
+    return [(start - 1 - s) % n_parts for s in range(n_parts)]
+
+
+def check_visit(P, part, carried, problems):
+    """Partition ``part``'s share of a group's check pass: (the payload, unchanged and
+    not copied, {partition: its gap scalars of each problem}) with this partition's
+    added; ``carried`` is the payload or the previous partition's result."""
+    payload, found = carried if isinstance(carried, tuple) else (carried, {})
+    found = dict(found)
+    found[part] = {j: P.check(j, weights_of(payload[j])) for j in problems}
+    return payload, found
+
+
+def payload_of(result):
+    """The payload of a ring task's result (a check pass adds its scalars)."""
+    return result[0] if isinstance(result, tuple) else result
 
 
 def weights_of(row):
@@ -73,6 +108,16 @@ def weight_stats(payloads, problems):
     return {j: (sum_of_squares(weights_of(rows[j])),
                 rows[j][1][CARRY_STEPS] if isinstance(rows[j], tuple) else 0.0)
             for j in problems}
+
+
+def found_by_partition(founds, n_parts):
+    """The check passes' {partition: scalars} of every group -> a list in partition
+    order of {problem: scalars}."""
+    per = [{} for _ in range(n_parts)]
+    for found in founds:
+        for p, scalars in found.items():
+            per[p].update(scalars)
+    return per
 
 
 def checked(per_part, stats, problems):

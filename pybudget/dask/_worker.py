@@ -39,12 +39,27 @@ def setup_task(job, part, spec):
     return _get(job, part).setup(spec)
 
 
-def ring_task(job, visits, rnd, payload, problems, sweeps, first, laps):
+def ring_task(job, visits, payload, problems, rnd, sweeps, first, laps):
     """Consecutive visits (partition, lap) of the ring to partitions on this worker."""
+    payload = _steps.payload_of(payload)
     for i, (part, lap) in enumerate(visits):
         payload = _steps.ring_visit(_get(job, part), rnd, payload, problems, sweeps,
                                     first and i == 0, lap, laps)
     return payload
+
+
+def ring_check_task(job, parts, carried, problems):
+    """Consecutive partitions on this worker of a group's check pass (_steps)."""
+    for part in parts:
+        carried = _steps.check_visit(_get(job, part), part, carried, problems)
+    return carried
+
+
+def check_found(carried, problems):
+    """What the client needs of a finished check pass: ({partition: scalars}, the
+    weights' statistics)."""
+    payload, found = carried
+    return found, _steps.weight_stats([payload], problems)
 
 
 def check_task(job, part, problems, *payloads):
