@@ -108,7 +108,11 @@ def start_payload(W, spec, ring):
 
 
 def assemble(rows, n_problems, d):
-    W = np.zeros((n_problems, d + 1))
+    """The weights of every problem (rows holds them all) as one (n_problems, d + 1)
+    array."""
+    assert len(rows) == n_problems
+    # (np.zeros, then the rows: 0.11 s for 20 x 353,592 here; np.empty: 0.01 s)
+    W = np.empty((n_problems, d + 1))
     for j, row in rows.items():
         W[j] = _steps.weights_of(row)
     return W

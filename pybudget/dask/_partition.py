@@ -243,7 +243,8 @@ class Partition:
         if self.Xk.shape[0] == 0:
             return {"loss": 0.0, "kkt": 0.0, "dual_terms": 0.0}
         terms = self.gap_terms(j)
-        out = self._sweeps(j, 0, np.array(w, dtype=np.float64, copy=True), 0, True)
+        # (the check pass only reads w; dcd_round takes it writable)
+        out = self._sweeps(j, 0, w if w.flags.writeable else w.copy(), 0, True)
         return {"loss": out["loss_sum"], "kkt": out["kkt_violation"], "dual_terms": terms}
 
     # ---- the parallel methods --------------------------------------------------------

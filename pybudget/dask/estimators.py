@@ -282,7 +282,10 @@ class _DistributedBase(SVMBase):
             return self.selection
         got = engine.scales(spec)
         scales = np.concatenate([a for a, _ in got])
-        used = np.unique(np.concatenate([c for _, c in got])).size
+        used = np.zeros(spec["d"], dtype=bool)
+        for _, columns in got:
+            used[columns] = True
+        used = int(used.sum())
         return auto_selection(scales.shape[0], used, scales)
 
     def _set_result(self, res, bias, d, classes, spec, n_parts, elapsed):
