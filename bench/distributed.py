@@ -180,6 +180,8 @@ def study_correct(a, client):
                    "dask": {"primal": p_dask, "dual": float(est.dual_objective_[0]),
                             "rel_gap": float(est.duality_gap_[0]),
                             "rounds": int(est.n_rounds_), "checks": int(est.n_checks_),
+                            "laps": int(est.laps_),
+                            "laps_log": [(e["round"], e["laps"]) for e in est.rounds_log_],
                             "kkt": float(est.kkt_violation_[0]),
                             "converged": bool(est.converged_[0]),
                             "selection": est.selection_, "score": s_dask,
@@ -204,15 +206,16 @@ def md_correct(rows, a):
              f"\"{a.engine}\", tol {a.tol:g} relative gap) against solve_linear (tol "
              f"{a.tol:g} KKT){', quick' if a.quick else ''}", "",
              "| cell | C | one-machine primal | dask primal | rel. diff | one-machine "
-             "score | dask score | diff (points) | rounds (checks) | dask gap | dask KKT "
-             "| converged | primal within 1e-4 | score within 0.1 pt |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "score | dask score | diff (points) | rounds (checks) | laps (first, last) | "
+             "dask gap | dask KKT | converged | primal within 1e-4 | score within 0.1 pt |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         L, D = r["local"], r["dask"]
         lines.append(
             f"| {r['cell']} | {r['C']:g} | {L['primal']:.8g} | {D['primal']:.8g} | "
             f"{r['primal_rel_diff']:+.2e} | {100 * L['score']:.2f} | {100 * D['score']:.2f} | "
             f"{r['score_diff_points']:+.2f} | {D['rounds']} ({D['checks']}) | "
+            f"{D['laps_log'][0][1] if D['laps_log'] else D['laps']}, {D['laps']} | "
             f"{D['rel_gap']:.2e} | {D['kkt']:.2e} | "
             f"{'yes' if D['converged'] else 'NO (max ' + str(D['max_rounds']) + ')'} | "
             f"{'met' if r['met_primal'] else 'not met'} | "
@@ -313,6 +316,7 @@ def study_rounds(a):
                         ratio = rounds / m if (m and rounds) else None
                         row = {"data": data, "C": C, "method": method, "K": K,
                                "laps": int(fits[0].laps_), "seeds": list(seeds),
+                               "laps_each": [int(e.laps_) for e in fits],
                                "selection": fits[0].selection_,
                                "local_sweeps_to_gap": m,
                                "local_sweeps_each": [x[0] for x in ms],

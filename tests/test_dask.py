@@ -17,7 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 import pybudget
 import pybudget.dask as pbd
-from pybudget.dask import _engines, _worker
+from pybudget.dask import _driver, _engines, _worker
 from pybudget.dask import estimators as E
 from pybudget.dask._partition import Partition, add_into, encode
 from pybudget.dask._sources import build_partition, row_bounds
@@ -185,6 +185,45 @@ def test_laps_share_out_one_sweep():
         pbd.LinearSVC(laps=2, local_sweeps=2, engine="threads").fit(X, y)
     with pytest.raises(ValueError, match="laps"):
         pbd.LinearSVC(laps=0, engine="threads").fit(X, y)
+
+
+def test_laps_double_when_the_gap_stalls():
+    """The driver doubles the ring's laps from round STALL_ROUNDS on, when the gap's
+    latest rate predicts more than twice the rounds run (or the gap grew), up to
+    max_laps; a fast rate leaves them."""
+    drv = _driver._Driver(1, 1, laps=2, max_laps=5)
+
+    def check(t, gap):
+        drv.t = t
+        drv.schedule(gap, 1e-4)
+
+    check(1, 0.5)
+    check(2, 0.49)                 # ~450 rounds ahead, but before round 10
+    assert drv.laps == 2
+    check(12, 0.45)                # ~1000 rounds ahead
+    assert drv.laps == 4
+    check(22, 1e-3)                # ~4 rounds ahead
+    assert drv.laps == 4
+    check(32, 2e-3)                # the gap grew
+    assert drv.laps == 5           # (capped)
+    check(42, 1.9e-3)
+    assert drv.laps == 5
+
+
+def test_auto_laps_grow_on_a_stalling_ring():
+    """With a bias, a ring of few laps stalls (bench/ring_order.py): "auto" starts at
+    one lap here (the bytes of 20,000 weights) and grows to the most (4: one per 256
+    rows), converging in a third of the rounds of one lap throughout."""
+    X, y = make_data(n=2048, d=20000, density=10 / 20000)
+    Xd, yd = chunked(X, y, 2)
+    kw = dict(loss="squared_hinge", tol=1e-5, max_iter=400, engine="threads",
+              random_state=0)
+    auto = pbd.LinearSVC(**kw).fit(Xd, yd)
+    one = pbd.LinearSVC(laps=1, **kw).fit(Xd, yd)
+    laps = [e["laps"] for e in auto.rounds_log_]
+    assert laps[0] == 1 and auto.laps_ == 4 and laps == sorted(laps)
+    assert {e["laps"] for e in one.rounds_log_} == {1} and one.laps_ == 1
+    assert auto.converged_.all() and auto.n_rounds_ < one.n_rounds_ / 2
 
 
 # ---- determinism -----------------------------------------------------------------------

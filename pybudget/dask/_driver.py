@@ -31,6 +31,7 @@ from pybudget.linear.svm import PROBLEM_OF
 
 METHODS = ("ring", "bda", "cocoa")
 MAX_CHECK_INTERVAL = 10
+STALL_ROUNDS = 10         # rounds before the ring's laps may grow (_Driver.stalled)
 MAX_RECOVERIES = 3        # lost partitions survived in one fit before giving up
 ARMIJO_SIGMA = 0.01       # sufficient increase of the backtracking search
 ARMIJO_TRIALS = 30
@@ -58,6 +59,7 @@ class FitResult:
     bytes_sent: dict
     n_checks: int
     recoveries: int
+    laps: int = 1                 # the ring's laps in its last round
     log: list = field(default_factory=list)
     steps: list = field(default_factory=list)      # (round, {problem: eta}) of bda
 
@@ -65,8 +67,9 @@ class FitResult:
 class _Driver:
     """The driver's own state: what a checkpoint must restore besides the partitions."""
 
-    def __init__(self, n_problems, first_check):
+    def __init__(self, n_problems, first_check, laps=1, max_laps=1):
         self.t = 0
+        self.laps, self.max_laps = laps, max(laps, max_laps)
         self.active = list(range(n_problems))
         self.next_check = first_check
         self.history = []            # (round, largest relative gap) of each check
@@ -85,7 +88,19 @@ class _Driver:
                 rate = math.log(gmax / g0) / (self.t - t0)
                 ahead = math.log(tol / gmax) / rate
                 interval = int(min(max(math.floor(ahead), 1), MAX_CHECK_INTERVAL))
+                self.stalled(ahead)
+            elif gmax >= g0 > tol:
+                self.stalled(math.inf)
         self.next_check = self.t + interval
+
+    def stalled(self, ahead):
+        """Double the ring's laps (up to max_laps) when, from round STALL_ROUNDS on, the
+        gap's latest rate predicts more rounds to tol than twice those run: the ring's
+        block order stalls so with a bias feature (its constant column couples every
+        dual variable; bench/ring_order.py), and finer laps restore the progress.  The
+        decision uses the gaps alone: the same bits on any number of workers."""
+        if self.t >= STALL_ROUNDS and ahead > 2 * self.t and self.laps < self.max_laps:
+            self.laps = min(2 * self.laps, self.max_laps)
 
 
 def gap_of(w2, loss, terms, kkt):
@@ -148,8 +163,9 @@ def armijo(engine, small, problems):
 
 
 def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpoint_every,
-        laps=1, callback=None):
-    """Run ``method`` on the engine's partitions (built already); returns a FitResult."""
+        laps=1, max_laps=1, callback=None):
+    """Run ``method`` on the engine's partitions (built already); returns a FitResult.
+    The ring starts with ``laps`` laps a round and may go up to ``max_laps``."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     ring = method == "ring"
@@ -158,7 +174,7 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
     exact = exact_search(spec["loss"], spec.get("epsilon", 0.0))
     # the ring checks after a round (its first check after round 1); the parallel methods
     # check in the pass that starts a round
-    drv = _Driver(n_problems, 1 if ring else 0)
+    drv = _Driver(n_problems, 1 if ring else 0, laps, max_laps)
     # the first checkpoint is the start itself: a recovery to it sets up afresh
     ckpt = (copy.deepcopy(drv), None)
     recoveries = 0
@@ -178,7 +194,8 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
             else:
                 still.append(j)
         entry = {"round": drv.t, "gap": max(gaps.values()), "active": len(still),
-                 "elapsed": time.perf_counter() - t_start, "bytes": dict(engine.bytes)}
+                 "elapsed": time.perf_counter() - t_start, "bytes": dict(engine.bytes),
+                 "laps": drv.laps}
         log.append(entry)
         if callback is not None:
             callback(entry)
@@ -198,7 +215,7 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
                     drv.active = still
                     if not drv.active:
                         break
-                engine.ring_round(drv.t, ring_groups(drv.active, K), sweeps, laps)
+                engine.ring_round(drv.t, ring_groups(drv.active, K), sweeps, drv.laps)
             else:
                 check = drv.t >= drv.next_check
                 small = engine.propose(drv.t, drv.active, sweeps, check)
@@ -257,4 +274,4 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
     return FitResult(W=W, n_rounds=int(rounds.max()), gap=gap, primal=primal, dual=dual,
                      kkt=kkt, converged=gap <= tol, n_steps=int(drv.n_steps),
                      bytes_sent=dict(engine.bytes), n_checks=drv.n_checks,
-                     recoveries=recoveries, log=log, steps=drv.etas)
+                     recoveries=recoveries, laps=drv.laps, log=log, steps=drv.etas)

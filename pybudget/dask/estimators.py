@@ -195,15 +195,16 @@ class _DistributedBase(SVMBase):
                            f"{e['bytes']['client']}, between workers {e['bytes']['workers']}"
                            f", worker peak memory [{peaks}] MiB", time.perf_counter() - t0)
 
-            laps = self._laps(method, sweeps, summ, n_problems, d, movable=not _is_dask(X))
+            laps, max_laps = self._laps(method, sweeps, summ, n_problems, d,
+                                        movable=not _is_dask(X))
             res = run(engine, spec, n_problems, d, method=method, tol=tol,
                       max_rounds=max_iter, sweeps=sweeps, checkpoint_every=ckpt,
-                      laps=laps, callback=progress)
+                      laps=laps, max_laps=max_laps, callback=progress)
             peaks = engine.peak_memory()
         finally:
             engine.close()
         self.method_ = method
-        self.laps_ = laps
+        self.laps_ = res.laps
         self._set_result(res, bias, d, classes, spec, len(srcs), time.perf_counter() - t0)
         self.worker_peak_memory_ = peaks
         if not res.converged.all():
@@ -213,37 +214,39 @@ class _DistributedBase(SVMBase):
         return self
 
     def _laps(self, method, sweeps, summ, n_problems, d, movable):
-        """Laps of a ring round.  "auto" (with one local sweep): enough laps for at least
-        MIN_SEGMENTS visits a round, at least one per partition, and at most one per
-        MIN_VISIT_ROWS rows of the smallest partition; unless the rows are
-        small and ``movable`` (not a Dask array's, whose chunks stay where they are: CSR
-        bytes at most ``_sources.SMALL_BYTES``, placed on one worker), only as long as
-        the weights moved in a round (a hop per visit at most) stay within the bytes a
-        sweep reads (12 per non-zero).  Decided from the data alone, never from the
-        cluster: the same bits on any number of workers.
+        """(laps of the ring's first round, the most it may grow to).  "auto" (with one
+        local sweep): enough laps for at least MIN_SEGMENTS visits a round, at least one
+        per partition, and at most one per MIN_VISIT_ROWS rows of the smallest
+        partition; unless the rows are small and ``movable`` (not a Dask array's, whose
+        chunks stay where they are: CSR bytes at most ``_sources.SMALL_BYTES``, placed
+        on one worker), only as long as the weights moved in a round (a hop per visit at
+        most) stay within the bytes a sweep reads (12 per non-zero).  From there the
+        driver doubles them when the gap stalls (``_driver._Driver.stalled``), up to one
+        lap per MIN_VISIT_ROWS rows of the smallest partition.  Decided from the data
+        and the gaps alone, never from the cluster: the same bits on any number of
+        workers.
 
         A ring whose partitions sweep all their rows in one visit needs several times
         the rounds one machine needs sweeps, shuffled rows or not, and the finer the
         visits the closer it gets (ijcnn1, hinge, C = 1, 2 partitions, 2/4/8/16 laps:
         155/95/70/51 rounds against 35-49 sweeps; debian-lib, C = 10, 2 partitions,
         32 and 64 visits: 140 and 100 rounds against 56-65; docs/benchmarks.md,
-        section 10)."""
-        if method != "ring":
-            return 1
+        section 10); with a bias feature the block order can stall altogether
+        (bench/ring_order.py)."""
+        if method != "ring" or sweeps > 1:
+            return 1, 1
         if self.laps != "auto":
-            return int(self.laps)
+            return int(self.laps), int(self.laps)
         K = len(summ)
-        if sweeps > 1:
-            return 1
-        want = max(K, -(-MIN_SEGMENTS // K))
         # a visit of a few rows costs more in calls than it computes
-        want = min(want, max(1, min(s["n"] for s in summ if s["n"]) // MIN_VISIT_ROWS))
+        most = max(1, min(s["n"] for s in summ if s["n"]) // MIN_VISIT_ROWS)
+        want = min(max(K, -(-MIN_SEGMENTS // K)), most)
         nnz = sum(s["nnz"] for s in summ)
         if movable and 12 * nnz + 4 * sum(s["n"] for s in summ) <= SMALL_BYTES:
-            return want
+            return want, most
         group = -(-n_problems // min(n_problems, K))       # problems travelling together
         fits = (12 * nnz) // (K * 8 * (d + 1) * group)
-        return int(max(1, min(want, fits)))
+        return int(max(1, min(want, fits))), most
 
     def _spec(self, summ, C, bias, seed, X):
         d = max(s["d"] for s in summ)
@@ -396,9 +399,10 @@ _COMMON_DOC = """
     laps : int or "auto", default="auto"
         The ring only: each round goes round the partitions ``laps`` times, and a visit
         runs its partition's next share of one sweep (with ``local_sweeps=1``).  More
-        laps, fewer rounds and more hops between workers per round; "auto" aims at 64
+        laps, fewer rounds and more hops between workers per round; "auto" starts at 64
         visits a round, at least one lap per partition, unless the weights moved would
-        exceed the bytes a sweep reads (``laps_``; see the user guide).
+        exceed the bytes a sweep reads, and doubles the laps when the gap stalls
+        (``laps_``: the last round's; see the user guide).
     checkpoint_every : int, default=10
         Rounds between checkpoints of the partitions' duals (0: only the start).  A lost
         worker costs at most this many rounds, replayed to the same bits.
