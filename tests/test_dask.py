@@ -294,6 +294,19 @@ def test_small_data_is_placed_on_one_worker(client, monkeypatch):
     assert spread.bytes_sent_["workers"] > small.bytes_sent_["workers"]
 
 
+def test_dask_array_partitions_are_built_where_their_chunks_live(client, monkeypatch):
+    X, y = make_data(n=800)
+    Xd, yd = chunked(X, y, 4)
+    Xd, yd = client.persist([Xd, yd])
+    distributed.wait([Xd, yd])
+    who = client.who_has(Xd)
+    # (Dask spreads them: homes alternate here, where the spread rule would give runs)
+    homes = [sorted(who[key])[0] for (key,) in Xd.__dask_keys__()]
+    monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
+    pbd.LinearSVC(C=0.1, tol=1e-2, random_state=0, client=client).fit(Xd, yd)
+    assert [PlacementEngine.seen[p] for p in range(4)] == homes
+
+
 def test_same_bits_with_one_two_three_workers_and_run_to_run():
     X, y = make_data(n=1000)
     coefs = []

@@ -137,7 +137,6 @@ class _DistributedBase(SVMBase):
                 raise ValueError(f"X has {n} rows but {name} has {v.shape[0]}")
             pieces[name] = dask_pieces(v, P, n)
         flat = [blk for key in pieces for part in pieces[key] for blk in part]
-        locality = None
         if engine == "dask":
             client = _client(self.client)
             futs = client.compute(flat)
@@ -150,10 +149,10 @@ class _DistributedBase(SVMBase):
             import dask
             done = iter(dask.compute(*flat, scheduler="sync"))
         got = {key: [[next(done) for _ in part] for part in pieces[key]] for key in pieces}
-        if engine == "dask":
-            first = [got["X"][p][0] if got["X"][p] else None for p in range(P)]
-            locality = [sorted(who.get(f.key, ()))[0] if f is not None and who.get(f.key)
-                        else None for f in first]
+        # a partition is built where its first X chunk lives
+        locality = None if engine != "dask" else [
+            sorted(who[part[0].key])[0] if part and who.get(part[0].key) else None
+            for part in got["X"]]
         srcs = [("pieces", got["X"][p], got["y"][p],
                  got["sw"][p] if "sw" in got else None, d) for p in range(P)]
         bounds = np.concatenate([[0], np.cumsum(X.chunks[0])])
