@@ -254,13 +254,13 @@ class DaskEngine:
                                    f"{self.grace:g} s; the fit is abandoned")
             time.sleep(POLL_SECONDS)
 
-    def _submit(self, fn, part, *args, track=True, priority=0):
+    def _submit(self, fn, part, *args, track=True):
         """A task pinned to the partition's worker; ``track``: later tasks on the
         partition that must follow it get it as an argument (holding a future keeps its
         result in the worker's memory, so ring visits, ordered by their payloads, are
         not tracked)."""
         fut = self.client.submit(fn, *args, workers=[self.where[part]],
-                                 allow_other_workers=False, pure=False, priority=priority)
+                                 allow_other_workers=False, pure=False)
         if track:
             self.after.setdefault(part, []).append(fut)
         return fut
@@ -392,18 +392,16 @@ class DaskEngine:
         return runs
 
     def _travel(self, problems, visits, part, task, args):
-        """A group's payload through runs of visits, one task per run with the extra
-        arguments args(run number) (no ordering
-        behind other groups' tasks: they touch other problems); returns the last."""
+        """A group's payload through runs of visits, one task per run, with the extra
+        arguments args(run number), not ordered behind other groups' tasks (they touch
+        other problems); returns the last task's future."""
         fut = self.rows[problems[0]]
         at = self.loc[fut.key]
         for i, run in enumerate(self._runs(visits, part)):
             here = self.where[part(run[0])]
             self._moved(len(problems) * self.row_bytes, at, here)
-            # (of two groups' visits ready on a worker, the one earlier in its way
-            # first: its next worker is waiting for it)
             fut = self._submit(task, part(run[0]), self.job, run, fut, problems,
-                               *args(i), track=False, priority=-i)
+                               *args(i), track=False)
             at = here
         self.loc[fut.key] = at
         for j in problems:
