@@ -198,7 +198,7 @@ def test_laps_double_when_the_gap_stalls():
         drv.schedule(gap, 1e-4)
 
     check(1, 0.5)
-    check(2, 0.49)                 # ~450 rounds ahead, but before round 10
+    check(2, 0.49)                 # ~420 rounds ahead, but before round 10
     assert drv.laps == 2
     check(12, 0.45)                # ~1000 rounds ahead
     assert drv.laps == 4
