@@ -432,12 +432,25 @@ class DaskEngine:
         problems = [j for _, group in groups for j in group]
         return _steps.checked(per, stats, problems)
 
-    def _payloads(self, problems):
-        """The distinct payload futures holding these problems' weights."""
+    def _payloads(self, problems, rows=None):
+        """The distinct payload futures holding these problems' weights (in ``rows``,
+        the engine's by default)."""
+        rows = self.rows if rows is None else rows
         seen = {}
         for j in problems:
-            seen.setdefault(self.rows[j].key, self.rows[j])
+            seen.setdefault(rows[j].key, rows[j])
         return list(seen.values())
+
+    def _copies(self, rows, loc):
+        """(rows, loc) of copies of the payloads, each made where its payload is (at
+        loc[key]): the ring changes its payloads in place, so a checkpoint keeps copies
+        and a recovery hands the ring copies of the checkpoint."""
+        fresh, new_loc = {}, {}
+        for f in self._payloads(rows, rows):
+            fresh[f.key] = self.client.submit(_steps.copied, f, workers=[loc[f.key]],
+                                              allow_other_workers=False, pure=False)
+            new_loc[fresh[f.key].key] = loc[f.key]
+        return {j: fresh[f.key] for j, f in rows.items()}, new_loc
 
     def _spread(self, futs, to):
         """Count the bytes of payloads fetched by the workers ``to`` (once per worker)."""
@@ -509,14 +522,8 @@ class DaskEngine:
         """Each partition's duals and the weights, as task results kept on two workers
         (the partition's own and a copy on a peer), never through the client."""
         n_problems = len(self.rows)
-        # copies (the ring changes its payloads in place), where the payloads are
-        pls, rows, loc = [], {}, {}
-        for f in self._payloads(range(n_problems)):
-            at = self.loc[f.key]
-            pls.append(self.client.submit(_steps.copied, f, workers=[at],
-                                          allow_other_workers=False, pure=False))
-            loc[pls[-1].key] = at
-            rows.update({j: pls[-1] for j in self.rows if self.rows[j].key == f.key})
+        rows, loc = self._copies(self.rows, self.loc)
+        pls = self._payloads(range(n_problems), rows)
         # after the ring's visits: small tokens where the payloads are, not the payloads
         done = [self.client.submit(_barrier, f, workers=[loc[f.key]], pure=False)
                 for f in pls]
@@ -582,15 +589,9 @@ class DaskEngine:
                                                        hash=False)[0]
                 rows[j] = held[id(pl)]
             loc = {f.key: live[0] for f in held.values()}
-        # the ring changes its payloads in place: it gets copies, the checkpoint stays
-        self.rows, self.loc, fresh = {}, {}, {}
-        for j, f in rows.items():
-            if f.key not in fresh:
-                at = loc[f.key] if loc[f.key] in live else live[0]
-                fresh[f.key] = self.client.submit(_steps.copied, f, workers=[at],
-                                                  allow_other_workers=False, pure=False)
-                self.loc[fresh[f.key].key] = at
-            self.rows[j] = fresh[f.key]
+        # the ring gets copies, the checkpoint stays (a second loss restores it again)
+        self.rows, self.loc = self._copies(rows, {k: a if a in live else live[0]
+                                                  for k, a in loc.items()})
 
     def peak_memory(self):
         return self.client.run(peak_rss_mb, on_error="ignore")
