@@ -16,9 +16,11 @@ The stopping rule is the relative duality gap (P(w) - D(alpha)) / P(w) <= tol, f
 partitions' check pass; a check at round t certifies the weights after t rounds, and a
 problem that passes keeps them.  Checks are scheduled from the gap's recent rate of
 decrease (at least every MAX_CHECK_INTERVAL rounds), since a check pass costs about half
-a sweep.  Checkpoints are taken every ``checkpoint_every`` rounds, on the workers; after a
-lost partition the engine rebuilds it and the fit replays from the last checkpoint, which
-gives the same bits as a run without the loss.
+a sweep.  On the ring the round after a check is submitted with it, and the workers
+leave out the problems it passed (``_steps.still_open``), so the ring never waits for
+the client.  Checkpoints are taken every ``checkpoint_every`` rounds, on the workers;
+after a lost partition the engine rebuilds it and the fit replays from the last
+checkpoint, which gives the same bits as a run without the loss.
 """
 import copy
 import math
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pybudget.dask._steps import gap_of
 from pybudget.linear.svm import PROBLEM_OF
 
 METHODS = ("ring", "bda", "cocoa")
@@ -101,15 +104,6 @@ class _Driver:
         decision uses the gaps alone: the same bits on any number of workers."""
         if self.t >= STALL_ROUNDS and ahead > 2 * self.t and self.laps < self.max_laps:
             self.laps = min(2 * self.laps, self.max_laps)
-
-
-def gap_of(w2, loss, terms, kkt):
-    """(relative gap, primal, dual, kkt) of one problem from |w|^2 and its partitions'
-    summed check scalars."""
-    primal = 0.5 * w2 + loss
-    dual = terms - 0.5 * w2
-    gap = (primal - dual) / abs(primal) if primal != 0 else 0.0
-    return gap, primal, dual, kkt
 
 
 def ring_groups(active, n_parts):
@@ -207,14 +201,19 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
         try:
             if want_state and ckpt[0].t != drv.t:
                 ckpt = (copy.deepcopy(drv), engine.snapshot())
-            if ring:
-                if drv.t >= drv.next_check:
-                    sums = engine.ring_check(ring_groups(drv.active, K))
-                    still = check_now(sums)
-                    drv.n_steps += sum(sums[j][4] for j in drv.active if j not in still)
-                    drv.active = still
-                    if not drv.active:
-                        break
+            if ring and drv.t >= drv.next_check:
+                # the check pass and this round together: the round visits the
+                # problems that the check leaves open (decided on the workers, from the
+                # same sums as here), so the ring does not wait for the client; the
+                # laps doubled by this check apply from the next round
+                sums = engine.ring_round(drv.t, ring_groups(drv.active, K), sweeps,
+                                         drv.laps, tol)
+                still = check_now(sums)
+                drv.n_steps += sum(sums[j][4] for j in drv.active if j not in still)
+                drv.active = still
+                if not drv.active:
+                    break
+            elif ring:
                 engine.ring_round(drv.t, ring_groups(drv.active, K), sweeps, drv.laps)
             else:
                 check = drv.t >= drv.next_check

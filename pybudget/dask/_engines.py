@@ -54,8 +54,10 @@ class Engine(Protocol):
     def setup(self, spec, ring: bool) -> None:
         """Every problem's local state and its initial weights (as ring payloads)."""
 
-    def ring_round(self, rnd, groups, sweeps, laps) -> None:
-        """One ring round of each group (start partition, problems): ``laps`` laps."""
+    def ring_round(self, rnd, groups, sweeps, laps, tol=None) -> dict | None:
+        """One ring round of each group (start partition, problems): ``laps`` laps.
+        With ``tol``: after a check pass (``ring_check``, whose result it returns), of
+        the problems whose gap is above tol."""
 
     def check(self, problems) -> dict:
         """{j: (loss, dual terms, kkt, |w|^2, ring steps)} at the current weights."""
@@ -141,8 +143,13 @@ class ThreadsEngine:
     def _map(self, fn, args):
         return map_threads(fn, args, self.n_threads)
 
-    def ring_round(self, rnd, groups, sweeps, laps):
+    def ring_round(self, rnd, groups, sweeps, laps, tol=None):
         K = len(self.parts)
+        sums = None
+        if tol is not None:
+            sums = self.ring_check(groups)
+            done = _steps.passed(sums, tol)
+            groups = [(s, [j for j in g if j not in done]) for s, g in groups]
 
         def travel(start, problems):
             pl = {j: self.rows[j] for j in problems}
@@ -151,8 +158,9 @@ class ThreadsEngine:
                                        lap, laps)
             return pl
 
-        for pl in self._map(travel, groups):
+        for pl in self._map(travel, [g for g in groups if g[1]]):
             self.rows.update(pl)
+        return sums
 
     def check(self, problems):
         per = self._map(lambda P: _steps.check_partition(P, [self.rows], problems),
@@ -165,7 +173,7 @@ class ThreadsEngine:
         def travel(start, problems):
             carried = {j: self.rows[j] for j in problems}
             for p in _steps.check_order(start, K):
-                carried = _steps.check_visit(self.parts[p], p, carried, problems)
+                carried = _steps.check_visit(self.parts[p], p, carried, problems, K)
             return carried[1]
 
         per = _steps.found_by_partition(self._map(travel, groups), K)
@@ -394,11 +402,13 @@ class DaskEngine:
     def _travel(self, problems, visits, part, task, args):
         """A group's payload through runs of visits, one task per run, with the extra
         arguments args(run number), not ordered behind other groups' tasks (they touch
-        other problems); returns the last task's future."""
+        other problems); returns the last task's future and the hops between workers."""
         fut = self.rows[problems[0]]
         at = self.loc[fut.key]
+        hops = 0
         for i, run in enumerate(self._runs(visits, part)):
             here = self.where[part(run[0])]
+            hops += at != here
             self._moved(len(problems) * self.row_bytes, at, here)
             fut = self._submit(task, part(run[0]), self.job, run, fut, problems,
                                *args(i), track=False)
@@ -406,26 +416,51 @@ class DaskEngine:
         self.loc[fut.key] = at
         for j in problems:
             self.rows[j] = fut
-        return fut
+        return fut, hops
 
-    def ring_round(self, rnd, groups, sweeps, laps):
+    def ring_round(self, rnd, groups, sweeps, laps, tol=None):
         K = len(self.where)
+        checks = self._check_pass(groups) if tol is not None else None
+        hops = []
         for start, problems in groups:
-            self._travel(problems, _steps.ring_order(start, K, laps), operator.itemgetter(0),
-                         _worker.ring_task, lambda i: (rnd, sweeps, i == 0, laps))
+            hops.append(self._travel(
+                problems, _steps.ring_order(start, K, laps), operator.itemgetter(0),
+                _worker.ring_task, lambda i: (rnd, sweeps, i == 0, laps,
+                                              tol if i == 0 else None))[1])
+        if checks is None:
+            return None
+        sums = self._check_sums(checks, groups)
+        done = _steps.passed(sums, tol)
+        for (fut, _), (_, problems), n in zip(checks, groups, hops):
+            # the passed problems stayed behind, in the check pass's result
+            finished = [j for j in problems if j in done]
+            for j in finished:
+                self.rows[j] = fut
+            self.bytes["workers"] -= len(finished) * self.row_bytes * n
+        return sums
 
     def ring_check(self, groups):
+        return self._check_sums(self._check_pass(groups), groups)
+
+    def _check_pass(self, groups):
+        """Each group's check pass (``_steps.check_order``): [(its last future, the
+        future of what the client needs of it)]."""
         K = len(self.where)
-        smalls = []
+        out = []
         for start, problems in groups:
             fut = self._travel(problems, _steps.check_order(start, K), lambda p: p,
-                               _worker.ring_check_task, lambda i: ())
-            smalls.append(self.client.submit(_worker.check_found, fut, problems,
-                                             workers=[self.loc[fut.key]],
-                                             allow_other_workers=False, pure=False))
-        got = self._gather(smalls)
+                               _worker.ring_check_task, lambda i: (K,))[0]
+            out.append((fut, self.client.submit(_worker.check_found, fut,
+                                                workers=[self.loc[fut.key]],
+                                                allow_other_workers=False, pure=False)))
+        return out
+
+    def _check_sums(self, checks, groups):
+        """The check result ({j: (loss, dual terms, kkt, |w|^2, ring steps)}) of the
+        passes."""
+        got = self._gather([small for _, small in checks])
         self._synced()
-        per = _steps.found_by_partition([found for found, _ in got], K)
+        per = _steps.found_by_partition([found for found, _ in got], len(self.where))
         stats = {}
         for _, st in got:
             stats.update(st)
@@ -447,10 +482,17 @@ class DaskEngine:
         and a recovery hands the ring copies of the checkpoint."""
         fresh, new_loc = {}, {}
         for f in self._payloads(rows, rows):
-            fresh[f.key] = self.client.submit(_steps.copied, f, workers=[loc[f.key]],
+            fresh[f.key] = self.client.submit(_steps.copied, f, self._held(f, rows),
+                                              workers=[loc[f.key]],
                                               allow_other_workers=False, pure=False)
             new_loc[fresh[f.key].key] = loc[f.key]
         return {j: fresh[f.key] for j, f in rows.items()}, new_loc
+
+    @staticmethod
+    def _held(fut, rows):
+        """The problems whose weights ``rows`` keeps in the payload of fut (a check
+        pass's result keeps those it passed; the others went on)."""
+        return [j for j, f in rows.items() if f.key == fut.key]
 
     def _spread(self, futs, to):
         """Count the bytes of payloads fetched by the workers ``to`` (once per worker)."""
@@ -507,14 +549,11 @@ class DaskEngine:
         self.combined = None
 
     def weights(self, n_problems, d):
-        pls = self._payloads(range(n_problems))
-        got = [_steps.payload_of(pl) for pl in self._gather(pls)]
+        got = self._gather([self.client.submit(_rows_of, f, self._held(f, self.rows),
+                                               workers=[self.loc[f.key]], pure=False)
+                            for f in self._payloads(range(n_problems))])
         self._synced()
-        rows = {}
-        for f, pl in zip(pls, got):
-            for j, row in pl.items():
-                if self.rows[j].key == f.key:
-                    rows[j] = row
+        rows = _steps.merged(got)
         self.bytes["client"] += sum(_steps.payload_nbytes(pl) for pl in got)
         return assemble(rows, n_problems, d)
 
@@ -612,6 +651,11 @@ def _start(inits, problems, spec, ring):
 
 def _weight_stats(problems, *payloads):
     return _steps.weight_stats(payloads, problems)
+
+
+def _rows_of(result, problems):
+    payload = _steps.payload_of(result)
+    return {j: payload[j] for j in problems}
 
 
 def _barrier(payload):

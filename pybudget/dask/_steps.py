@@ -25,15 +25,40 @@ def ring_visit(P, rnd, payload, problems, sweeps, first, lap=0, laps=1):
     return out
 
 
+def still_open(carried, tol):
+    """The payload of a finished check pass without the problems whose gap passed tol:
+    the round that follows the check on the workers visits the others only, as the
+    driver decides from the same sums (so the client need not answer in between)."""
+    payload, found, stats = carried
+    sums = checked(found_by_partition([found], len(found)), stats, list(payload))
+    done = passed(sums, tol)
+    return {j: row for j, row in payload.items() if j not in done}
+
+
+def gap_of(w2, loss, terms, kkt):
+    """(relative gap, primal, dual, kkt) of one problem from |w|^2 and its partitions'
+    summed check scalars."""
+    primal = 0.5 * w2 + loss
+    dual = terms - 0.5 * w2
+    gap = (primal - dual) / abs(primal) if primal != 0 else 0.0
+    return gap, primal, dual, kkt
+
+
+def passed(sums, tol):
+    """The problems of a check result whose relative gap is at most tol."""
+    return {j for j, s in sums.items() if gap_of(s[3], *s[:3])[0] <= tol}
+
+
 def owned(a):
     """a, or a copy when it is read-only (as an array received may be)."""
     return a if a.flags.writeable else a.copy()
 
 
-def copied(result):
-    """A copy of the payload of a task's result."""
-    return {j: tuple(a.copy() for a in row) if isinstance(row, tuple) else row.copy()
-            for j, row in payload_of(result).items()}
+def copied(result, problems):
+    """A copy of the rows of ``problems`` in the payload of a task's result."""
+    payload = payload_of(result)
+    return {j: tuple(a.copy() for a in payload[j]) if isinstance(payload[j], tuple)
+            else payload[j].copy() for j in problems}
 
 
 def ring_order(start, n_parts, laps):
@@ -49,14 +74,16 @@ def check_order(start, n_parts):
     return [(start - 1 - s) % n_parts for s in range(n_parts)]
 
 
-def check_visit(P, part, carried, problems):
+def check_visit(P, part, carried, problems, n_parts):
     """Partition ``part``'s share of a group's check pass: (the payload, unchanged and
-    not copied, {partition: its gap scalars of each problem}) with this partition's
-    added; ``carried`` is the payload or the previous partition's result."""
-    payload, found = carried if isinstance(carried, tuple) else (carried, {})
+    not copied, {partition: its gap scalars of each problem}, and once all n_parts
+    partitions are in, the weights' statistics) with this partition's added;
+    ``carried`` is the payload or the previous partition's result."""
+    payload, found, _ = carried if isinstance(carried, tuple) else (carried, {}, None)
     found = dict(found)
     found[part] = {j: P.check(j, weights_of(payload[j])) for j in problems}
-    return payload, found
+    stats = weight_stats([payload], problems) if len(found) == n_parts else None
+    return payload, found, stats
 
 
 def payload_of(result):

@@ -39,27 +39,30 @@ def setup_task(job, part, spec):
     return _get(job, part).setup(spec)
 
 
-def ring_task(job, visits, payload, problems, rnd, sweeps, first, laps):
-    """Consecutive visits (partition, lap) of the ring to partitions on this worker."""
-    payload = _steps.payload_of(payload)
+def ring_task(job, visits, payload, problems, rnd, sweeps, first, laps, tol=None):
+    """Consecutive visits (partition, lap) of the ring to partitions on this worker;
+    ``tol``: the payload comes from a check pass, whose passed problems stay behind."""
+    payload = (_steps.payload_of(payload) if tol is None
+               else _steps.still_open(payload, tol))
+    problems = [j for j in problems if j in payload]
     for i, (part, lap) in enumerate(visits):
         payload = _steps.ring_visit(_get(job, part), rnd, payload, problems, sweeps,
                                     first and i == 0, lap, laps)
     return payload
 
 
-def ring_check_task(job, parts, carried, problems):
+def ring_check_task(job, parts, carried, problems, n_parts):
     """Consecutive partitions on this worker of a group's check pass (_steps)."""
     for part in parts:
-        carried = _steps.check_visit(_get(job, part), part, carried, problems)
+        carried = _steps.check_visit(_get(job, part), part, carried, problems, n_parts)
     return carried
 
 
-def check_found(carried, problems):
+def check_found(carried):
     """What the client needs of a finished check pass: ({partition: scalars}, the
-    weights' statistics)."""
-    payload, found = carried
-    return found, _steps.weight_stats([payload], problems)
+    weights' statistics), both computed by the pass (the round after it may already
+    change the weights in place)."""
+    return carried[1], carried[2]
 
 
 def check_task(job, part, problems, *payloads):
