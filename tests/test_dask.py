@@ -17,7 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 import pybudget
 import pybudget.dask as pbd
-from pybudget.dask import _driver, _engines, _worker
+from pybudget.dask import _driver, _engines, _steps, _worker
 from pybudget.dask import estimators as E
 from pybudget.dask._partition import Partition, add_into, encode
 from pybudget.dask._sources import build_partition, row_bounds
@@ -49,8 +49,8 @@ def chunked(X, y, parts):
 
 
 def held(client):
-    """Partitions of every job still registered on the workers."""
-    return client.run(lambda: len(_worker.REGISTRY))
+    """Partitions and weight replicas of every job still registered on the workers."""
+    return client.run(lambda: len(_worker.REGISTRY) + len(_worker.REPLICAS))
 
 
 # ---- the local solver and the driver --------------------------------------------------
@@ -315,6 +315,52 @@ def test_small_data_is_placed_on_one_worker(client, monkeypatch):
     assert spread.bytes_sent_["workers"] > small.bytes_sent_["workers"]
 
 
+def test_changes_rebuild_every_replica_bit_for_bit():
+    """The sparse hops' rule (_steps.Changes) on three replicas in a ring: each receiver,
+    whatever run its replica is at, gets the weights bit for bit (a zero's sign too);
+    the change-sets go as a base (the weights) once they would take as many bytes."""
+    rng = np.random.default_rng(0)
+    d, workers = 500, 3
+    w = rng.normal(size=d)
+    reps = [w.copy() for _ in range(workers)]
+    seen = [0] * workers
+    sent, run, bases = _steps.Changes(), 0, 0
+    for hop in range(60):
+        at = hop % workers
+        sent.apply(reps[at], seen[at])
+        np.testing.assert_array_equal(reps[at].view(np.int64), w.view(np.int64))
+        run += 1
+        before = reps[at].copy()
+        k = 400 if hop % 10 == 9 else 5      # now and then most entries change
+        idx = rng.choice(d, k, replace=False)
+        reps[at][idx] = np.where(rng.random(k) < 0.1, -0.0, rng.normal(size=k))
+        w = reps[at].copy()
+        seen[at] = run
+        keep = min(seen[q] for q in range(workers) if q != at)
+        sent = sent.sent_on(reps[at], run, keep, (_steps.change_set(run, before, w),))
+        assert sent.nbytes < w.nbytes + 12 * 2 * 5 * workers
+        bases += sent.base is not None and sent.base_run == run
+    assert 4 <= bases <= 8
+
+
+def test_spread_ring_with_laps_sends_changes(client, monkeypatch):
+    """Spread over the workers with several laps a round, a visit changes a share of
+    the weights and the ring sends the changes: the same bits as the threads engine
+    and as sending the weights, in a fraction of the bytes."""
+    X, y = make_data(n=2000, d=20000, density=10 / 20000, classes=3)
+    monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)
+    kw = dict(C=1.0, tol=1e-3, random_state=0, laps=4, max_iter=300)
+    sparse = pbd.LinearSVC(client=client, **kw).fit(*chunked(X, y, 4))
+    ref = pbd.LinearSVC(engine="threads", **kw).fit(*chunked(X, y, 4))
+    monkeypatch.setattr(_engines.DaskEngine, "_seed", lambda self, groups: None)
+    dense = pbd.LinearSVC(client=client, **kw).fit(*chunked(X, y, 4))
+    for m in (sparse, dense):
+        np.testing.assert_array_equal(m.coef_, ref.coef_)
+        np.testing.assert_array_equal(m.intercept_, ref.intercept_)
+    assert sparse.bytes_sent_["workers"] < dense.bytes_sent_["workers"] / 3
+    assert held(client) == {w: 0 for w in held(client)}
+
+
 def test_dask_array_partitions_are_built_where_their_chunks_live(client, monkeypatch):
     X, y = make_data(n=800)
     Xd, yd = chunked(X, y, 4)
@@ -391,6 +437,24 @@ def test_killed_worker_mid_fit_replays_to_the_same_bits(nanny_client, monkeypatc
     KillingEngine.kills = 0
     m = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, client=nanny_client,
                       checkpoint_every=4).fit(Xd, yd)
+    assert KillingEngine.kills == 1 and m.recoveries_ >= 1
+    np.testing.assert_array_equal(m.coef_, ref.coef_)
+    np.testing.assert_array_equal(m.duality_gap_, ref.duality_gap_)
+
+
+def test_killed_worker_with_sparse_hops_replays_to_the_same_bits(nanny_client, monkeypatch):
+    """Spread partitions, 4 laps: the ring sends changes against replicas, so the
+    checkpoint's copies of the weights are read from the replicas, which the loss
+    leaves stale or gone; the replay from the copies gives the same bits."""
+    X, y = make_data(n=1500, d=5000, density=10 / 5000, seed=11)
+    Xd, yd = chunked(X, y, 4)
+    kw = dict(C=0.1, tol=1e-3, random_state=0, checkpoint_every=4, laps=4)
+    ref = pbd.LinearSVC(engine="threads", **kw).fit(Xd, yd)
+    assert ref.converged_.all() and ref.n_rounds_ > KillingEngine.at + 2
+    monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)
+    monkeypatch.setattr(E, "DaskEngine", KillingEngine)
+    KillingEngine.kills = 0
+    m = pbd.LinearSVC(client=nanny_client, **kw).fit(Xd, yd)
     assert KillingEngine.kills == 1 and m.recoveries_ >= 1
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     np.testing.assert_array_equal(m.duality_gap_, ref.duality_gap_)

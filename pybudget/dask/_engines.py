@@ -246,6 +246,7 @@ class DaskEngine:
         self.after = {}          # partition -> futures of its tasks not yet waited for
         self.rows = {}           # problem -> future of the payload holding its weights
         self.row_bytes = 0
+        self.seen, self.latest, self.run_no = {}, {}, 0
 
     def workers(self):
         return worker_addresses(self.client)
@@ -377,6 +378,8 @@ class DaskEngine:
         groups = (ring_groups(range(n_problems), len(self.where)) if ring
                   else [(0, list(range(n_problems)))])
         self.row_bytes = (spec["d"] + 1 + (len(first_carry("svm", 0)) if ring else 0)) * 8
+        self.seen = {}           # sparse hops: group -> {worker: the run of its replicas}
+        self.latest = {}         # group -> the number of its latest run
         self.rows, self.loc = {}, {}
         for start, problems in groups:
             at = self.where[start]
@@ -399,32 +402,75 @@ class DaskEngine:
                 runs.append([v])
         return runs
 
-    def _travel(self, problems, visits, part, task, args):
-        """A group's payload through runs of visits, one task per run, with the extra
-        arguments args(run number), not ordered behind other groups' tasks (they touch
-        other problems); returns the last task's future and the hops between workers."""
+    def _travel(self, group, visits, part, task, args):
+        """A group (start partition, problems)'s payload through runs of visits, one task
+        per run, with the extra arguments args(run number), not ordered behind other
+        groups' tasks (they touch other problems); a seeded group sends its changes
+        (``_log``).  Returns the last task's future and the dense hops between workers."""
+        start, problems = group
         fut = self.rows[problems[0]]
         at = self.loc[fut.key]
         hops = 0
         for i, run in enumerate(self._runs(visits, part)):
             here = self.where[part(run[0])]
-            hops += at != here
-            self._moved(len(problems) * self.row_bytes, at, here)
+            log = self._log(start, at, here, task is _worker.ring_task)
+            if log is None:
+                hops += at != here
+                self._moved(len(problems) * self.row_bytes, at, here)
             fut = self._submit(task, part(run[0]), self.job, run, fut, problems,
-                               *args(i), track=False)
+                               *args(i), log, track=False)
             at = here
         self.loc[fut.key] = at
         for j in problems:
             self.rows[j] = fut
         return fut, hops
 
+    def _log(self, start, at, here, changes):
+        """The sparse hops' arguments of a group's next run on worker ``here`` (None for
+        a group that sends its weights): (the run's number, or the group's latest run
+        for a run that changes no weights (``changes`` false), the run of this worker's
+        replicas, the oldest of the other workers', whether the payload comes from
+        another worker)."""
+        seen = self.seen.get(start)
+        if seen is None:
+            return None
+        if changes:
+            self.run_no += 1
+            self.latest[start] = self.run_no
+        since = seen[here]
+        seen[here] = self.latest[start]
+        keep = min((v for w, v in seen.items() if w != here), default=seen[here])
+        return (self.latest[start], since, keep, at != here)
+
+    def _seed(self, groups):
+        """Seed every worker's replicas of these groups' weights (from payloads of the
+        weights themselves), so that their hops send changes from now on."""
+        workers = sorted(set(self.where.values()))
+        seeds = []
+        for start, problems in groups:
+            fut = self.rows[problems[0]]
+            for w in workers:
+                self._moved(len(problems) * self.row_bytes, self.loc[fut.key], w)
+                seeds.append(self.client.submit(_worker.seed_task, self.job, fut, problems,
+                                                workers=[w], allow_other_workers=False,
+                                                pure=False))
+            self.seen[start] = dict.fromkeys(workers, self.run_no)
+            self.latest[start] = self.run_no
+        # (waited for: a run on a worker must find its replicas there)
+        self._gather(seeds)
+
     def ring_round(self, rnd, groups, sweeps, laps, tol=None):
         K = len(self.where)
         checks = self._check_pass(groups) if tol is not None else None
+        # sparse hops when a visit covers part of a partition's rows: they change a
+        # share of the weights then (and one lap's hops would each send all of them)
+        fresh = [g for g in groups if g[0] not in self.seen]
+        if laps > 1 and fresh and len(set(self.where.values())) > 1:
+            self._seed(fresh)
         hops = []
-        for start, problems in groups:
+        for group in groups:
             hops.append(self._travel(
-                problems, _steps.ring_order(start, K, laps), operator.itemgetter(0),
+                group, _steps.ring_order(group[0], K, laps), operator.itemgetter(0),
                 _worker.ring_task, lambda i: (rnd, sweeps, i == 0, laps,
                                               tol if i == 0 else None))[1])
         if checks is None:
@@ -448,8 +494,8 @@ class DaskEngine:
         K = len(self.where)
         out = []
         for start, problems in groups:
-            fut = self._travel(problems, _steps.check_order(start, K), lambda p: p,
-                               _worker.ring_check_task, lambda i: (K,))[0]
+            fut = self._travel((start, problems), _steps.check_order(start, K),
+                               lambda p: p, _worker.ring_check_task, lambda i: (K,))[0]
             out.append((fut, self.client.submit(_worker.check_found, fut,
                                                 workers=[self.loc[fut.key]],
                                                 allow_other_workers=False, pure=False)))
@@ -460,12 +506,19 @@ class DaskEngine:
         passes."""
         got = self._gather([small for _, small in checks])
         self._synced()
+        self._received()
         per = _steps.found_by_partition([found for found, _ in got], len(self.where))
         stats = {}
         for _, st in got:
             stats.update(st)
         problems = [j for _, group in groups for j in group]
         return _steps.checked(per, stats, problems)
+
+    def _received(self):
+        """Add the bytes of the sparse hops, counted where they arrived."""
+        if self.seen:
+            got = self.client.run(_worker.take_received, self.job, on_error="ignore")
+            self.bytes["workers"] += sum(v for v in got.values() if isinstance(v, int))
 
     def _payloads(self, problems, rows=None):
         """The distinct payload futures holding these problems' weights (in ``rows``,
@@ -482,7 +535,8 @@ class DaskEngine:
         and a recovery hands the ring copies of the checkpoint."""
         fresh, new_loc = {}, {}
         for f in self._payloads(rows, rows):
-            fresh[f.key] = self.client.submit(_steps.copied, f, self._held(f, rows),
+            fresh[f.key] = self.client.submit(_worker.rows_task, self.job, f,
+                                              self._held(f, rows), True,
                                               workers=[loc[f.key]],
                                               allow_other_workers=False, pure=False)
             new_loc[fresh[f.key].key] = loc[f.key]
@@ -549,10 +603,13 @@ class DaskEngine:
         self.combined = None
 
     def weights(self, n_problems, d):
-        got = self._gather([self.client.submit(_rows_of, f, self._held(f, self.rows),
-                                               workers=[self.loc[f.key]], pure=False)
+        got = self._gather([self.client.submit(_worker.rows_task, self.job, f,
+                                               self._held(f, self.rows), False,
+                                               workers=[self.loc[f.key]],
+                                               allow_other_workers=False, pure=False)
                             for f in self._payloads(range(n_problems))])
         self._synced()
+        self._received()
         rows = _steps.merged(got)
         self.bytes["client"] += sum(_steps.payload_nbytes(pl) for pl in got)
         return assemble(rows, n_problems, d)
@@ -628,6 +685,7 @@ class DaskEngine:
                                                        hash=False)[0]
                 rows[j] = held[id(pl)]
             loc = {f.key: live[0] for f in held.values()}
+        self.seen, self.latest = {}, {}     # (replicas lost or stale: seeded anew)
         # the ring gets copies, the checkpoint stays (a second loss restores it again)
         self.rows, self.loc = self._copies(rows, {k: a if a in live else live[0]
                                                   for k, a in loc.items()})
@@ -651,11 +709,6 @@ def _start(inits, problems, spec, ring):
 
 def _weight_stats(problems, *payloads):
     return _steps.weight_stats(payloads, problems)
-
-
-def _rows_of(result, problems):
-    payload = _steps.payload_of(result)
-    return {j: payload[j] for j in problems}
 
 
 def _barrier(payload):

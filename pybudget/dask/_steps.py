@@ -15,7 +15,7 @@ def ring_visit(P, rnd, payload, problems, sweeps, first, lap=0, laps=1):
     (rows of payload) after P's sweeps (or its lap-th share of one sweep); ``first``:
     the round starts here.  The ring owns its payloads: the arrays change in place (a
     copy of 8 bytes a feature per problem and visit saved), so whoever keeps one for
-    later (a checkpoint) keeps a copy (``copied``)."""
+    later (a checkpoint) keeps a copy."""
     out = {j: (owned(payload[j][0]), owned(payload[j][1])) for j in problems}
     if first:
         roll_ring(P.kind, [c for _, c in out.values()], rnd)
@@ -49,16 +49,59 @@ def passed(sums, tol):
     return {j for j, s in sums.items() if gap_of(s[3], *s[:3])[0] <= tol}
 
 
+class Changes:
+    """A ring row's weights sent as their changes (the ring's sparse hops): the
+    change-sets (run, indices, new values) of the runs after the oldest replica on the
+    other workers, and, while a replica older than it remains, a base: the weights
+    themselves as of run ``base_run``.  A worker's replica as of its last run (or the
+    base, when newer) plus the later change-sets in order is the weights, bit for bit
+    (new values, not increments)."""
+    __slots__ = ("log", "base", "base_run")
+
+    def __init__(self, log=(), base=None, base_run=-1):
+        self.log, self.base, self.base_run = tuple(log), base, base_run
+
+    @property
+    def nbytes(self):
+        return (sum(i.nbytes + v.nbytes for _, i, v in self.log)
+                + (0 if self.base is None else self.base.nbytes))
+
+    def after(self, run):
+        """The change-sets of the runs after ``run``."""
+        return tuple(cs for cs in self.log if cs[0] > run)
+
+    def apply(self, w, since):
+        """w (a replica as of run ``since``) brought up to date, in place."""
+        if self.base is not None and since < self.base_run:
+            np.copyto(w, self.base)
+            since = self.base_run
+        for _, idx, vals in self.after(since):
+            w[idx] = vals
+
+    def sent_on(self, w, run, keep, own=()):
+        """What to send after a run (number ``run``; own: its change-set) that left the
+        weights at w, when every other worker's replica is as of ``keep`` or later: the
+        change-sets after keep (after the base, and the base, while a replica older
+        than the base remains), or, when they would take as many bytes as w, w itself
+        as a new base."""
+        if self.base_run > keep:        # a replica older than the base remains
+            out = Changes(self.after(self.base_run) + tuple(own), self.base, self.base_run)
+        else:
+            out = Changes(self.after(keep) + tuple(own))
+        if out.nbytes - (0 if out.base is None else out.base.nbytes) >= w.nbytes:
+            return Changes((), w.copy(), run)
+        return out
+
+
+def change_set(run, before, w):
+    """The change-set of one run: the entries of w whose bits differ from before."""
+    idx = np.flatnonzero(w.view(np.int64) != before.view(np.int64)).astype(np.int32)
+    return (run, idx, w[idx])
+
+
 def owned(a):
     """a, or a copy when it is read-only (as an array received may be)."""
     return a if a.flags.writeable else a.copy()
-
-
-def copied(result, problems):
-    """A copy of the rows of ``problems`` in the payload of a task's result."""
-    payload = payload_of(result)
-    return {j: tuple(a.copy() for a in payload[j]) if isinstance(payload[j], tuple)
-            else payload[j].copy() for j in problems}
 
 
 def ring_order(start, n_parts, laps):

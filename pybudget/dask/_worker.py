@@ -8,10 +8,14 @@ scalars.  A worker that dies takes its entries with it, which the client sees as
 PartitionMissing (or the worker's absence) and answers by rebuilding from the source.
 Arguments named ``after`` only order a task behind earlier ones on the same partition.
 """
+import numpy as np
+
 from pybudget.dask import _steps
 from pybudget.dask._sources import build_partition
 
 REGISTRY = {}
+REPLICAS = {}     # (job, problem) -> this process's replica of the weights (sparse hops)
+RECEIVED = {}     # job -> bytes of the sparse hops' payloads received from other workers
 
 
 class PartitionMissing(RuntimeError):
@@ -39,22 +43,41 @@ def setup_task(job, part, spec):
     return _get(job, part).setup(spec)
 
 
-def ring_task(job, visits, payload, problems, rnd, sweeps, first, laps, tol=None):
+def ring_task(job, visits, payload, problems, rnd, sweeps, first, laps, tol=None,
+              log=None):
     """Consecutive visits (partition, lap) of the ring to partitions on this worker;
-    ``tol``: the payload comes from a check pass, whose passed problems stay behind."""
+    ``tol``: the payload comes from a check pass, whose passed problems stay behind;
+    ``log``: sparse hops, (this run's number, the run of this worker's replicas, the
+    oldest replica's run on the other workers, whether the payload came from one)."""
     payload = (_steps.payload_of(payload) if tol is None
                else _steps.still_open(payload, tol))
     problems = [j for j in problems if j in payload]
+    if log is not None:
+        run, since, keep, moved = log
+        payload, logs = _replica_rows(job, payload, since, moved)
+        before = {j: payload[j][0].copy() for j in problems}
     for i, (part, lap) in enumerate(visits):
         payload = _steps.ring_visit(_get(job, part), rnd, payload, problems, sweeps,
                                     first and i == 0, lap, laps)
+    if log is not None:
+        own = {j: (_steps.change_set(run, before[j], payload[j][0]),) for j in problems}
+        payload = _changes_rows(payload, logs, own, run, keep)
     return payload
 
 
-def ring_check_task(job, parts, carried, problems, n_parts):
-    """Consecutive partitions on this worker of a group's check pass (_steps)."""
+def ring_check_task(job, parts, carried, problems, n_parts, log=None):
+    """Consecutive partitions on this worker of a group's check pass (_steps); ``log``
+    as for ring_task, with the group's latest run (the pass changes no weights)."""
+    if log is not None:
+        run, since, keep, moved = log
+        payload, found, stats = (carried if isinstance(carried, tuple)
+                                 else (carried, {}, None))
+        rows, logs = _replica_rows(job, payload, since, moved)
+        carried = (rows, found, stats)
     for part in parts:
         carried = _steps.check_visit(_get(job, part), part, carried, problems, n_parts)
+    if log is not None:
+        carried = (_changes_rows(carried[0], logs, {}, run, keep), *carried[1:])
     return carried
 
 
@@ -63,6 +86,63 @@ def check_found(carried):
     weights' statistics), both computed by the pass (the round after it may already
     change the weights in place)."""
     return carried[1], carried[2]
+
+
+# ---- the ring's sparse hops ---------------------------------------------------------
+
+def seed_task(job, payload, problems):
+    """This worker's replicas of the problems' weights, from a payload of the weights
+    themselves: from here on the ring sends their changes (``_steps.Changes``)."""
+    payload = _steps.payload_of(payload)
+    for j in problems:
+        REPLICAS[(job, j)] = np.array(_steps.weights_of(payload[j]), dtype=np.float64)
+
+
+def _replica_rows(job, payload, since, moved):
+    """A payload with each row's weights replaced by this worker's replica, brought up to
+    date (its run: ``since``): (the rows, each row's change-sets to pass on)."""
+    rows, logs = {}, {}
+    for j, (x, carry) in payload.items():
+        w = REPLICAS[(job, j)]
+        if moved:
+            RECEIVED[job] = RECEIVED.get(job, 0) + x.nbytes + carry.nbytes
+        if isinstance(x, _steps.Changes):
+            x.apply(w, since)
+            logs[j] = x
+        else:        # the weights themselves (the payload the replicas were seeded from)
+            np.copyto(w, x)
+            logs[j] = _steps.Changes()
+        rows[j] = (w, carry)
+    return rows, logs
+
+
+def _changes_rows(rows, logs, own, run, keep):
+    """The rows sent on after run ``run`` (``Changes.sent_on``; every other worker's
+    replicas are as of run ``keep`` or later)."""
+    return {j: (logs[j].sent_on(w, run, keep, own.get(j, ())), carry)
+            for j, (w, carry) in rows.items()}
+
+
+def rows_task(job, result, problems, copy):
+    """The rows of ``problems`` in a ring result (or the parallel methods' weights) with
+    the weights themselves: a row sent as changes is read from this worker's replica,
+    current for it (the result is this worker's own).  ``copy``: arrays of their own
+    (a checkpoint's; the ring changes its payloads in place)."""
+    payload = _steps.payload_of(result)
+    out = {}
+    for j in problems:
+        row = payload[j]
+        if isinstance(row, tuple):
+            w = REPLICAS[(job, j)] if isinstance(row[0], _steps.Changes) else row[0]
+            out[j] = (w.copy(), row[1].copy()) if copy else (w, row[1])
+        else:
+            out[j] = row.copy() if copy else row
+    return out
+
+
+def take_received(job):
+    """The bytes of sparse hops received here since the last call."""
+    return RECEIVED.pop(job, 0)
 
 
 def check_task(job, part, problems, *payloads):
@@ -100,5 +180,7 @@ def parts_here(job):
 
 
 def drop_job(job):
-    for key in [k for k in REGISTRY if k[0] == job]:
-        del REGISTRY[key]
+    for table in (REGISTRY, REPLICAS):
+        for key in [k for k in table if k[0] == job]:
+            del table[key]
+    RECEIVED.pop(job, None)
