@@ -343,13 +343,14 @@ def test_changes_rebuild_every_replica_bit_for_bit():
     assert 4 <= bases <= 8
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_spread_ring_with_laps_sends_changes(client, monkeypatch):
     """Spread over the workers with several laps a round, a visit changes a share of
     the weights and the ring sends the changes: the same bits as the threads engine
     and as sending the weights, in a fraction of the bytes."""
     X, y = make_data(n=2000, d=20000, density=10 / 20000, classes=3)
     monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)
-    kw = dict(C=1.0, tol=1e-3, random_state=0, laps=4, max_iter=300)
+    kw = dict(C=1.0, tol=1e-6, random_state=0, laps=4, max_iter=12)
     sparse = pbd.LinearSVC(client=client, **kw).fit(*chunked(X, y, 4))
     ref = pbd.LinearSVC(engine="threads", **kw).fit(*chunked(X, y, 4))
     monkeypatch.setattr(_engines.DaskEngine, "_seed", lambda self, groups: None)
@@ -359,6 +360,32 @@ def test_spread_ring_with_laps_sends_changes(client, monkeypatch):
         np.testing.assert_array_equal(m.intercept_, ref.intercept_)
     assert sparse.bytes_sent_["workers"] < dense.bytes_sent_["workers"] / 3
     assert held(client) == {w: 0 for w in held(client)}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_sparse_hops_stop_when_the_visits_change_most_weights(client, monkeypatch):
+    """Few features and many non-zeros: a visit of a quarter partition changes most of
+    the weights, so the ring goes back to sending them after its first check (until
+    the laps grow); the same bits throughout."""
+    X, y = make_data(n=2000, d=300, density=0.1)
+    monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)
+    seeds = []
+
+    class Spy(_engines.DaskEngine):
+        def _seed(self, groups):
+            seeds.append(len(groups))
+            return super()._seed(groups)
+
+        def close(self):
+            Spy.off = self.sparse_off
+            return super().close()
+
+    monkeypatch.setattr(E, "DaskEngine", Spy)
+    kw = dict(C=1.0, tol=1e-6, random_state=0, laps=4, max_iter=12)
+    m = pbd.LinearSVC(client=client, **kw).fit(*chunked(X, y, 4))
+    ref = pbd.LinearSVC(engine="threads", **kw).fit(*chunked(X, y, 4))
+    assert seeds == [1] and Spy.off == 4
+    np.testing.assert_array_equal(m.coef_, ref.coef_)
 
 
 def test_dask_array_partitions_are_built_where_their_chunks_live(client, monkeypatch):

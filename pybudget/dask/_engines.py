@@ -35,6 +35,9 @@ from pybudget.linear._dual_cd import SELECTIONS
 from pybudget.linear.svm import PROBLEM_OF
 
 POLL_SECONDS = 0.2
+# The ring's sparse hops stop when, at a check, they have taken this share of the bytes
+# of the weights they replaced (the visits then change most of them).
+SPARSE_GIVE_UP = 0.5
 _IDENTITY_WITHOUT_ARGS = set()     # addresses of schedulers of older Dask releases
 
 
@@ -247,6 +250,9 @@ class DaskEngine:
         self.rows = {}           # problem -> future of the payload holding its weights
         self.row_bytes = 0
         self.seen, self.latest, self.run_no = {}, {}, 0
+        self.as_dense = 0        # bytes the sparse hops would have taken as weights,
+        self.as_sparse = 0       # and what they took (counted where they arrived)
+        self.sparse_off = 1      # laps up to which the ring sends weights
 
     def workers(self):
         return worker_addresses(self.client)
@@ -414,6 +420,8 @@ class DaskEngine:
         for i, run in enumerate(self._runs(visits, part)):
             here = self.where[part(run[0])]
             log = self._log(start, at, here, task is _worker.ring_task)
+            if log is not None and at != here:
+                self.as_dense += len(problems) * self.row_bytes
             if log is None:
                 hops += at != here
                 self._moved(len(problems) * self.row_bytes, at, here)
@@ -455,6 +463,7 @@ class DaskEngine:
                                                 workers=[w], allow_other_workers=False,
                                                 pure=False))
             self.seen[start] = dict.fromkeys(workers, self.run_no)
+            self.as_dense = self.as_sparse = 0
             self.latest[start] = self.run_no
         # (waited for: a run on a worker must find its replicas there)
         self._gather(seeds)
@@ -465,8 +474,10 @@ class DaskEngine:
         # sparse hops when a visit covers part of a partition's rows: they change a
         # share of the weights then (and one lap's hops would each send all of them)
         fresh = [g for g in groups if g[0] not in self.seen]
-        if laps > 1 and fresh and len(set(self.where.values())) > 1:
+        if laps > self.sparse_off and fresh and len(set(self.where.values())) > 1:
             self._seed(fresh)
+        # (the hops before this round's: their bytes have arrived by the check's end)
+        planned = self.as_dense
         hops = []
         for group in groups:
             hops.append(self._travel(
@@ -476,6 +487,11 @@ class DaskEngine:
         if checks is None:
             return None
         sums = self._check_sums(checks, groups)
+        if self.seen and planned and self.as_sparse >= SPARSE_GIVE_UP * planned:
+            # the visits change most of the weights: finding which costs more than it
+            # saves; the weights again, until the laps grow (smaller visits)
+            self.rows, self.loc = self._copies(self.rows, self.loc, copy=False)
+            self.seen, self.latest, self.sparse_off = {}, {}, laps
         done = _steps.passed(sums, tol)
         for (fut, _), (_, problems), n in zip(checks, groups, hops):
             # the passed problems stayed behind, in the check pass's result
@@ -518,7 +534,9 @@ class DaskEngine:
         """Add the bytes of the sparse hops, counted where they arrived."""
         if self.seen:
             got = self.client.run(_worker.take_received, self.job, on_error="ignore")
-            self.bytes["workers"] += sum(v for v in got.values() if isinstance(v, int))
+            got = sum(v for v in got.values() if isinstance(v, int))
+            self.bytes["workers"] += got
+            self.as_sparse += got
 
     def _payloads(self, problems, rows=None):
         """The distinct payload futures holding these problems' weights (in ``rows``,
@@ -529,14 +547,16 @@ class DaskEngine:
             seen.setdefault(rows[j].key, rows[j])
         return list(seen.values())
 
-    def _copies(self, rows, loc):
-        """(rows, loc) of copies of the payloads, each made where its payload is (at
-        loc[key]): the ring changes its payloads in place, so a checkpoint keeps copies
-        and a recovery hands the ring copies of the checkpoint."""
+    def _copies(self, rows, loc, copy=True):
+        """(rows, loc) of copies of the payloads with the weights themselves, each made
+        where its payload is (at loc[key]): the ring changes its payloads in place, so a
+        checkpoint keeps copies and a recovery hands the ring copies of the checkpoint
+        (``copy`` false: the weights as they are, for a ring that stops sending
+        changes)."""
         fresh, new_loc = {}, {}
         for f in self._payloads(rows, rows):
             fresh[f.key] = self.client.submit(_worker.rows_task, self.job, f,
-                                              self._held(f, rows), True,
+                                              self._held(f, rows), copy,
                                               workers=[loc[f.key]],
                                               allow_other_workers=False, pure=False)
             new_loc[fresh[f.key].key] = loc[f.key]
