@@ -487,11 +487,6 @@ class DaskEngine:
         if checks is None:
             return None
         sums = self._check_sums(checks, groups)
-        if self.seen and planned and self.as_sparse >= SPARSE_GIVE_UP * planned:
-            # the visits change most of the weights: finding which costs more than it
-            # saves; the weights again, until the laps grow (smaller visits)
-            self.rows, self.loc = self._copies(self.rows, self.loc, copy=False)
-            self.seen, self.latest, self.sparse_off = {}, {}, laps
         done = _steps.passed(sums, tol)
         for (fut, _), (_, problems), n in zip(checks, groups, hops):
             # the passed problems stayed behind, in the check pass's result
@@ -499,6 +494,11 @@ class DaskEngine:
             for j in finished:
                 self.rows[j] = fut
             self.bytes["workers"] -= len(finished) * self.row_bytes * n
+        if self.seen and planned and self.as_sparse >= SPARSE_GIVE_UP * planned:
+            # the visits change most of the weights: finding which costs more than it
+            # saves; the weights again, until the laps grow (smaller visits)
+            self.rows, self.loc = self._copies(self.rows, self.loc, copy=False)
+            self.seen, self.latest, self.sparse_off = {}, {}, laps
         return sums
 
     def ring_check(self, groups):
@@ -532,7 +532,7 @@ class DaskEngine:
 
     def _received(self):
         """Add the bytes of the sparse hops, counted where they arrived."""
-        if self.seen:
+        if self.seen or self.sparse_off > 1:
             got = self.client.run(_worker.take_received, self.job, on_error="ignore")
             got = sum(v for v in got.values() if isinstance(v, int))
             self.bytes["workers"] += got
