@@ -652,8 +652,13 @@ class DaskEngine:
         self._synced()
         if len(self.workers()) > 1:
             try:
-                self.client.replicate(states + pls, n=2)
-            except ValueError:        # a worker left meanwhile: fewer than 2 remain
+                # (bounded: a worker that dies while the copies are made can leave
+                # replicate waiting)
+                self.client.replicate(states + pls, n=2, callback_timeout=self.timeout)
+            except (ValueError, AssertionError, TimeoutError, OSError):
+                # a worker left meanwhile: fewer than 2 remain (ValueError), or a key
+                # was lost with it (older Dask's scheduler asserts); the client keeps
+                # this checkpoint, or the gathers below find the loss
                 pass
             else:
                 self.bytes["workers"] += self.state_bytes + n_problems * self.row_bytes
