@@ -194,7 +194,7 @@ def test_laps_double_when_the_gap_stalls():
 
     def check(t, gap):
         drv.t = t
-        drv.schedule(gap, 1e-4)
+        drv.schedule({0: gap}, 1e-4)
 
     check(1, 0.5)
     check(2, 0.49)                 # ~420 rounds ahead, but before round 10
@@ -207,6 +207,24 @@ def test_laps_double_when_the_gap_stalls():
     assert drv.laps == 5           # (capped)
     check(42, 1.9e-3)
     assert drv.laps == 5
+
+
+def test_each_problem_is_checked_on_its_own_schedule():
+    """A problem near tol is checked every round, one far from it later, by its own
+    gap's rate, and never more than t/2 rounds after a check at round t."""
+    drv = _driver._Driver(2, 1)
+    drv.t = 10
+    drv.schedule({0: 0.5, 1: 0.5}, 1e-2)
+    drv.t = 12
+    drv.schedule({0: 0.05, 1: 0.45}, 1e-2)   # 1.4 and 72 rounds ahead
+    assert drv.next_check == {0: 13, 1: 18}    # (72 capped at 12 // 2)
+    drv.t = 13
+    assert drv.due() == [0]
+    drv.active = [1]                           # problem 0 passed
+    drv.t = 17
+    assert drv.due() == []
+    drv.t = 18
+    assert drv.due() == [1]
 
 
 def test_auto_laps_grow_on_a_stalling_ring():
@@ -251,6 +269,9 @@ def test_a_check_and_its_round_leave_the_passed_problems_alone(client):
     b = pbd.LinearSVC(engine="threads", **kw).fit(Xd, yd)
     active = [e["active"] for e in b.rounds_log_]
     assert len(set(active) - {0}) >= 2        # problems passed at different checks
+    # checks of some of the open problems only (each on its own schedule)
+    assert any(e["checked"] < e["active"] for e in b.rounds_log_)
+    assert [e["checked"] for e in a.rounds_log_] == [e["checked"] for e in b.rounds_log_]
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_array_equal(a.intercept_, b.intercept_)
     for k in range(4):

@@ -14,13 +14,14 @@ every binary problem of a fit at once.
 
 The stopping rule is the relative duality gap (P(w) - D(alpha)) / P(w) <= tol, from the
 partitions' check pass; a check at round t certifies the weights after t rounds, and a
-problem that passes keeps them.  Checks are scheduled from the gap's recent rate of
-decrease (at least every MAX_CHECK_INTERVAL rounds), since a check pass costs about half
-a sweep.  On the ring the round after a check is submitted with it, and the workers
-leave out the problems it passed (``_steps.still_open``), so the ring never waits for
-the client.  Checkpoints are taken every ``checkpoint_every`` rounds, on the workers;
-after a lost partition the engine rebuilds it and the fit replays from the last
-checkpoint, which gives the same bits as a run without the loss.
+problem that passes keeps them.  Each problem's checks are scheduled from its own gap's
+recent rate of decrease (at least every MAX_CHECK_INTERVAL rounds), since checking a
+problem costs about half a sweep of it.  On the ring the round after a check is
+submitted with it, and the workers leave out the problems it passed
+(``_steps.still_open``), so the ring never waits for the client.  Checkpoints are
+taken every ``checkpoint_every`` rounds, on the workers; after a lost partition the
+engine rebuilds it and the fit replays from the last checkpoint, which gives the same
+bits as a run without the loss.
 """
 import copy
 import math
@@ -74,27 +75,41 @@ class _Driver:
         self.t = 0
         self.laps, self.max_laps = laps, max(laps, max_laps)
         self.active = list(range(n_problems))
-        self.next_check = first_check
-        self.history = []            # (round, largest relative gap) of each check
+        self.next_check = dict.fromkeys(self.active, first_check)   # per problem
+        self.history = {}            # problem -> [(round, relative gap)] of its checks
         self.final = {}              # problem -> (gap, primal, dual, kkt, round)
         self.n_steps = 0
         self.n_checks = 0
         self.etas = []
 
-    def schedule(self, gmax, tol):
-        """The round of the next check after one at self.t that saw gap gmax."""
-        self.history.append((self.t, gmax))
-        interval = 1
-        if len(self.history) >= 2:
-            t0, g0 = self.history[-2]
-            if g0 > gmax > tol and self.t > t0:
-                rate = math.log(gmax / g0) / (self.t - t0)
-                ahead = math.log(tol / gmax) / rate
-                interval = int(min(max(math.floor(ahead), 1), MAX_CHECK_INTERVAL))
-                self.stalled(ahead)
-            elif gmax >= g0 > tol:
-                self.stalled(math.inf)
-        self.next_check = self.t + interval
+    def due(self):
+        """The open problems whose check is due after round self.t."""
+        return [j for j in self.active if self.next_check[j] <= self.t]
+
+    def schedule(self, gaps, tol):
+        """Each problem checked at self.t and still open (gaps: {problem: its relative
+        gap}) gets its next check from its own gap's recent rate of decrease: a check
+        costs about half a sweep of that problem alone, so the problems near tol are
+        checked every round while the others sweep on unchecked."""
+        aheads = []
+        for j, g in gaps.items():
+            hist = self.history.setdefault(j, [])
+            hist.append((self.t, g))
+            interval = 1
+            if len(hist) >= 2:
+                t0, g0 = hist[-2]
+                if g0 > g > tol:
+                    ahead = math.log(tol / g) / (math.log(g / g0) / (self.t - t0))
+                    # (at most half the rounds run: a rate from two checks misleads
+                    # when the gap does not fall steadily, as on the ring it need not)
+                    interval = int(min(max(math.floor(ahead), 1), MAX_CHECK_INTERVAL,
+                                       max(self.t // 2, 1)))
+                    aheads.append(ahead)
+                elif g >= g0 > tol:
+                    aheads.append(math.inf)
+            self.next_check[j] = self.t + interval
+        if aheads:
+            self.stalled(max(aheads))
 
     def stalled(self, ahead):
         """Double the ring's laps (up to max_laps) when, from round STALL_ROUNDS on, the
@@ -176,26 +191,26 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
     t_start = time.perf_counter()
 
     def check_now(sums):
-        """Finish the problems whose gap passed; returns the largest gap of the others."""
+        """Finish the checked problems (those of sums) whose gap passed; returns the
+        problems still open."""
         drv.n_checks += 1
         # (the workers' rule for the round that went with the check: the same decision)
-        done = passed({j: sums[j] for j in drv.active}, tol)
-        gaps, still = {}, []
-        for j in drv.active:
+        done = passed(sums, tol)
+        gaps = {}
+        for j in sums:
             loss, terms, kkt, w2 = sums[j][:4]
             g = gap_of(w2, loss, terms, kkt)
             gaps[j] = g[0]
             if j in done:
                 drv.final[j] = (*g, drv.t)
-            else:
-                still.append(j)
-        entry = {"round": drv.t, "gap": max(gaps.values()), "active": len(still),
-                 "elapsed": time.perf_counter() - t_start, "bytes": dict(engine.bytes),
-                 "laps": drv.laps}
+        still = [j for j in drv.active if j not in done]
+        entry = {"round": drv.t, "gap": max(gaps.values()), "checked": len(sums),
+                 "active": len(still), "elapsed": time.perf_counter() - t_start,
+                 "bytes": dict(engine.bytes), "laps": drv.laps}
         log.append(entry)
         if callback is not None:
             callback(entry)
-        drv.schedule(max([gaps[j] for j in still] or [0.0]), tol)
+        drv.schedule({j: gaps[j] for j in still if j in gaps}, tol)
         return still
 
     while drv.active and drv.t < max_rounds:
@@ -203,13 +218,14 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
         try:
             if want_state and ckpt[0].t != drv.t:
                 ckpt = (copy.deepcopy(drv), engine.snapshot())
-            if ring and drv.t >= drv.next_check:
-                # the check pass and this round together: the round visits the
-                # problems that the check leaves open (decided on the workers, from the
-                # same sums as here), so the ring does not wait for the client; the
-                # laps doubled by this check apply from the next round
+            due = drv.due()
+            if ring and due:
+                # the check pass of the due problems and this round together: the round
+                # visits the problems that the check leaves open (decided on the
+                # workers, from the same sums as here), so the ring does not wait for
+                # the client; the laps doubled by this check apply from the next round
                 sums = engine.ring_round(drv.t, ring_groups(drv.active, K), sweeps,
-                                         drv.laps, tol)
+                                         drv.laps, tol, due)
                 still = check_now(sums)
                 drv.n_steps += sum(sums[j][4] for j in drv.active if j not in still)
                 drv.active = still
@@ -218,7 +234,8 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
             elif ring:
                 engine.ring_round(drv.t, ring_groups(drv.active, K), sweeps, drv.laps)
             else:
-                check = drv.t >= drv.next_check
+                # (the parallel methods' check is part of the proposals: all problems)
+                check = bool(due)
                 small = engine.propose(drv.t, drv.active, sweeps, check)
                 still = drv.active
                 if check:

@@ -57,17 +57,18 @@ class Engine(Protocol):
     def setup(self, spec, ring: bool) -> None:
         """Every problem's local state and its initial weights (as ring payloads)."""
 
-    def ring_round(self, rnd, groups, sweeps, laps, tol=None) -> dict | None:
+    def ring_round(self, rnd, groups, sweeps, laps, tol=None, due=None) -> dict | None:
         """One ring round of each group (start partition, problems): ``laps`` laps.
-        With ``tol``: after a check pass (``ring_check``, whose result it returns), of
-        the problems whose gap is above tol."""
+        With ``tol``: after a check pass of the problems in ``due`` (all when None;
+        ``ring_check``, whose result it returns), of the problems not passed."""
 
     def check(self, problems) -> dict:
         """{j: (loss, dual terms, kkt, |w|^2, ring steps)} at the current weights."""
 
-    def ring_check(self, groups) -> dict:
-        """``check`` after a ring round, by each group's pass along the ring
-        (``_steps.check_order``): the same scalars, no weights sent to every worker."""
+    def ring_check(self, groups, due=None) -> dict:
+        """``check`` of the problems in ``due`` (all when None) after a ring round, by
+        each group's pass along the ring (``_steps.check_order``): the same scalars, no
+        weights sent to every worker."""
 
     def propose(self, rnd, problems, sweeps, check) -> dict:
         """The parallel sweeps: {j: the combined scalars} (``_steps.combine``)."""
@@ -146,11 +147,11 @@ class ThreadsEngine:
     def _map(self, fn, args):
         return map_threads(fn, args, self.n_threads)
 
-    def ring_round(self, rnd, groups, sweeps, laps, tol=None):
+    def ring_round(self, rnd, groups, sweeps, laps, tol=None, due=None):
         K = len(self.parts)
         sums = None
         if tol is not None:
-            sums = self.ring_check(groups)
+            sums = self.ring_check(groups, due)
             done = _steps.passed(sums, tol)
             groups = [(s, [j for j in g if j not in done]) for s, g in groups]
 
@@ -170,8 +171,9 @@ class ThreadsEngine:
                         [(P,) for P in self.parts])
         return _steps.checked(per, _steps.weight_stats([self.rows], problems), problems)
 
-    def ring_check(self, groups):
+    def ring_check(self, groups, due=None):
         K = len(self.parts)
+        groups = _steps.checked_groups(groups, due)
 
         def travel(start, problems):
             carried = {j: self.rows[j] for j in problems}
@@ -468,9 +470,9 @@ class DaskEngine:
         # (waited for: a run on a worker must find its replicas there)
         self._gather(seeds)
 
-    def ring_round(self, rnd, groups, sweeps, laps, tol=None):
+    def ring_round(self, rnd, groups, sweeps, laps, tol=None, due=None):
         K = len(self.where)
-        checks = self._check_pass(groups) if tol is not None else None
+        checks = self._check_pass(groups, due) if tol is not None else None
         # sparse hops when a visit covers part of a partition's rows: they change a
         # share of the weights then (and one lap's hops would each send all of them)
         fresh = [g for g in groups if g[0] not in self.seen]
@@ -480,17 +482,20 @@ class DaskEngine:
         planned = self.as_dense
         hops = []
         for group in groups:
+            # (a group's first task filters the problems its check pass passed)
+            filt = tol if checks is not None and group[0] in checks else None
             hops.append(self._travel(
                 group, _steps.ring_order(group[0], K, laps), operator.itemgetter(0),
                 _worker.ring_task, lambda i: (rnd, sweeps, i == 0, laps,
-                                              tol if i == 0 else None))[1])
+                                              filt if i == 0 else None))[1])
         if checks is None:
             return None
-        sums = self._check_sums(checks, groups)
+        sums = self._check_sums(checks)
         done = _steps.passed(sums, tol)
-        for (fut, _), (_, problems), n in zip(checks, groups, hops):
+        for (start, problems), n in zip(groups, hops):
             # the passed problems stayed behind, in the check pass's result
             finished = [j for j in problems if j in done]
+            fut = checks[start][0] if finished else None
             for j in finished:
                 self.rows[j] = fut
             self.bytes["workers"] -= len(finished) * self.row_bytes * n
@@ -501,33 +506,39 @@ class DaskEngine:
             self.seen, self.latest, self.sparse_off = {}, {}, laps
         return sums
 
-    def ring_check(self, groups):
-        return self._check_sums(self._check_pass(groups), groups)
+    def ring_check(self, groups, due=None):
+        return self._check_sums(self._check_pass(groups, due))
 
-    def _check_pass(self, groups):
-        """Each group's check pass (``_steps.check_order``): [(its last future, the
-        future of what the client needs of it)]."""
+    def _check_pass(self, groups, due=None):
+        """The check pass (``_steps.check_order``) of each group with problems in due
+        (all when None): {start: (its last future, the future of what the client needs
+        of it, the problems checked)}."""
         K = len(self.where)
-        out = []
-        for start, problems in groups:
+        out = {}
+        for (start, problems), (_, checked) in zip(groups, _steps.checked_groups(
+                groups, due, keep_empty=True)):
+            if not checked:
+                continue
             fut = self._travel((start, problems), _steps.check_order(start, K),
-                               lambda p: p, _worker.ring_check_task, lambda i: (K,))[0]
-            out.append((fut, self.client.submit(_worker.check_found, fut,
-                                                workers=[self.loc[fut.key]],
-                                                allow_other_workers=False, pure=False)))
+                               lambda p: p, _worker.ring_check_task,
+                               lambda i: (K, checked))[0]
+            out[start] = (fut, self.client.submit(_worker.check_found, fut,
+                                                  workers=[self.loc[fut.key]],
+                                                  allow_other_workers=False, pure=False),
+                          checked)
         return out
 
-    def _check_sums(self, checks, groups):
+    def _check_sums(self, checks):
         """The check result ({j: (loss, dual terms, kkt, |w|^2, ring steps)}) of the
         passes."""
-        got = self._gather([small for _, small in checks])
+        got = self._gather([small for _, small, _ in checks.values()])
         self._synced()
         self._received()
         per = _steps.found_by_partition([found for found, _ in got], len(self.where))
         stats = {}
         for _, st in got:
             stats.update(st)
-        problems = [j for _, group in groups for j in group]
+        problems = [j for _, _, checked in checks.values() for j in checked]
         return _steps.checked(per, stats, problems)
 
     def _received(self):

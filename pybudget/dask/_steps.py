@@ -30,7 +30,7 @@ def still_open(carried, tol):
     the round that follows the check on the workers visits the others only, as the
     driver decides from the same sums (so the client need not answer in between)."""
     payload, found, stats = carried
-    sums = checked(found_by_partition([found], len(found)), stats, list(payload))
+    sums = checked(found_by_partition([found], len(found)), stats, list(stats))
     done = passed(sums, tol)
     return {j: row for j, row in payload.items() if j not in done}
 
@@ -115,6 +115,15 @@ def check_order(start, n_parts):
     the round ended (start - 1) to ``start``, where the next round begins, so that the
     pass costs the hops of the round's own way back (none more when K = 2)."""
     return [(start - 1 - s) % n_parts for s in range(n_parts)]
+
+
+def checked_groups(groups, due, keep_empty=False):
+    """The groups (start, problems) cut to their problems in ``due`` (all when None);
+    the groups left with none are dropped unless ``keep_empty``."""
+    due = None if due is None else set(due)
+    out = [(start, [j for j in problems if due is None or j in due])
+           for start, problems in groups]
+    return out if keep_empty else [g for g in out if g[1]]
 
 
 def check_visit(P, part, carried, problems, n_parts):

@@ -65,9 +65,10 @@ def ring_task(job, visits, payload, problems, rnd, sweeps, first, laps, tol=None
     return payload
 
 
-def ring_check_task(job, parts, carried, problems, n_parts, log=None):
-    """Consecutive partitions on this worker of a group's check pass (_steps); ``log``
-    as for ring_task, with the group's latest run (the pass changes no weights)."""
+def ring_check_task(job, parts, carried, problems, n_parts, checked, log=None):
+    """Consecutive partitions on this worker of a group's check pass (_steps) of the
+    problems ``checked`` (the payload carries all the group's ``problems``); ``log`` as
+    for ring_task, with the group's latest run (the pass changes no weights)."""
     if log is not None:
         run, since, keep, moved = log
         payload, found, stats = (carried if isinstance(carried, tuple)
@@ -75,7 +76,7 @@ def ring_check_task(job, parts, carried, problems, n_parts, log=None):
         rows, logs = _replica_rows(job, payload, since, moved)
         carried = (rows, found, stats)
     for part in parts:
-        carried = _steps.check_visit(_get(job, part), part, carried, problems, n_parts)
+        carried = _steps.check_visit(_get(job, part), part, carried, checked, n_parts)
     if log is not None:
         carried = (_changes_rows(carried[0], logs, {}, run, keep), *carried[1:])
     return carried
