@@ -2,6 +2,7 @@
 
 The engines and worker counts must give the same bits; a killed worker must cost
 nothing but time; bad input must fail in one line and leave nothing behind."""
+import math
 import os
 import pickle
 import signal
@@ -448,8 +449,10 @@ def test_partitions_do_not_depend_on_chunks():
 # ---- faults ------------------------------------------------------------------------------
 
 class KillingEngine(_engines.DaskEngine):
-    """Kills the worker of partition 0 as round ``at`` starts (``times`` times)."""
-    at, times, kills = 6, 1, 0
+    """Kills the worker of partition 0 as round ``at`` starts (``times`` times);
+    ``replaced``: waits also for the nanny's new worker, so the recovery spreads the
+    partitions over two workers again."""
+    at, times, kills, replaced = 6, 1, 0, False
 
     def _kill(self, rnd):
         """Kill the worker, then wait until the scheduler has seen it go: a kill timed
@@ -457,10 +460,13 @@ class KillingEngine(_engines.DaskEngine):
         on and newer Dask may wait on (the engine bounds it; the test would be slow)."""
         if rnd == type(self).at and type(self).kills < type(self).times:
             type(self).kills += 1
-            addr = self.where[0]
+            addr, n = self.where[0], len(self.workers())
             os.kill(self.client.run(os.getpid, workers=[addr])[addr], signal.SIGKILL)
             deadline = time.monotonic() + 30
             while addr in self.workers() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            while (type(self).replaced and len(self.client.run(os.getpid)) < n
+                   and time.monotonic() < deadline):
                 time.sleep(0.05)
 
     def ring_round(self, rnd, *a, **k):
@@ -498,16 +504,25 @@ def test_killed_worker_mid_fit_replays_to_the_same_bits(nanny_client, monkeypatc
 def test_killed_worker_with_sparse_hops_replays_to_the_same_bits(nanny_client, monkeypatch):
     """Spread partitions, 4 laps: the ring sends changes against replicas, so the
     checkpoint's copies of the weights are read from the replicas, which the loss
-    leaves stale or gone; the replay from the copies gives the same bits."""
+    leaves stale or gone; the replay from the copies, spread over the survivor and
+    the nanny's new worker, seeds the replicas anew and gives the same bits."""
     X, y = make_data(n=1500, d=5000, density=10 / 5000, seed=11)
     kw = dict(C=0.1, tol=1e-3, random_state=0, checkpoint_every=4, laps=4, n_partitions=4)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
     assert ref.converged_.all() and ref.n_rounds_ > KillingEngine.at + 2
     monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
+    # (changes all along: here the visits change most weights, which would stop them)
+    monkeypatch.setattr(_engines, "SPARSE_GIVE_UP", math.inf)
     monkeypatch.setattr(E, "DaskEngine", KillingEngine)
+    monkeypatch.setattr(KillingEngine, "replaced", True)
+    seeded = []
+    seed = KillingEngine._seed
+    monkeypatch.setattr(KillingEngine, "_seed",
+                        lambda self, groups: (seeded.append(self.kills), seed(self, groups)))
     KillingEngine.kills = 0
     m = pbd.LinearSVC(client=nanny_client, **kw).fit(X, y)
     assert KillingEngine.kills == 1 and m.recoveries_ >= 1
+    assert seeded[0] == 0 and seeded[-1] == 1               # seeded again after the loss
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     np.testing.assert_array_equal(m.duality_gap_, ref.duality_gap_)
 
