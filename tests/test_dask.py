@@ -163,6 +163,21 @@ def test_local_sweeps_and_max_iter_warn():
     assert m3.n_steps_ == 3 * m1.n_steps_ == 3 * 2 * X.shape[0]
 
 
+def test_auto_laps_are_finer_when_visits_cover_many_non_zeros():
+    """64 visits a round for short rows (a visit's calls would outweigh its work);
+    visits of long rows are cut finer, down to MIN_VISIT_NNZ non-zeros each, and never
+    below MIN_VISIT_ROWS rows; spread data keeps the bytes' bound."""
+    est = pbd.LinearSVC(engine="threads")
+    part = lambda n, per_row: {"n": n, "nnz": n * per_row, "d": 1000}   # noqa: E731
+    assert est._laps("ring", 1, [part(16384, 14)] * 2, 1, 1000, True) == (32, 64)
+    # 16384 * 100 / 32768 = 50 laps of 328 rows
+    assert est._laps("ring", 1, [part(16384, 100)] * 2, 1, 1000, True) == (50, 64)
+    assert est._laps("ring", 1, [part(16384, 1000)] * 2, 1, 1000, True) == (64, 64)
+    # not movable: as many as keep a round's weights within a sweep's bytes
+    laps, most = est._laps("ring", 1, [part(16384, 100)] * 2, 1, 10**6, False)
+    assert most == 64 and laps == 12 * 2 * 16384 * 100 // (2 * 8 * (10**6 + 1))
+
+
 def test_laps_share_out_one_sweep():
     """A round of several laps visits every row once (as many steps as one lap),
     and it needs fewer rounds than one lap per round on ordered rows."""

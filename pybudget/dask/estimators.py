@@ -215,10 +215,12 @@ class _DistributedBase(SVMBase):
     def _laps(self, method, sweeps, summ, n_problems, d, movable):
         """(laps of the ring's first round, the most it may grow to).  "auto" (with one
         local sweep): enough laps for at least MIN_SEGMENTS visits a round, at least one
-        per partition, and at most one per MIN_VISIT_ROWS rows of the smallest
-        partition; unless the rows are small and ``movable`` (not a Dask array's, whose
-        chunks stay where they are: CSR bytes at most ``_sources.SMALL_BYTES``, placed
-        on one worker), only as long as the weights moved in a round (a hop per visit at
+        per partition, and more while a visit of the smallest partition covers at least
+        MIN_VISIT_NNZ non-zeros (a visit's calls, about 40 us, are then a small share of
+        its work), at most one per MIN_VISIT_ROWS rows of the smallest partition;
+        unless the rows are small and ``movable`` (not a Dask array's, whose chunks stay
+        where they are: CSR bytes at most ``_sources.SMALL_BYTES``, placed on one
+        worker), only as long as the weights moved in a round (a hop per visit at
         most) stay within the bytes a sweep reads (12 per non-zero).  From there the
         driver doubles them when the gap stalls (``_driver._Driver.stalled``), up to one
         lap per MIN_VISIT_ROWS rows of the smallest partition.  Decided from the data
@@ -237,9 +239,11 @@ class _DistributedBase(SVMBase):
         if self.laps != "auto":
             return int(self.laps), int(self.laps)
         K = len(summ)
-        # a visit of a few rows costs more in calls than it computes
+        # a visit of a few rows costs more in calls than it computes; one of many
+        # non-zeros does not (finer visits, fewer rounds)
         most = max(1, min(s["n"] for s in summ if s["n"]) // MIN_VISIT_ROWS)
-        want = min(max(K, -(-MIN_SEGMENTS // K)), most)
+        big = min(s["nnz"] for s in summ if s["n"]) // MIN_VISIT_NNZ
+        want = min(max(K, -(-MIN_SEGMENTS // K), big), most)
         nnz = sum(s["nnz"] for s in summ)
         if movable and 12 * nnz + 4 * sum(s["n"] for s in summ) <= SMALL_BYTES:
             return want, most
@@ -380,6 +384,7 @@ def _chunk_span(bounds, p, P, n):
 
 MIN_SEGMENTS = 64     # visits of a ring round that "auto" laps aim for (see _laps)
 MIN_VISIT_ROWS = 256  # rows of the smallest partition per lap, at least
+MIN_VISIT_NNZ = 32768  # non-zeros per visit above which "auto" makes the laps finer
 
 _COMMON_DOC = """
     method : {"auto", "ring", "bda", "cocoa"}, default="auto"
