@@ -493,11 +493,18 @@ class DaskEngine:
         sums = self._check_sums(checks)
         done = _steps.passed(sums, tol)
         for (start, problems), n in zip(groups, hops):
-            # the passed problems stayed behind, in the check pass's result
+            # the passed problems stayed behind, in the check pass's result; only their
+            # rows are kept (the result holds the whole group's, which would stay
+            # until the fit ends: a group's weights for each check that passed some)
             finished = [j for j in problems if j in done]
-            fut = checks[start][0] if finished else None
-            for j in finished:
-                self.rows[j] = fut
+            if finished:
+                fut = checks[start][0]
+                kept = self.client.submit(_worker.rows_task, self.job, fut, finished,
+                                          False, workers=[self.loc[fut.key]],
+                                          allow_other_workers=False, pure=False)
+                self.loc[kept.key] = self.loc[fut.key]
+                for j in finished:
+                    self.rows[j] = kept
             self.bytes["workers"] -= len(finished) * self.row_bytes * n
         if self.seen and planned and self.as_sparse >= SPARSE_GIVE_UP * planned:
             # the visits change most of the weights: finding which costs more than it
