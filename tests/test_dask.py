@@ -273,15 +273,34 @@ def test_dask_equals_threads_bit_for_bit(client):
     assert held(client) == {w: 0 for w in held(client)}     # nothing left on the workers
 
 
-def test_a_check_and_its_round_leave_the_passed_problems_alone(client):
+class HeldRows(_engines.DaskEngine):
+    """Records, after each round that went with a check, each payload the engine keeps
+    (the problems in it, the problems whose rows point to it)."""
+    held = []
+
+    def ring_round(self, *a, **k):
+        out = super().ring_round(*a, **k)
+        if out is not None:
+            for f in self._payloads(self.rows):
+                type(self).held.append((set(_steps.payload_of(f.result())),
+                                        set(self._held(f, self.rows))))
+        return out
+
+
+def test_a_check_and_its_round_leave_the_passed_problems_alone(client, monkeypatch):
     """The round submitted with a check visits only the problems that the check left
     open, as the workers decide from the check's sums: each problem keeps the weights
     its gap certified (primal recomputed from coef_), on the Dask and threads engines
-    alike, also when the problems pass at different checks."""
+    alike, also when the problems pass at different checks; the engine keeps no
+    payload with more problems than point to it (a check's result holds its group)."""
     X, y = make_data(n=1600, classes=4, seed=5)
-    Xd, yd = chunked(X, y, 4)
+    Xd, yd = chunked(X, y, 2)                # (groups of two problems)
     kw = dict(C=1.0, tol=1e-3, random_state=0, max_iter=500)
+    monkeypatch.setattr(E, "DaskEngine", HeldRows)
+    HeldRows.held = []
     a = pbd.LinearSVC(client=client, **kw).fit(Xd, yd)
+    assert len(HeldRows.held) > 10
+    assert all(inside == pointing for inside, pointing in HeldRows.held)
     b = pbd.LinearSVC(engine="threads", **kw).fit(Xd, yd)
     active = [e["active"] for e in b.rounds_log_]
     assert len(set(active) - {0}) >= 2        # problems passed at different checks
