@@ -15,9 +15,10 @@ from pybudget.datasets import load as load_data
 distributed = pytest.importorskip("distributed")
 pbd = pytest.importorskip("pybudget.dask")
 
-ROUND = re.compile(r"^\[pybudget\] round (\d+): relative duality gap ([0-9.e+-]+), \d+ "
-                   r"problems left, bytes through the client \d+, between workers \d+, "
-                   r"worker peak memory \[(\d+(?:, \d+)*)\] MiB, [0-9.]+s elapsed", re.M)
+ROUND = re.compile(r"^\[pybudget\] round (\d+): relative duality gap ([0-9.e+-]+) "
+                   r"\(largest of \d+ checked\), \d+ problems left, bytes through the "
+                   r"client \d+, between workers \d+, worker peak memory "
+                   r"\[(\d+(?:, \d+)*)\] MiB, [0-9.]+s elapsed", re.M)
 TRAINED = re.compile(r"^\[pybudget\] trained by ring \((\d+) rounds, relative duality gap "
                      r"([0-9.e+-]+), KKT violation [0-9.e+-]+, bytes through the client "
                      r"(\d+), between workers (\d+)\)", re.M)

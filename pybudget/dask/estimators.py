@@ -189,7 +189,8 @@ class _DistributedBase(SVMBase):
                 if verbose:
                     mem = engine.peak_memory()
                     peaks = ", ".join(f"{m:.0f}" for _, m in sorted(mem.items()) if m)
-                    report(f"round {e['round']}: relative duality gap {e['gap']:.3g}, "
+                    report(f"round {e['round']}: relative duality gap {e['gap']:.3g} "
+                           f"(largest of {e['checked']} checked), "
                            f"{e['active']} problems left, bytes through the client "
                            f"{e['bytes']['client']}, between workers {e['bytes']['workers']}"
                            f", worker peak memory [{peaks}] MiB", time.perf_counter() - t0)
