@@ -729,7 +729,8 @@ def build_parser():
     dk.add_argument("--laps", type=int, default=None, metavar="L",
                     help="the ring's laps per round, each visit a share of one sweep "
                          "(default: 64 visits a round, at least one lap per shard, "
-                         "doubled when the gap stalls)")
+                         "finer for visits of more than 32768 non-zeros, doubled when "
+                         "the gap stalls)")
     dk.add_argument("--method", choices=("auto", "ring", "bda", "cocoa"), default="auto",
                     help="how the partitions share a round (default %(default)s): ring, "
                          "they take turns (one round = one sweep of one machine); bda, "

@@ -405,9 +405,10 @@ _COMMON_DOC = """
         The ring only: each round goes round the partitions ``laps`` times, and a visit
         runs its partition's next share of one sweep (with ``local_sweeps=1``).  More
         laps, fewer rounds and more hops between workers per round; "auto" starts at 64
-        visits a round, at least one lap per partition, unless the weights moved would
-        exceed the bytes a sweep reads, and doubles the laps when the gap stalls
-        (``laps_``: the last round's; see the user guide).
+        visits a round, at least one lap per partition, finer for visits of more than
+        32768 non-zeros, unless the weights moved would exceed the bytes a sweep reads,
+        and doubles the laps when the gap stalls (``laps_``: the last round's; see the
+        user guide).
     checkpoint_every : int, default=10
         Rounds between checkpoints of the partitions' duals (0: only the start).  A lost
         worker costs at most this many rounds, replayed to the same bits.
