@@ -173,7 +173,7 @@ class ThreadsEngine:
 
     def ring_check(self, groups, due=None):
         K = len(self.parts)
-        groups = _steps.checked_groups(groups, due)
+        groups = [g for g in _steps.checked_groups(groups, due) if g[1]]
 
         def travel(start, problems):
             carried = {j: self.rows[j] for j in problems}
@@ -522,8 +522,8 @@ class DaskEngine:
         of it, the problems checked)}."""
         K = len(self.where)
         out = {}
-        for (start, problems), (_, checked) in zip(groups, _steps.checked_groups(
-                groups, due, keep_empty=True)):
+        for (start, problems), (_, checked) in zip(groups,
+                                                   _steps.checked_groups(groups, due)):
             if not checked:
                 continue
             fut = self._travel((start, problems), _steps.check_order(start, K),

@@ -117,13 +117,12 @@ def check_order(start, n_parts):
     return [(start - 1 - s) % n_parts for s in range(n_parts)]
 
 
-def checked_groups(groups, due, keep_empty=False):
-    """The groups (start, problems) cut to their problems in ``due`` (all when None);
-    the groups left with none are dropped unless ``keep_empty``."""
+def checked_groups(groups, due):
+    """The groups (start, problems) cut to their problems in ``due`` (all when None),
+    in the same order; a group may be left with none."""
     due = None if due is None else set(due)
-    out = [(start, [j for j in problems if due is None or j in due])
-           for start, problems in groups]
-    return out if keep_empty else [g for g in out if g[1]]
+    return [(start, [j for j in problems if due is None or j in due])
+            for start, problems in groups]
 
 
 def check_visit(P, part, carried, problems, n_parts):
