@@ -483,10 +483,11 @@ def test_partitions_do_not_depend_on_chunks():
 # ---- faults ------------------------------------------------------------------------------
 
 class KillingEngine(_engines.DaskEngine):
-    """Kills the worker of partition 0 as round ``at`` starts (``times`` times);
-    ``replaced``: waits also for the nanny's new worker, so the recovery spreads the
-    partitions over two workers again."""
-    at, times, kills, replaced = 6, 1, 0, False
+    """Kills the worker of partition 0 as round ``at`` starts (``times`` times), or
+    as the checkpoint after round ``at`` starts (``in_snapshot``); ``replaced``: waits
+    also for the nanny's new worker, so the recovery spreads the partitions over two
+    workers again."""
+    at, times, kills, replaced, in_snapshot, rnd = 6, 1, 0, False, False, None
 
     def _kill(self, rnd):
         """Kill the worker, then wait until the scheduler has seen it go: a kill timed
@@ -494,6 +495,9 @@ class KillingEngine(_engines.DaskEngine):
         on and newer Dask may wait on (the engine bounds it; the test would be slow)."""
         if rnd == type(self).at and type(self).kills < type(self).times:
             type(self).kills += 1
+            # as if seconds had passed since the checkpoint: Dask's active memory
+            # manager drops the extra replicas of task results (every 2 s by default)
+            self.client.amm.run_once()
             addr, n = self.where[0], len(self.workers())
             os.kill(self.client.run(os.getpid, workers=[addr])[addr], signal.SIGKILL)
             deadline = time.monotonic() + 30
@@ -504,8 +508,15 @@ class KillingEngine(_engines.DaskEngine):
                 time.sleep(0.05)
 
     def ring_round(self, rnd, *a, **k):
-        self._kill(rnd)
+        self.rnd = rnd
+        if not self.in_snapshot:
+            self._kill(rnd)
         return super().ring_round(rnd, *a, **k)
+
+    def snapshot(self):
+        if self.in_snapshot:
+            self._kill(self.rnd)
+        return super().snapshot()
 
     def propose(self, rnd, problems, sweeps, check):
         self._kill(rnd)
@@ -520,16 +531,23 @@ def nanny_client():
         yield c
 
 
-def test_killed_worker_mid_fit_replays_to_the_same_bits(nanny_client, monkeypatch):
+@pytest.mark.parametrize("in_snapshot", [False, True])
+def test_killed_worker_mid_fit_replays_to_the_same_bits(nanny_client, monkeypatch,
+                                                         in_snapshot):
+    """A worker killed as a round starts, the checkpoint's copies seconds old; or as
+    the checkpoint after round 7 is taken: the replay is from round 4's, which the
+    workers still hold.  (timeout: a recovery that waits on a lost copy fails fast.)"""
     X, y = make_data(n=1500, seed=11)
     Xd, yd = chunked(X, y, 4)
     ref = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, engine="threads",
                         checkpoint_every=4).fit(Xd, yd)
-    assert ref.converged_.all() and ref.n_rounds_ > KillingEngine.at + 2
+    assert ref.converged_.all() and ref.n_rounds_ > 10
     monkeypatch.setattr(E, "DaskEngine", KillingEngine)
+    monkeypatch.setattr(KillingEngine, "in_snapshot", in_snapshot)
+    monkeypatch.setattr(KillingEngine, "at", 7 if in_snapshot else 6)
     KillingEngine.kills = 0
     m = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, client=nanny_client,
-                      checkpoint_every=4).fit(Xd, yd)
+                      checkpoint_every=4, timeout=60).fit(Xd, yd)
     assert KillingEngine.kills == 1 and m.recoveries_ >= 1
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     np.testing.assert_array_equal(m.duality_gap_, ref.duality_gap_)
@@ -554,7 +572,7 @@ def test_killed_worker_with_sparse_hops_replays_to_the_same_bits(nanny_client, m
     monkeypatch.setattr(KillingEngine, "_seed",
                         lambda self, groups: (seeded.append(self.kills), seed(self, groups)))
     KillingEngine.kills = 0
-    m = pbd.LinearSVC(client=nanny_client, **kw).fit(X, y)
+    m = pbd.LinearSVC(client=nanny_client, timeout=60, **kw).fit(X, y)
     assert KillingEngine.kills == 1 and m.recoveries_ >= 1
     assert seeded[0] == 0 and seeded[-1] == 1               # seeded again after the loss
     np.testing.assert_array_equal(m.coef_, ref.coef_)

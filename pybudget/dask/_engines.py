@@ -14,7 +14,7 @@ so a fit gives the same bits on either:
   pinned task would otherwise wait for it forever): the driver then gets PartitionsLost
   and asks for ``recover``, which rebuilds the lost partitions on the workers left, from
   their sources, and restores every partition from the checkpoint, whose copies are
-  kept on two workers.
+  kept on two workers (``_worker.KEPT``).
 """
 import operator
 import threading
@@ -255,6 +255,7 @@ class DaskEngine:
         self.as_dense = 0        # bytes the sparse hops would have taken as weights,
         self.as_sparse = 0       # and what they took (counted where they arrived)
         self.sparse_off = 1      # laps up to which the ring sends weights
+        self.kept_no = 0         # the number of the latest checkpoint the workers keep
 
     def workers(self):
         return worker_addresses(self.client)
@@ -282,12 +283,12 @@ class DaskEngine:
             self.after.setdefault(part, []).append(fut)
         return fut
 
-    def _gather(self, futures):
+    def _gather(self, futures, also=()):
         """Results of pinned futures, in order.  A watchdog thread polls the scheduler:
-        when the worker of any partition has left (a task pinned there would wait for
-        it forever) or ``timeout`` seconds pass, it cancels the futures, and this raises
-        PartitionsLost or RuntimeError respectively.  A task that finds its partition
-        gone raises PartitionsLost too."""
+        when the worker of any partition, or any worker in ``also``, has left (a task
+        pinned there would wait for it forever) or ``timeout`` seconds pass, it cancels
+        the futures, and this raises PartitionsLost or ClusterError respectively.  A task
+        that finds its partition gone raises PartitionsLost too."""
         stop = threading.Event()
         why = []
 
@@ -299,12 +300,15 @@ class DaskEngine:
                     live = set(self.workers())
                 except Exception:          # the client is closing: gather will fail
                     return
-                now = {p for p in self.where if self.where[p] not in live}
-                gone = sorted(now & missing)   # absent on two polls in a row
+                now = ({p for p in self.where if self.where[p] not in live}
+                       | {a for a in also if a not in live})
+                gone = now & missing           # absent on two polls in a row
                 missing = now
                 if gone:
-                    why.append(PartitionsLost(f"the workers of partitions {gone} left "
-                                              "the cluster"))
+                    parts = sorted(p for p in gone if isinstance(p, int))
+                    why.append(PartitionsLost(
+                        f"the workers of partitions {parts} left the cluster" if parts
+                        else f"workers {sorted(gone)} left the cluster"))
                 elif time.monotonic() > deadline:
                     why.append(ClusterError(f"the fit made no progress for timeout="
                                             f"{self.timeout:g} s; it is abandoned"))
@@ -653,8 +657,11 @@ class DaskEngine:
         return assemble(rows, n_problems, d)
 
     def snapshot(self):
-        """Each partition's duals and the weights, as task results kept on two workers
-        (the partition's own and a copy on a peer), never through the client."""
+        """Each partition's duals and the weights, held by two workers (the partition's
+        own or the payload's, and a peer) in ``_worker.KEPT``, never through the
+        client.  Not as replicated task results: Dask's active memory manager drops a
+        result's extra replicas within seconds, and a result lost with its only holder
+        is recomputed by Dask against the partitions as they are then."""
         n_problems = len(self.rows)
         rows, loc = self._copies(self.rows, self.loc)
         pls = self._payloads(range(n_problems), rows)
@@ -663,28 +670,29 @@ class DaskEngine:
                 for f in pls]
         states = [self._submit(_worker.snapshot_task, p, self.job, p, range(n_problems),
                                *self.after.get(p, ()), *done) for p in self.where]
-        # wait for them (and the round's tasks, errors included) by tokens: gathering the
-        # states would bring every partition's duals through the client
-        self._gather([self._submit(_barrier, p, st, track=False)
-                      for p, st in zip(self.where, states)])
-        self._synced()
-        if len(self.workers()) > 1:
-            try:
-                # (bounded: a worker that dies while the copies are made can leave
-                # replicate waiting)
-                self.client.replicate(states + pls, n=2, callback_timeout=self.timeout)
-            except (ValueError, AssertionError, TimeoutError, OSError):
-                # a worker left meanwhile: fewer than 2 remain (ValueError), or a key
-                # was lost with it (older Dask's scheduler asserts); the client keeps
-                # this checkpoint, or the gathers below find the loss
-                pass
-            else:
-                self.bytes["workers"] += self.state_bytes + n_problems * self.row_bytes
-                return states, rows, loc
-        # one worker (say, while a lost one restarts): no peer to copy to, and a result
-        # lost with its only holder would wait forever for it, so the client keeps this
+        live = self.workers()
+        if len(live) > 1:
+            number = self.kept_no = self.kept_no + 1
+            items = ([(("state", p), st, self.where[p]) for p, st in zip(self.where, states)]
+                     + [(("rows", i), f, loc[f.key]) for i, f in enumerate(pls)])
+            peers = {a: live[(live.index(a) + 1) % len(live)] if a in live else live[0]
+                     for a in set(self.where.values()) | set(loc.values())}
+            keeps = [self.client.submit(_worker.keep_task, self.job, number, name, fut,
+                                        workers=[at], allow_other_workers=False,
+                                        pure=False)
+                     for name, fut, home in items for at in {home, peers[home]}]
+            # (the round's tasks, errors included, are waited for with them)
+            self._gather(keeps, also=set(peers.values()) | set(loc.values()))
+            self._synced()
+            self.client.run(_worker.drop_kept, self.job, number, on_error="ignore")
+            self.bytes["workers"] += self.state_bytes + n_problems * self.row_bytes
+            slots = {f.key: i for i, f in enumerate(pls)}
+            return number, {j: slots[f.key] for j, f in rows.items()}, None
+        # one worker (say, while a lost one restarts): no peer to copy to, and a copy
+        # lost with its only holder could not be restored, so the client keeps this
         # checkpoint
         got = self._gather(states)
+        self._synced()
         payloads = dict(zip((f.key for f in pls), self._gather(pls)))
         self.bytes["client"] += self.state_bytes + sum(_steps.payload_nbytes(pl)
                                                        for pl in payloads.values())
@@ -717,8 +725,10 @@ class DaskEngine:
             self.setup(spec, self.ring)
             return
         states, rows, loc = token
+        if isinstance(states, int):          # kept by the workers: read where it is
+            states, rows, loc = self._kept(states, rows, live)
         self._gather([self._submit(_worker.restore_task, p, self.job, p, spec, states[p])
-                      for p in self.where])
+                      for p in self.where], also=set(live))
         self._synced()
         if loc is None:               # kept by the client: back to a worker
             held, rows = {}, dict(rows)
@@ -732,6 +742,32 @@ class DaskEngine:
         # the ring gets copies, the checkpoint stays (a second loss restores it again)
         self.rows, self.loc = self._copies(rows, {k: a if a in live else live[0]
                                                   for k, a in loc.items()})
+
+    def _kept(self, number, slots, live):
+        """(states, rows, loc) of checkpoint ``number`` as futures of tasks that read a
+        surviving copy where it is held (a partition's state from its own worker when
+        that one holds it)."""
+        have = self.client.run(_worker.kept_here, self.job, number, on_error="ignore")
+        holders = {}
+        for addr in sorted(have, key=lambda a: a not in live):
+            if isinstance(have[addr], list):        # (on_error="ignore": errors too)
+                for name in have[addr]:
+                    holders.setdefault(tuple(name), []).append(addr)
+
+        def read(name, prefer):
+            at = holders.get(name, [])
+            if not at:
+                raise ClusterError(f"checkpoint {number} lost both copies of {name}; "
+                                   "the fit is abandoned")
+            addr = prefer if prefer in at else at[0]
+            return self.client.submit(_worker.kept_task, self.job, number, name,
+                                      workers=[addr], allow_other_workers=False,
+                                      pure=False), addr
+
+        states = {p: read(("state", p), self.where[p])[0] for p in self.where}
+        payloads = {i: read(("rows", i), None) for i in sorted(set(slots.values()))}
+        rows = {j: payloads[i][0] for j, i in slots.items()}
+        return states, rows, {f.key: addr for f, addr in payloads.values()}
 
     def peak_memory(self):
         return self.client.run(peak_rss_mb, on_error="ignore")

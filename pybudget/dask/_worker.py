@@ -16,6 +16,7 @@ from pybudget.dask._sources import build_partition
 REGISTRY = {}
 REPLICAS = {}     # (job, problem) -> this process's replica of the weights (sparse hops)
 RECEIVED = {}     # job -> bytes of the sparse hops' payloads received from other workers
+KEPT = {}         # (job, checkpoint, name) -> a checkpoint's copy held by this process
 
 
 class PartitionMissing(RuntimeError):
@@ -175,13 +176,41 @@ def restore_task(job, part, spec, states):
         P.restore(j, st)
 
 
+def keep_task(job, number, name, value):
+    """Hold a checkpoint's copy here, outside Dask's memory: a task result's extra
+    replicas are dropped by Dask's active memory manager (every 2 s by default), and a
+    result lost with its only holder would be recomputed against today's partitions."""
+    KEPT[(job, number, name)] = value
+
+
+def kept_task(job, number, name):
+    """A checkpoint's copy held here (the recovery's input; never recomputed
+    elsewhere: the task is pinned here and fails when the copy is gone)."""
+    try:
+        return KEPT[(job, number, name)]
+    except KeyError:
+        raise PartitionMissing(f"checkpoint {number} of job {job} has no copy of "
+                               f"{name} here") from None
+
+
+def kept_here(job, number):
+    """The names of checkpoint ``number``'s copies held here."""
+    return sorted(nm for (jb, no, nm) in KEPT if jb == job and no == number)
+
+
+def drop_kept(job, before):
+    """Forget the checkpoints numbered below ``before`` (a newer one is complete)."""
+    for key in [k for k in KEPT if k[0] == job and k[1] < before]:
+        del KEPT[key]
+
+
 def parts_here(job):
     """The partitions of job held by this process."""
     return sorted(p for (jb, p) in REGISTRY if jb == job)
 
 
 def drop_job(job):
-    for table in (REGISTRY, REPLICAS):
+    for table in (REGISTRY, REPLICAS, KEPT):
         for key in [k for k in table if k[0] == job]:
             del table[key]
     RECEIVED.pop(job, None)
