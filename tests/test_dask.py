@@ -531,12 +531,13 @@ def nanny_client():
         yield c
 
 
-@pytest.mark.parametrize("in_snapshot", [False, True])
+@pytest.mark.parametrize("in_snapshot, times", [(False, 1), (True, 1), (True, 2)])
 def test_killed_worker_mid_fit_replays_to_the_same_bits(nanny_client, monkeypatch,
-                                                         in_snapshot):
+                                                         in_snapshot, times):
     """A worker killed as a round starts, the checkpoint's copies seconds old; or as
     the checkpoint after round 7 is taken: the replay is from round 4's, which the
-    workers still hold.  (timeout: a recovery that waits on a lost copy fails fast.)"""
+    workers still hold; twice: also as the recovery copies that checkpoint anew.
+    (timeout: a recovery that waits on a lost copy fails fast.)"""
     X, y = make_data(n=1500, seed=11)
     Xd, yd = chunked(X, y, 4)
     ref = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, engine="threads",
@@ -545,10 +546,11 @@ def test_killed_worker_mid_fit_replays_to_the_same_bits(nanny_client, monkeypatc
     monkeypatch.setattr(E, "DaskEngine", KillingEngine)
     monkeypatch.setattr(KillingEngine, "in_snapshot", in_snapshot)
     monkeypatch.setattr(KillingEngine, "at", 7 if in_snapshot else 6)
+    monkeypatch.setattr(KillingEngine, "times", times)
     KillingEngine.kills = 0
     m = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, client=nanny_client,
                       checkpoint_every=4, timeout=60).fit(Xd, yd)
-    assert KillingEngine.kills == 1 and m.recoveries_ >= 1
+    assert KillingEngine.kills == times and m.recoveries_ >= times
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     np.testing.assert_array_equal(m.duality_gap_, ref.duality_gap_)
 

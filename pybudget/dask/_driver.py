@@ -45,6 +45,11 @@ class PartitionsLost(Exception):
     """Raised by an engine when partitions (their workers) are gone; carries the cause."""
 
 
+class CheckpointLost(PartitionsLost):
+    """Both copies of a checkpoint went with the workers that held them (two workers
+    lost before a recovery copied it anew): the fit replays from the start."""
+
+
 class ClusterError(RuntimeError):
     """The cluster failed the fit (workers or tasks lost for good, no progress): the fit
     is abandoned with this one-line reason.  Other errors are not the cluster's."""
@@ -185,7 +190,7 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
     # check in the pass that starts a round
     drv = _Driver(n_problems, 1 if ring else 0, laps, max_laps)
     # the first checkpoint is the start itself: a recovery to it sets up afresh
-    ckpt = (copy.deepcopy(drv), None)
+    start = ckpt = (copy.deepcopy(drv), None)
     recoveries = 0
     log = []
     t_start = time.perf_counter()
@@ -265,13 +270,18 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
                                        f"last: {lost}") from None
                 try:
                     engine.recover(spec, ckpt[1])
+                    # copies of the checkpoint on today's workers: the old ones may have
+                    # lived on the worker lost (a second loss would have nothing to
+                    # restore); a loss while they are made is a loss like any other
+                    fresh = engine.snapshot() if ckpt[1] is not None else None
                     break
                 except PartitionsLost as again:
                     lost = again
+                    if isinstance(again, CheckpointLost):
+                        # (no new loss: the same recovery, from the start)
+                        ckpt, recoveries = start, recoveries - 1
             drv = copy.deepcopy(ckpt[0])
-            # copies of the checkpoint on today's workers: the old ones may have lived
-            # only on the worker lost (a second loss would then have nothing to restore)
-            ckpt = (ckpt[0], engine.snapshot() if ckpt[1] is not None else None)
+            ckpt = (ckpt[0], fresh)
             continue
         drv.t += 1
     if drv.active:

@@ -28,7 +28,7 @@ import numpy as np
 from pybudget._core._parallel import map_threads
 from pybudget._core._progress import peak_rss_mb
 from pybudget.dask import _steps, _worker
-from pybudget.dask._driver import ClusterError, PartitionsLost, ring_groups
+from pybudget.dask._driver import CheckpointLost, ClusterError, PartitionsLost, ring_groups
 from pybudget.dask._partition import add_into, first_carry
 from pybudget.dask._sources import SMALL_BYTES, build_partition, data_bytes
 from pybudget.linear._dual_cd import SELECTIONS
@@ -757,8 +757,8 @@ class DaskEngine:
         def read(name, prefer):
             at = holders.get(name, [])
             if not at:
-                raise ClusterError(f"checkpoint {number} lost both copies of {name}; "
-                                   "the fit is abandoned")
+                raise CheckpointLost(f"both copies of checkpoint {number}'s {name} "
+                                     "are lost")
             addr = prefer if prefer in at else at[0]
             return self.client.submit(_worker.kept_task, self.job, number, name,
                                       workers=[addr], allow_other_workers=False,
