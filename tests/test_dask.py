@@ -433,13 +433,15 @@ def test_sparse_hops_stop_when_the_visits_change_most_weights(client, monkeypatc
 
         def close(self):
             Spy.off = self.sparse_off
+            # (every sparse hop's bytes were counted: none left on the workers)
+            Spy.left = sum(self.client.run(_worker.take_received, self.job).values())
             return super().close()
 
     monkeypatch.setattr(E, "DaskEngine", Spy)
     kw = dict(C=1.0, tol=1e-6, random_state=0, laps=4, max_iter=12, n_partitions=4)
     m = pbd.LinearSVC(client=client, **kw).fit(X, y)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
-    assert seeds == [1] and Spy.off == 4
+    assert seeds == [1] and Spy.off == 4 and Spy.left == 0
     np.testing.assert_array_equal(m.coef_, ref.coef_)
 
 

@@ -255,6 +255,7 @@ class DaskEngine:
         self.as_dense = 0        # bytes the sparse hops would have taken as weights,
         self.as_sparse = 0       # and what they took (counted where they arrived)
         self.sparse_off = 1      # laps up to which the ring sends weights
+        self.unpolled = False    # sparse hops may have arrived since the last poll
         self.kept_no = 0         # the number of the latest checkpoint the workers keep
 
     def workers(self):
@@ -515,6 +516,7 @@ class DaskEngine:
             # saves; the weights again, until the laps grow (smaller visits)
             self.rows, self.loc = self._copies(self.rows, self.loc, copy=False)
             self.seen, self.latest, self.sparse_off = {}, {}, laps
+            self.unpolled = True         # (the round sent with the check: changes too)
         return sums
 
     def ring_check(self, groups, due=None):
@@ -553,8 +555,10 @@ class DaskEngine:
         return _steps.checked(per, stats, problems)
 
     def _received(self):
-        """Add the bytes of the sparse hops, counted where they arrived."""
-        if self.seen or self.sparse_off > 1:
+        """Add the bytes of the sparse hops, counted where they arrived (asked only
+        while the ring may have sent some since the last call)."""
+        if self.seen or self.unpolled:
+            self.unpolled = False
             got = self.client.run(_worker.take_received, self.job, on_error="ignore")
             got = sum(v for v in got.values() if isinstance(v, int))
             self.bytes["workers"] += got
