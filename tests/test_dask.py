@@ -492,9 +492,8 @@ class KillingEngine(_engines.DaskEngine):
     at, times, kills, replaced, in_snapshot, rnd = 6, 1, 0, False, False, None
 
     def _kill(self, rnd):
-        """Kill the worker, then wait until the scheduler has seen it go: a kill timed
-        against the fit could land in a checkpoint's replicate, which older Dask fails
-        on and newer Dask may wait on (the engine bounds it; the test would be slow)."""
+        """Kill the worker, then wait until the scheduler has seen it go (a kill timed
+        against the fit would land anywhere; the tests choose where)."""
         if rnd == type(self).at and type(self).kills < type(self).times:
             type(self).kills += 1
             # as if seconds had passed since the checkpoint: Dask's active memory
