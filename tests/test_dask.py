@@ -49,8 +49,10 @@ def chunked(X, y, parts):
 
 
 def held(client):
-    """Partitions and weight replicas of every job still registered on the workers."""
-    return client.run(lambda: len(_worker.REGISTRY) + len(_worker.REPLICAS))
+    """Partitions, weight replicas and checkpoint copies of every job still registered
+    on the workers."""
+    return client.run(lambda: len(_worker.REGISTRY) + len(_worker.REPLICAS)
+                      + len(_worker.KEPT))
 
 
 # ---- the local solver and the driver --------------------------------------------------
@@ -554,6 +556,22 @@ def test_killed_worker_mid_fit_replays_to_the_same_bits(nanny_client, monkeypatc
     assert KillingEngine.kills == times and m.recoveries_ >= times
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     np.testing.assert_array_equal(m.duality_gap_, ref.duality_gap_)
+
+
+def test_killed_worker_mid_bda_fit_replays_to_the_same_bits(nanny_client, monkeypatch):
+    """The parallel methods keep their checkpoint as the ring does (all the weights in
+    one payload on partition 0's worker, the duals where the partitions are)."""
+    X, y = make_data(n=1500, seed=11)
+    Xd, yd = chunked(X, y, 4)
+    kw = dict(C=0.1, tol=1e-2, random_state=0, checkpoint_every=4, method="bda")
+    ref = pbd.LinearSVC(engine="threads", **kw).fit(Xd, yd)
+    assert ref.converged_.all() and ref.n_rounds_ > KillingEngine.at + 2
+    monkeypatch.setattr(E, "DaskEngine", KillingEngine)
+    KillingEngine.kills = 0
+    m = pbd.LinearSVC(client=nanny_client, timeout=60, **kw).fit(Xd, yd)
+    assert KillingEngine.kills == 1 and m.recoveries_ >= 1
+    np.testing.assert_array_equal(m.coef_, ref.coef_)
+    assert set(held(nanny_client).values()) == {0}
 
 
 def test_killed_worker_with_sparse_hops_replays_to_the_same_bits(nanny_client, monkeypatch):
