@@ -419,6 +419,35 @@ def test_spread_ring_with_laps_sends_changes(client, monkeypatch):
     assert held(client) == {w: 0 for w in held(client)}
 
 
+def test_a_visit_reads_its_payload_on_its_own_worker(client, monkeypatch):
+    """Between workers a payload is taken over by a task of its own on the receiver
+    (``_delivered``), so Dask releases the sender's copy when it has arrived, not when
+    the receiver's visit ends (the sender would hold two groups' weights meanwhile)."""
+    X, y = make_data(n=1500, classes=3)
+    monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
+    pinned, submit = {}, client.submit
+
+    def spy(fn, *args, workers=None, **kw):
+        fut = submit(fn, *args, workers=workers, **kw)
+        pinned[fut.key] = (fn, workers, [a.key for a in args
+                                         if isinstance(a, distributed.Future)])
+        return fut
+
+    monkeypatch.setattr(client, "submit", spy)
+    m = pbd.LinearSVC(client=client, tol=1e-3, random_state=0, n_partitions=4).fit(X, y)
+    ref = pbd.LinearSVC(engine="threads", tol=1e-3, random_state=0, n_partitions=4).fit(X, y)
+    np.testing.assert_array_equal(m.coef_, ref.coef_)
+    visits = [(w, deps) for fn, w, deps in pinned.values()
+              if fn in (_worker.ring_task, _worker.ring_check_task)]
+    assert visits and len({tuple(w) for w, _ in visits}) == 2        # (both workers)
+    delivered = 0
+    for w, deps in visits:
+        fn, at, _ = pinned[deps[0]]                                  # (the payload)
+        assert at == w
+        delivered += fn is _engines._delivered
+    assert delivered > 0
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_sparse_hops_stop_when_the_visits_change_most_weights(client, monkeypatch):
     """Few features and many non-zeros: a visit of a quarter partition changes most of

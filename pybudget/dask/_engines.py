@@ -432,6 +432,12 @@ class DaskEngine:
             if log is None:
                 hops += at != here
                 self._moved(len(problems) * self.row_bytes, at, here)
+            if at != here:
+                # (received by a task of its own: Dask keeps a result on its worker
+                # until its dependents finish, so the sender would hold its copy for
+                # the whole visit; this way only until it has arrived)
+                fut = self.client.submit(_delivered, fut, workers=[here],
+                                         allow_other_workers=False, pure=False)
             fut = self._submit(task, part(run[0]), self.job, run, fut, problems,
                                *args(i), log, track=False)
             at = here
@@ -796,6 +802,11 @@ def _weight_stats(problems, *payloads):
 
 def _barrier(payload):
     return None
+
+
+def _delivered(payload):
+    """The payload, now on this worker (the sender's copy is released)."""
+    return payload
 
 
 def _apply(W, combined, etas):
