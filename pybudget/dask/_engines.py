@@ -278,11 +278,15 @@ class DaskEngine:
         partition that must follow it get it as an argument (holding a future keeps its
         result in the worker's memory, so ring visits, ordered by their payloads, are
         not tracked)."""
-        fut = self.client.submit(fn, *args, workers=[self.where[part]],
-                                 allow_other_workers=False, pure=False)
+        fut = self._on(self.where[part], fn, *args)
         if track:
             self.after.setdefault(part, []).append(fut)
         return fut
+
+    def _on(self, addr, fn, *args):
+        """A task that runs on worker addr only."""
+        return self.client.submit(fn, *args, workers=[addr], allow_other_workers=False,
+                                  pure=False)
 
     def _gather(self, futures, also=()):
         """Results of pinned futures, in order.  A watchdog thread polls the scheduler:
@@ -396,12 +400,11 @@ class DaskEngine:
         self.rows, self.loc = {}, {}
         for start, problems in groups:
             at = self.where[start]
-            fut = self.client.submit(_start, inits, problems, spec, ring, workers=[at],
-                                     allow_other_workers=False, pure=False)
+            fut = self._on(at, _start, inits, problems, spec, ring)
             self.rows.update({j: fut for j in problems})
             self.loc[fut.key] = at
         # (waited for by tokens: setup's errors surface here, the weights stay)
-        self._gather([self.client.submit(_barrier, f, workers=[self.loc[f.key]], pure=False)
+        self._gather([self._on(self.loc[f.key], _barrier, f)
                       for f in self._payloads(range(n_problems))])
         self._synced()
 
@@ -436,8 +439,7 @@ class DaskEngine:
                 # (received by a task of its own: Dask keeps a result on its worker
                 # until its dependents finish, so the sender would hold its copy for
                 # the whole visit; this way only until it has arrived)
-                fut = self.client.submit(_delivered, fut, workers=[here],
-                                         allow_other_workers=False, pure=False)
+                fut = self._on(here, _delivered, fut)
             fut = self._submit(task, part(run[0]), self.job, run, fut, problems,
                                *args(i), log, track=False)
             at = here
@@ -472,9 +474,7 @@ class DaskEngine:
             fut = self.rows[problems[0]]
             for w in workers:
                 self._moved(len(problems) * self.row_bytes, self.loc[fut.key], w)
-                seeds.append(self.client.submit(_worker.seed_task, self.job, fut, problems,
-                                                workers=[w], allow_other_workers=False,
-                                                pure=False))
+                seeds.append(self._on(w, _worker.seed_task, self.job, fut, problems))
             self.seen[start] = dict.fromkeys(workers, self.run_no)
             self.as_dense = self.as_sparse = 0
             self.latest[start] = self.run_no
@@ -510,9 +510,8 @@ class DaskEngine:
             finished = [j for j in problems if j in done]
             if finished:
                 fut = checks[start][0]
-                kept = self.client.submit(_worker.rows_task, self.job, fut, finished,
-                                          False, workers=[self.loc[fut.key]],
-                                          allow_other_workers=False, pure=False)
+                kept = self._on(self.loc[fut.key], _worker.rows_task, self.job, fut,
+                                finished, False)
                 self.loc[kept.key] = self.loc[fut.key]
                 for j in finished:
                     self.rows[j] = kept
@@ -541,9 +540,7 @@ class DaskEngine:
             fut = self._travel((start, problems), _steps.check_order(start, K),
                                lambda p: p, _worker.ring_check_task,
                                lambda i: (K, checked))[0]
-            out[start] = (fut, self.client.submit(_worker.check_found, fut,
-                                                  workers=[self.loc[fut.key]],
-                                                  allow_other_workers=False, pure=False),
+            out[start] = (fut, self._on(self.loc[fut.key], _worker.check_found, fut),
                           checked)
         return out
 
@@ -587,10 +584,8 @@ class DaskEngine:
         changes)."""
         fresh, new_loc = {}, {}
         for f in self._payloads(rows, rows):
-            fresh[f.key] = self.client.submit(_worker.rows_task, self.job, f,
-                                              self._held(f, rows), copy,
-                                              workers=[loc[f.key]],
-                                              allow_other_workers=False, pure=False)
+            fresh[f.key] = self._on(loc[f.key], _worker.rows_task, self.job, f,
+                                    self._held(f, rows), copy)
             new_loc[fresh[f.key].key] = loc[f.key]
         return {j: fresh[f.key] for j, f in rows.items()}, new_loc
 
@@ -611,8 +606,7 @@ class DaskEngine:
         self._spread(pls, list(self.where.values()) + [self.home])
         futs = [self._submit(_worker.check_task, p, self.job, p, problems, *pls)
                 for p in self.where]
-        futs.append(self.client.submit(_weight_stats, problems, *pls, workers=[self.home],
-                                       allow_other_workers=False, pure=False))
+        futs.append(self._on(self.home, _weight_stats, problems, *pls))
         *per, stats = self._gather(futs)
         self._synced()
         return _steps.checked(per, stats, problems)
@@ -626,11 +620,8 @@ class DaskEngine:
         props = [self._submit(_worker.propose_task, p, self.job, p, rnd, W, problems, sweeps,
                               check, *self.after.get(p, ()))
                  for p in self.where]
-        self.combined = self.client.submit(_steps.combine, W, props, problems, check,
-                                           workers=[self.home], allow_other_workers=False,
-                                           pure=False)
-        small = self.client.submit(operator.itemgetter(1, 2), self.combined,
-                                   workers=[self.home], allow_other_workers=False, pure=False)
+        self.combined = self._on(self.home, _steps.combine, W, props, problems, check)
+        small = self._on(self.home, operator.itemgetter(1, 2), self.combined)
         small, nbytes = self._gather([small])[0]
         self._synced()
         # the changes of partitions on other workers crossed to the home worker
@@ -648,17 +639,14 @@ class DaskEngine:
         for p in self.where:
             self._submit(_worker.commit_task, p, self.job, p, etas)
         W = self.rows[next(iter(self.rows))]
-        fut = self.client.submit(_apply, W, self.combined, etas, workers=[self.home],
-                                 allow_other_workers=False, pure=False)
+        fut = self._on(self.home, _apply, W, self.combined, etas)
         self.loc[fut.key] = self.home
         self.rows = {j: fut for j in self.rows}
         self.combined = None
 
     def weights(self, n_problems, d):
-        got = self._gather([self.client.submit(_worker.rows_task, self.job, f,
-                                               self._held(f, self.rows), False,
-                                               workers=[self.loc[f.key]],
-                                               allow_other_workers=False, pure=False)
+        got = self._gather([self._on(self.loc[f.key], _worker.rows_task, self.job, f,
+                                     self._held(f, self.rows), False)
                             for f in self._payloads(range(n_problems))])
         self._synced()
         self._received()
@@ -676,7 +664,7 @@ class DaskEngine:
         rows, loc = self._copies(self.rows, self.loc)
         pls = self._payloads(range(n_problems), rows)
         # after the ring's visits: small tokens where the payloads are, not the payloads
-        done = [self.client.submit(_barrier, f, workers=[loc[f.key]], pure=False)
+        done = [self._on(loc[f.key], _barrier, f)
                 for f in pls]
         states = [self._submit(_worker.snapshot_task, p, self.job, p, range(n_problems),
                                *self.after.get(p, ()), *done) for p in self.where]
@@ -687,9 +675,7 @@ class DaskEngine:
                      + [(("rows", i), f, loc[f.key]) for i, f in enumerate(pls)])
             peers = {a: live[(live.index(a) + 1) % len(live)] if a in live else live[0]
                      for a in set(self.where.values()) | set(loc.values())}
-            keeps = [self.client.submit(_worker.keep_task, self.job, number, name, fut,
-                                        workers=[at], allow_other_workers=False,
-                                        pure=False)
+            keeps = [self._on(at, _worker.keep_task, self.job, number, name, fut)
                      for name, fut, home in items for at in {home, peers[home]}]
             # (the round's tasks, errors included, are waited for with them)
             self._gather(keeps, also=set(peers.values()) | set(loc.values()))
@@ -736,7 +722,7 @@ class DaskEngine:
             return
         states, rows, loc = token
         if isinstance(states, int):          # kept by the workers: read where it is
-            states, rows, loc = self._kept(states, rows, live)
+            states, rows, loc = self._kept(states, rows)
         self._gather([self._submit(_worker.restore_task, p, self.job, p, spec, states[p])
                       for p in self.where], also=set(live))
         self._synced()
@@ -753,16 +739,16 @@ class DaskEngine:
         self.rows, self.loc = self._copies(rows, {k: a if a in live else live[0]
                                                   for k, a in loc.items()})
 
-    def _kept(self, number, slots, live):
+    def _kept(self, number, slots):
         """(states, rows, loc) of checkpoint ``number`` as futures of tasks that read a
         surviving copy where it is held (a partition's state from its own worker when
         that one holds it)."""
+        # (on_error="ignore": the workers that fail to answer are left out)
         have = self.client.run(_worker.kept_here, self.job, number, on_error="ignore")
         holders = {}
-        for addr in sorted(have, key=lambda a: a not in live):
-            if isinstance(have[addr], list):        # (on_error="ignore": errors too)
-                for name in have[addr]:
-                    holders.setdefault(tuple(name), []).append(addr)
+        for addr, names in have.items():
+            for name in names:
+                holders.setdefault(tuple(name), []).append(addr)
 
         def read(name, prefer):
             at = holders.get(name, [])
@@ -770,9 +756,7 @@ class DaskEngine:
                 raise CheckpointLost(f"both copies of checkpoint {number}'s {name} "
                                      "are lost")
             addr = prefer if prefer in at else at[0]
-            return self.client.submit(_worker.kept_task, self.job, number, name,
-                                      workers=[addr], allow_other_workers=False,
-                                      pure=False), addr
+            return self._on(addr, _worker.kept_task, self.job, number, name), addr
 
         states = {p: read(("state", p), self.where[p])[0] for p in self.where}
         payloads = {i: read(("rows", i), None) for i in sorted(set(slots.values()))}
