@@ -7,6 +7,17 @@ from helpers import make_problem
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: runs a script in a subprocess (minutes); "
                                        "CI runs these too, deselect with -m 'not slow'")
+    config.addinivalue_line("markers", "cluster: starts or uses a Dask cluster (set on "
+                                       "the tests using a cluster fixture)")
+
+
+CLUSTER_FIXTURES = {"client", "nanny_client", "scheduler"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.cluster)
 
 
 @pytest.fixture

@@ -220,6 +220,7 @@ def test_help_documents_the_cluster_options(capsys):
     assert params["local_sweeps"].default == 1 and params["laps"].default == "auto"
 
 
+@pytest.mark.cluster
 def test_local_cluster_by_subprocess(shards, tmp_path):
     """python -m pybudget train --workers 2: a local cluster of two processes started
     and closed by the command; the model is the Python API's."""

@@ -489,6 +489,7 @@ def test_dask_array_partitions_are_built_where_their_chunks_live(client, monkeyp
     assert [PlacementEngine.seen[p] for p in range(4)] == homes
 
 
+@pytest.mark.cluster
 def test_same_bits_with_one_two_three_workers_and_run_to_run():
     X, y = make_data(n=1000)
     coefs = []
@@ -657,6 +658,7 @@ def test_a_worker_lost_every_round_is_a_clear_error(nanny_client, monkeypatch):
     assert not hasattr(clf, "coef_")
 
 
+@pytest.mark.cluster
 def test_no_worker_left_raises_within_the_timeout(monkeypatch):
     X, y = make_data(n=600)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,

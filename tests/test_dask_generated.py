@@ -39,6 +39,7 @@ def test_generator_refuses_bad_parameters(kw, msg):
         pbd.make_classification(**args)
 
 
+@pytest.mark.cluster
 def test_generated_fit_on_memory_limited_workers_equals_threads():
     g = pbd.make_classification(40_000, 5_000, nnz_per_row=30, n_partitions=4)
     # (C = 0.1 as the bench's big run; at C = 1 this problem stalls on the ring near a gap

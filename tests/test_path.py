@@ -153,6 +153,7 @@ def test_cv_grid_local_and_parallel():
         cv_grid(X, y, CS, cv=1)
 
 
+@pytest.mark.cluster
 def test_cv_grid_on_a_local_dask_cluster():
     distributed = pytest.importorskip("dask.distributed")
     X, y = make_problem(n=120, d=20, seed=11)
