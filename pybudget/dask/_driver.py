@@ -18,7 +18,7 @@ problem that passes keeps them.  Each problem's checks are scheduled from its ow
 recent rate of decrease (at least every MAX_CHECK_INTERVAL rounds), since checking a
 problem costs about half a sweep of it.  On the ring the round after a check is
 submitted with it, and the workers leave out the problems it passed
-(``_steps.still_open``), so the ring never waits for the client.  Checkpoints are
+(``_steps.passed_in``), so the ring never waits for the client.  Checkpoints are
 taken every ``checkpoint_every`` rounds, on the workers; after a lost partition the
 engine rebuilds it and the fit replays from the last checkpoint, which gives the same
 bits as a run without the loss.

@@ -6,15 +6,16 @@ so a fit gives the same bits on either:
 - ThreadsEngine: every partition in this process, on a pool of threads (the sweeps
   release the GIL).  For tests and comparisons.
 - DaskEngine: each partition built once on a Dask worker and kept there
-  (``_worker.REGISTRY``).  The weights live on the workers too, as task results: a ring
-  visit takes the previous visit's result, the parallel methods' combination runs on
-  the worker of partition 0 and takes the partitions' changes; Dask moves them from
-  worker to worker.  The client receives scalars (gaps, step sizes, counters) and, at
-  the end, the weights.  A worker that leaves is noticed by polling the scheduler (a
-  pinned task would otherwise wait for it forever): the driver then gets PartitionsLost
-  and asks for ``recover``, which rebuilds the lost partitions on the workers left, from
-  their sources, and restores every partition from the checkpoint, whose copies are
-  kept on two workers (``_worker.KEPT``).
+  (``_worker.REGISTRY``).  The weights live on the workers too: a ring run leaves its
+  rows on its worker and the next run takes them from there (``_worker.Held``); the
+  parallel methods' combination runs on the worker of partition 0 and takes the
+  partitions' changes as task results, which Dask moves from worker to worker.  The
+  client receives scalars (gaps, step sizes, counters), the rows of the problems a
+  check passed, and at the end the other weights.  A worker that leaves is noticed by
+  polling the scheduler (a pinned task would otherwise wait for it forever): the
+  driver then gets PartitionsLost and asks for ``recover``, which rebuilds the lost
+  partitions on the workers left, from their sources, and restores every partition
+  from the checkpoint, whose copies are kept on two workers (``_worker.KEPT``).
 """
 import operator
 import threading
@@ -240,6 +241,8 @@ def worker_info(client):
 class DaskEngine:
     """The partitions on the workers of a Dask cluster (see the module docstring)."""
 
+    hold_rows = True     # the ring's dense hops: rows held by the workers (False: results)
+
     def __init__(self, client, timeout=600.0, worker_grace=30.0):
         self.client = client
         self.timeout = timeout
@@ -250,6 +253,8 @@ class DaskEngine:
         self.bytes = {"client": 0, "workers": 0}
         self.after = {}          # partition -> futures of its tasks not yet waited for
         self.rows = {}           # problem -> future of the payload holding its weights
+        self.done = {}           # problem -> its final row, here (the ring's passed ones)
+        self.n_problems = 0
         self.row_bytes = 0
         self.seen, self.latest, self.run_no = {}, {}, 0
         self.as_dense = 0        # bytes the sparse hops would have taken as weights,
@@ -257,6 +262,9 @@ class DaskEngine:
         self.sparse_off = 1      # laps up to which the ring sends weights
         self.unpolled = False    # sparse hops may have arrived since the last poll
         self.kept_no = 0         # the number of the latest checkpoint the workers keep
+        self.tags = 0            # the ring's runs that leave their rows held (Held)
+        self.last_on = {}        # worker -> the future of the latest run submitted there
+        self.held = set()        # keys of the futures whose result is a Held
 
     def workers(self):
         return worker_addresses(self.client)
@@ -389,8 +397,11 @@ class DaskEngine:
 
     def setup(self, spec, ring):
         self.spec, self.ring = spec, ring
+        if ring:
+            self.client.run(_worker.install)      # (the ring's rows move through it)
         inits = [self._submit(_worker.setup_task, p, self.job, p, spec) for p in self.where]
-        n_problems = len(spec["positive"]) if "positive" in spec else 1
+        n_problems = self.n_problems = len(spec["positive"]) if "positive" in spec else 1
+        self.done, self.last_on = {}, {}
         # the ring: each group's weights where its first visit is, the others: on home
         groups = (ring_groups(range(n_problems), len(self.where)) if ring
                   else [(0, list(range(n_problems)))])
@@ -418,16 +429,37 @@ class DaskEngine:
                 runs.append([v])
         return runs
 
+    def _travels(self, travels):
+        """Several groups' travels (``_travel``'s arguments each), their runs submitted
+        position by position: each worker runs its runs in that order (a run takes the
+        worker's previous one as an argument), so that where two groups swap workers,
+        each worker passes its group on while it takes the other's, and no worker holds
+        both (a run that took a group before its own had left would).  Returns
+        [(the last future, the dense hops)] in order."""
+        steps = list(enumerate(self._travel(*t) for t in travels))
+        out = [None] * len(steps)
+        while steps:
+            left = []
+            for k, g in steps:
+                try:
+                    next(g)
+                    left.append((k, g))
+                except StopIteration as stop:
+                    out[k] = stop.value
+            steps = left
+        return out
+
     def _travel(self, group, visits, part, task, args):
-        """A group (start partition, problems)'s payload through runs of visits, one task
-        per run, with the extra arguments args(run number), not ordered behind other
-        groups' tasks (they touch other problems); a seeded group sends its changes
-        (``_log``).  Returns the last task's future and the dense hops between workers."""
+        """A generator: a group (start partition, problems)'s payload through runs of
+        visits, one task per run (a step each), with the extra arguments args(run
+        number); a seeded group sends its changes (``_log``).  Returns the last task's
+        future and the dense hops between workers."""
         start, problems = group
         fut = self.rows[problems[0]]
         at = self.loc[fut.key]
         hops = 0
-        for i, run in enumerate(self._runs(visits, part)):
+        runs = self._runs(visits, part)
+        for i, run in enumerate(runs):
             here = self.where[part(run[0])]
             log = self._log(start, at, here, task is _worker.ring_task)
             if log is not None and at != here:
@@ -435,14 +467,24 @@ class DaskEngine:
             if log is None:
                 hops += at != here
                 self._moved(len(problems) * self.row_bytes, at, here)
-            if at != here:
-                # (received by a task of its own: Dask keeps a result on its worker
-                # until its dependents finish, so the sender would hold its copy for
-                # the whole visit; this way only until it has arrived)
+            if at != here and fut.key not in self.held:
+                # (a payload itself is received by a task of its own: Dask keeps a
+                # result on its worker until its dependents finish, so the sender would
+                # hold its copy for the whole visit; this way only until it has arrived)
                 fut = self._on(here, _delivered, fut)
+            tag = None
+            if log is None and self.hold_rows:     # the rows stay on the worker (Held)
+                self.tags += 1
+                # (">": the next run takes them from another worker: _worker's pacing)
+                to_peer = i + 1 < len(runs) and self.where[part(runs[i + 1][0])] != here
+                tag = f"{self.tags}{'>' if to_peer else ''}"
             fut = self._submit(task, part(run[0]), self.job, run, fut, problems,
-                               *args(i), log, track=False)
+                               *args(i), log, tag, self.last_on.get(here), track=False)
+            self.last_on[here] = fut
+            if tag is not None:
+                self.held.add(fut.key)
             at = here
+            yield
         self.loc[fut.key] = at
         for j in problems:
             self.rows[j] = fut
@@ -483,7 +525,7 @@ class DaskEngine:
 
     def ring_round(self, rnd, groups, sweeps, laps, tol=None, due=None):
         K = len(self.where)
-        checks = self._check_pass(groups, due) if tol is not None else None
+        checks = self._check_pass(groups, due, tol) if tol is not None else None
         # sparse hops when a visit covers part of a partition's rows: they change a
         # share of the weights then (and one lap's hops would each send all of them)
         fresh = [g for g in groups if g[0] not in self.seen]
@@ -491,30 +533,24 @@ class DaskEngine:
             self._seed(fresh)
         # (the hops before this round's: their bytes have arrived by the check's end)
         planned = self.as_dense
-        hops = []
+        travels = []
         for group in groups:
             # (a group's first task filters the problems its check pass passed)
             filt = tol if checks is not None and group[0] in checks else None
-            hops.append(self._travel(
-                group, _steps.ring_order(group[0], K, laps), operator.itemgetter(0),
-                _worker.ring_task, lambda i: (rnd, sweeps, i == 0, laps,
-                                              filt if i == 0 else None))[1])
+            travels.append((group, _steps.ring_order(group[0], K, laps),
+                            operator.itemgetter(0), _worker.ring_task,
+                            lambda i, filt=filt: (rnd, sweeps, i == 0, laps,
+                                                  filt if i == 0 else None)))
+        hops = [n for _, n in self._travels(travels)]
         if checks is None:
             return None
         sums = self._check_sums(checks)
         done = _steps.passed(sums, tol)
         for (start, problems), n in zip(groups, hops):
-            # the passed problems stayed behind, in the check pass's result; only their
-            # rows are kept (the result holds the whole group's, which would stay
-            # until the fit ends: a group's weights for each check that passed some)
+            # the passed problems' rows came with the check's sums (_worker.check_found)
             finished = [j for j in problems if j in done]
-            if finished:
-                fut = checks[start][0]
-                kept = self._on(self.loc[fut.key], _worker.rows_task, self.job, fut,
-                                finished, False)
-                self.loc[kept.key] = self.loc[fut.key]
-                for j in finished:
-                    self.rows[j] = kept
+            for j in finished:
+                del self.rows[j]
             self.bytes["workers"] -= len(finished) * self.row_bytes * n
         if self.seen and planned and self.as_sparse >= SPARSE_GIVE_UP * planned:
             # the visits change most of the weights: finding which costs more than it
@@ -527,21 +563,21 @@ class DaskEngine:
     def ring_check(self, groups, due=None):
         return self._check_sums(self._check_pass(groups, due))
 
-    def _check_pass(self, groups, due=None):
+    def _check_pass(self, groups, due=None, tol=None):
         """The check pass (``_steps.check_order``) of each group with problems in due
         (all when None): {start: (its last future, the future of what the client needs
-        of it, the problems checked)}."""
+        of it, the problems checked)}; with ``tol``, what the client needs includes the
+        rows of the problems that passed (final: they leave the workers)."""
         K = len(self.where)
+        todo = [((start, problems), checked) for (start, problems), (_, checked)
+                in zip(groups, _steps.checked_groups(groups, due)) if checked]
+        ends = self._travels([(group, _steps.check_order(group[0], K), lambda p: p,
+                               _worker.ring_check_task, lambda i, c=checked: (K, c))
+                              for group, checked in todo])
         out = {}
-        for (start, problems), (_, checked) in zip(groups,
-                                                   _steps.checked_groups(groups, due)):
-            if not checked:
-                continue
-            fut = self._travel((start, problems), _steps.check_order(start, K),
-                               lambda p: p, _worker.ring_check_task,
-                               lambda i: (K, checked))[0]
-            out[start] = (fut, self._on(self.loc[fut.key], _worker.check_found, fut),
-                          checked)
+        for ((start, _), checked), (fut, _) in zip(todo, ends):
+            out[start] = (fut, self._on(self.loc[fut.key], _worker.check_found, self.job,
+                                        fut, tol), checked)
         return out
 
     def _check_sums(self, checks):
@@ -550,12 +586,20 @@ class DaskEngine:
         got = self._gather([small for _, small, _ in checks.values()])
         self._synced()
         self._received()
-        per = _steps.found_by_partition([found for found, _ in got], len(self.where))
+        self._finished([rows for _, _, rows in got])
+        per = _steps.found_by_partition([found for found, _, _ in got], len(self.where))
         stats = {}
-        for _, st in got:
+        for _, st, _ in got:
             stats.update(st)
         problems = [j for _, _, checked in checks.values() for j in checked]
         return _steps.checked(per, stats, problems)
+
+    def _finished(self, payloads):
+        """Keep final rows here (the passed problems', gathered with a check's sums, and
+        at the end the others)."""
+        for pl in payloads:
+            self.done.update(pl)
+            self.bytes["client"] += _steps.payload_nbytes(pl)
 
     def _received(self):
         """Add the bytes of the sparse hops, counted where they arrived (asked only
@@ -647,12 +691,11 @@ class DaskEngine:
     def weights(self, n_problems, d):
         got = self._gather([self._on(self.loc[f.key], _worker.rows_task, self.job, f,
                                      self._held(f, self.rows), False)
-                            for f in self._payloads(range(n_problems))])
+                            for f in self._payloads(self.rows)])
         self._synced()
         self._received()
-        rows = _steps.merged(got)
-        self.bytes["client"] += sum(_steps.payload_nbytes(pl) for pl in got)
-        return assemble(rows, n_problems, d)
+        self._finished(got)
+        return assemble(self.done, n_problems, d)
 
     def snapshot(self):
         """Each partition's duals and the weights, held by two workers (the partition's
@@ -660,9 +703,9 @@ class DaskEngine:
         client.  Not as replicated task results: Dask's active memory manager drops a
         result's extra replicas within seconds, and a result lost with its only holder
         is recomputed by Dask against the partitions as they are then."""
-        n_problems = len(self.rows)
+        n_problems = self.n_problems
         rows, loc = self._copies(self.rows, self.loc)
-        pls = self._payloads(range(n_problems), rows)
+        pls = self._payloads(rows, rows)
         # after the ring's visits: small tokens where the payloads are, not the payloads
         done = [self._on(loc[f.key], _barrier, f)
                 for f in pls]
@@ -681,7 +724,7 @@ class DaskEngine:
             self._gather(keeps, also=set(peers.values()) | set(loc.values()))
             self._synced()
             self.client.run(_worker.drop_kept, self.job, number, on_error="ignore")
-            self.bytes["workers"] += self.state_bytes + n_problems * self.row_bytes
+            self.bytes["workers"] += self.state_bytes + len(rows) * self.row_bytes
             slots = {f.key: i for i, f in enumerate(pls)}
             return number, {j: slots[f.key] for j, f in rows.items()}, None
         # one worker (say, while a lost one restarts): no peer to copy to, and a copy
@@ -698,7 +741,7 @@ class DaskEngine:
     def state_bytes(self):
         """Bytes of one copy of every partition's duals (u, preferences, order, and the
         logistic complements): 28 per row per problem, an estimate from the arrays."""
-        return 28 * self.n_rows * len(self.rows)
+        return 28 * self.n_rows * self.n_problems
 
     def recover(self, spec, token):
         """Rebuild the lost partitions on the workers left and put every partition and
@@ -710,6 +753,11 @@ class DaskEngine:
         if not live:
             raise PartitionsLost("no worker answered")
         lost = [p for p in self.where if p not in held.get(self.where[p], ())]
+        # (rows the ring left on the workers are stale: the checkpoint's come back)
+        self.client.run(_worker.drop_held, self.job, on_error="ignore")
+        self.held, self.last_on = set(), {}
+        if self.ring:
+            self.client.run(_worker.install, on_error="ignore")
         for p in lost:
             self.where[p] = live[p % len(live)]
         self.after = {}
@@ -735,6 +783,9 @@ class DaskEngine:
                 rows[j] = held[id(pl)]
             loc = {f.key: live[0] for f in held.values()}
         self.seen, self.latest = {}, {}     # (replicas lost or stale: seeded anew)
+        # (problems passed after the checkpoint are open again: theirs come back)
+        for j in rows:
+            self.done.pop(j, None)
         # the ring gets copies, the checkpoint stays (a second loss restores it again)
         self.rows, self.loc = self._copies(rows, {k: a if a in live else live[0]
                                                   for k, a in loc.items()})

@@ -10,29 +10,32 @@ from pybudget.dask._partition import CARRY_STEPS, add_into, payload_bytes, roll_
 from pybudget.linear._dual_cd import sum_of_squares
 
 
-def ring_visit(P, rnd, payload, problems, sweeps, first, lap=0, laps=1):
+def ring_visit(P, rnd, payload, problems, sweeps, first, lap=0, laps=1, emit=None):
     """Partition P's visit of one group: the payload {j: (w, carry)} of ``problems``
     (rows of payload) after P's sweeps (or its lap-th share of one sweep); ``first``:
     the round starts here.  The ring owns its payloads: the arrays change in place (a
     copy of 8 bytes a feature per problem and visit saved), so whoever keeps one for
-    later (a checkpoint) keeps a copy."""
-    out = {j: (owned(payload[j][0]), owned(payload[j][1])) for j in problems}
-    if first:
-        roll_ring(P.kind, [c for _, c in out.values()], rnd)
+    later (a checkpoint) keeps a copy.  One problem at a time: ``payload`` may be any
+    mapping that hands over a row when asked (the Dask engine's, taking rows from the
+    worker that holds them), and ``emit(j, row)``, when given, takes each row as soon
+    as its visit ends (its value is kept for j in the result)."""
+    out = {}
     for j in problems:
-        w, carry = out[j]
+        w, carry = (owned(a) for a in payload[j])
+        if first:
+            roll_ring(P.kind, [carry], rnd)
         P.visit(j, rnd, w, sweeps, carry, lap, laps)
+        out[j] = (w, carry) if emit is None else emit(j, (w, carry))
     return out
 
 
-def still_open(carried, tol):
-    """The payload of a finished check pass without the problems whose gap passed tol:
-    the round that follows the check on the workers visits the others only, as the
-    driver decides from the same sums (so the client need not answer in between)."""
-    payload, found, stats = carried
+def passed_in(carried, tol):
+    """The problems whose gap passed tol in a finished check pass: the round that
+    follows the check on the workers visits the others only, as the driver decides from
+    the same sums (so the client need not answer in between)."""
+    _, found, stats = carried
     sums = checked(found_by_partition([found], len(found)), stats, list(stats))
-    done = passed(sums, tol)
-    return {j: row for j, row in payload.items() if j not in done}
+    return passed(sums, tol)
 
 
 def gap_of(w2, loss, terms, kkt):
@@ -125,16 +128,26 @@ def checked_groups(groups, due):
             for start, problems in groups]
 
 
-def check_visit(P, part, carried, problems, n_parts):
-    """Partition ``part``'s share of a group's check pass: (the payload, unchanged and
-    not copied, {partition: its gap scalars of each problem}, and once all n_parts
+def check_visit(P, part, carried, problems, n_parts, emit=None):
+    """Partition ``part``'s share of a group's check pass: (the payload's rows, unchanged
+    and not copied, {partition: its gap scalars of each problem}, and once all n_parts
     partitions are in, the weights' statistics) with this partition's added;
-    ``carried`` is the payload or the previous partition's result."""
+    ``carried`` is the payload or the previous partition's result.  One problem at a
+    time, as ``ring_visit`` (``emit``: the same)."""
     payload, found, _ = carried if isinstance(carried, tuple) else (carried, {}, None)
     found = dict(found)
-    found[part] = {j: P.check(j, weights_of(payload[j])) for j in problems}
-    stats = weight_stats([payload], problems) if len(found) == n_parts else None
-    return payload, found, stats
+    mine, rows, stats = {}, {}, {}
+    last = len(found) + 1 == n_parts
+    checked = set(problems)
+    for j in list(payload):           # (every row of the payload goes on)
+        row = payload[j]
+        if j in checked:
+            mine[j] = P.check(j, weights_of(row))
+            if last:
+                stats.update(weight_stats([{j: row}], [j]))
+        rows[j] = row if emit is None else emit(j, row)
+    found[part] = {j: mine[j] for j in problems}
+    return rows, found, (stats if last else None)
 
 
 def payload_of(result):

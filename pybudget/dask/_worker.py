@@ -2,12 +2,18 @@
 the registry that keeps the partitions there between rounds.
 
 The registry is this process's own dictionary, keyed by (job, partition): the rows and
-the duals stay on the worker across rounds.  The weights travel between the tasks as
-their results, so Dask moves them from worker to worker; the client asks only for
-scalars.  A worker that dies takes its entries with it, which the client sees as
-PartitionMissing (or the worker's absence) and answers by rebuilding from the source.
+the duals stay on the worker across rounds.  The ring's weights stay on the worker of the
+run that last changed them (HELD), and the next run takes them from there (``Held``);
+the parallel methods' weights and the ring's sparse hops travel as task results, which
+Dask moves from worker to worker.  The client asks for scalars and final rows.  A worker that
+dies takes its entries with it, which the client sees as PartitionMissing (or the
+worker's absence) and answers by rebuilding from the source.
 Arguments named ``after`` only order a task behind earlier ones on the same partition.
 """
+import asyncio
+import threading
+import time
+
 import numpy as np
 
 from pybudget.dask import _steps
@@ -17,6 +23,13 @@ REGISTRY = {}
 REPLICAS = {}     # (job, problem) -> this process's replica of the weights (sparse hops)
 RECEIVED = {}     # job -> bytes of the sparse hops' payloads received from other workers
 KEPT = {}         # (job, checkpoint, name) -> a checkpoint's copy held by this process
+HELD = {}         # (job, tag, problem) -> a ring row (w, carry) a run left here
+GIVEN = {}        # job -> rows taken from HELD by other workers
+TAKEN = threading.Condition()     # notified when another worker has taken a row
+# A run that takes rows from another worker keeps at most this many more than other
+# workers have taken from here since it began, waiting up to PACE_WAIT seconds once.
+PACE_AHEAD = 2
+PACE_WAIT = 1.0
 
 
 class PartitionMissing(RuntimeError):
@@ -45,49 +58,199 @@ def setup_task(job, part, spec):
 
 
 def ring_task(job, visits, payload, problems, rnd, sweeps, first, laps, tol=None,
-              log=None):
+              log=None, tag=None, after=None):
     """Consecutive visits (partition, lap) of the ring to partitions on this worker;
     ``tol``: the payload comes from a check pass, whose passed problems stay behind;
     ``log``: sparse hops, (this run's number, the run of this worker's replicas, the
-    oldest replica's run on the other workers, whether the payload came from one)."""
-    payload = (_steps.payload_of(payload) if tol is None
-               else _steps.still_open(payload, tol))
-    problems = [j for j in problems if j in payload]
+    oldest replica's run on the other workers, whether the payload came from one);
+    ``tag``: the rows stay here under it (``_hold``), the result names them; ``after``:
+    the previous run on this worker (only orders this one behind it)."""
+    src = _steps.payload_of(payload)
+    left = set(_keys(src)) - (set() if tol is None else _steps.passed_in(payload, tol))
+    problems = [j for j in problems if j in left]
+    if log is not None:
+        run, since, keep, moved = log
+        src, logs = _replica_rows(job, src, since, moved, problems)
+        before = {j: src[j][0].copy() for j in problems}
+    rows = _rows(job, src, problems, out=tag)
+    for i, (part, lap) in enumerate(visits):
+        emit = _hold(job, tag) if tag is not None and i == len(visits) - 1 else None
+        rows = _steps.ring_visit(_get(job, part), rnd, rows, problems, sweeps,
+                                 first and i == 0, lap, laps, emit)
+    if log is not None:
+        own = {j: (_steps.change_set(run, before[j], rows[j][0]),) for j in problems}
+        rows = _changes_rows(rows, logs, own, run, keep)
+    return rows if tag is None else Held(tag, problems)
+
+
+def ring_check_task(job, parts, carried, problems, n_parts, checked, log=None, tag=None,
+                    after=None):
+    """Consecutive partitions on this worker of a group's check pass (_steps) of the
+    problems ``checked`` (the payload carries all the group's ``problems``); ``log`` as
+    for ring_task, with the group's latest run (the pass changes no weights); ``tag``
+    as for ring_task."""
+    payload, found, stats = carried if isinstance(carried, tuple) else (carried, {}, None)
     if log is not None:
         run, since, keep, moved = log
         payload, logs = _replica_rows(job, payload, since, moved)
-        before = {j: payload[j][0].copy() for j in problems}
-    for i, (part, lap) in enumerate(visits):
-        payload = _steps.ring_visit(_get(job, part), rnd, payload, problems, sweeps,
-                                    first and i == 0, lap, laps)
-    if log is not None:
-        own = {j: (_steps.change_set(run, before[j], payload[j][0]),) for j in problems}
-        payload = _changes_rows(payload, logs, own, run, keep)
-    return payload
-
-
-def ring_check_task(job, parts, carried, problems, n_parts, checked, log=None):
-    """Consecutive partitions on this worker of a group's check pass (_steps) of the
-    problems ``checked`` (the payload carries all the group's ``problems``); ``log`` as
-    for ring_task, with the group's latest run (the pass changes no weights)."""
-    if log is not None:
-        run, since, keep, moved = log
-        payload, found, stats = (carried if isinstance(carried, tuple)
-                                 else (carried, {}, None))
-        rows, logs = _replica_rows(job, payload, since, moved)
-        carried = (rows, found, stats)
-    for part in parts:
-        carried = _steps.check_visit(_get(job, part), part, carried, checked, n_parts)
+    carried = (_rows(job, payload, list(_keys(payload)), out=tag), found, stats)
+    for i, part in enumerate(parts):
+        emit = _hold(job, tag) if tag is not None and i == len(parts) - 1 else None
+        carried = _steps.check_visit(_get(job, part), part, carried, checked, n_parts,
+                                     emit)
     if log is not None:
         carried = (_changes_rows(carried[0], logs, {}, run, keep), *carried[1:])
+    if tag is not None:
+        carried = (Held(tag, list(carried[0])), *carried[1:])
     return carried
 
 
-def check_found(carried):
+# ---- rows held by the workers (the ring's dense hops) ---------------------------------
+
+class Held:
+    """A ring result whose rows stay on the worker that made it, in HELD under ``tag``;
+    the next run takes them from there (``_Incoming``).  As task results, a group that
+    two workers swap would be on both of them until each receiving task had it (Dask
+    keeps a result until its dependents are done); taken a row at a time, paced, each
+    worker gives its group away as it takes the other: it holds about one group."""
+    __slots__ = ("tag", "problems", "addr")
+
+    def __init__(self, tag, problems):
+        self.tag, self.problems, self.addr = tag, list(problems), _address()
+
+
+def _address():
+    from distributed import get_worker
+    return get_worker().address
+
+
+def _keys(src):
+    return src.problems if isinstance(src, Held) else list(src)
+
+
+def _hold(job, tag):
+    """emit for ring_visit and check_visit: keep the row here under tag."""
+    def emit(j, row):
+        HELD[(job, tag, j)] = row
+        return None
+    return emit
+
+
+def _rows(job, src, order, keep=False, out=None):
+    """The rows of src (a payload, or Held) as a mapping read once per problem
+    (``keep``: read, not taken; ``out``: the tag the reading run holds its rows under)."""
+    if not isinstance(src, Held):
+        return src
+    return _Incoming(job, src, order, keep, out)
+
+
+class _Incoming:
+    """Rows of a Held result, taken from HELD when asked: here directly; from another
+    worker all at once, before the sweeps (which would compete with the transfers for
+    the cores), one row a request to its ``take_handler``.  Paced: while this worker
+    holds rows that a run on another worker is to take next (tags ending in ">"), it
+    takes at most PACE_AHEAD rows more than other workers have taken from it since this
+    run began, so that two workers swapping groups each give theirs away as they take
+    the other's; should none take them for PACE_WAIT seconds, it stops pacing for the
+    rest of the run (never a deadlock, at the price of holding both groups)."""
+
+    def __init__(self, job, src, order, keep=False, out=None):
+        self.job, self.src, self.order, self.keep, self.out = job, src, list(order), keep, out
+        self.remote = src.addr != _address()
+        self.got = None
+        self.taken, self.given = 0, GIVEN.get(job, 0)
+        self.paced = not keep
+
+    def __iter__(self):
+        return iter(self.order)
+
+    def __getitem__(self, j):
+        row = self.get(j)
+        if row is None:
+            raise PartitionMissing(f"rows {(self.job, self.src.tag, j)} are not held by "
+                                   f"{self.src.addr}")
+        return row
+
+    def get(self, j):
+        """The row, or None when its holder no longer has it (``check_found`` takes a
+        passed problem's)."""
+        if not self.remote:
+            key = (self.job, self.src.tag, j)
+            return HELD.get(key) if self.keep else HELD.pop(key, None)
+        if self.got is None:
+            self.got = self._take_all()
+        return self.got.pop(j)
+
+    def _take_all(self):
+        from distributed import get_worker
+        w = get_worker()
+        pending = {}
+        for j in self.order:
+            self._wait_pace()
+            pending[j] = asyncio.run_coroutine_threadsafe(
+                self._take(w, (self.job, self.src.tag, j)), w.loop.asyncio_loop)
+            self.taken += 1
+        try:
+            return {j: f.result()["row"] for j, f in pending.items()}
+        except Exception as exc:             # the holder is gone (or its connection)
+            raise PartitionMissing(f"rows of {self.src.tag} could not be read from "
+                                   f"{self.src.addr}: {exc}") from None
+
+    async def _take(self, w, key):
+        async with w.rpc(self.src.addr) as peer:
+            return await peer.pybudget_take(key=list(key), keep=self.keep)
+
+    def _ahead(self):
+        return (self.taken - (GIVEN.get(self.job, 0) - self.given) >= PACE_AHEAD
+                and any(k[0] == self.job and k[1] != self.out and k[1].endswith(">")
+                        for k in list(HELD)))
+
+    def _wait_pace(self):
+        t0 = time.monotonic()
+        with TAKEN:
+            while self.paced and self._ahead():
+                left = PACE_WAIT - (time.monotonic() - t0)
+                if left <= 0:
+                    self.paced = False
+                else:
+                    TAKEN.wait(left)
+
+
+async def take_handler(key=None, keep=False):
+    """The worker's handler ``pybudget_take``: hand over one held row (and forget it,
+    unless ``keep``)."""
+    from distributed.protocol import to_serialize
+    row = HELD.get(tuple(key)) if keep else HELD.pop(tuple(key), None)
+    if row is not None and not keep:
+        with TAKEN:
+            GIVEN[key[0]] = GIVEN.get(key[0], 0) + 1
+            TAKEN.notify_all()
+    return {"row": None if row is None else to_serialize(row)}
+
+
+def install(dask_worker):
+    """Register this module's handler on the worker (idempotent)."""
+    dask_worker.handlers["pybudget_take"] = take_handler
+
+
+def held_rows(job, result, problems, take):
+    """Rows of a Held result here: taken (forgotten here) or read."""
+    out = {}
+    for j in problems:
+        key = (job, result.tag, j)
+        if key not in HELD:
+            raise PartitionMissing(f"rows {key} are not held here")
+        out[j] = HELD.pop(key) if take else HELD[key]
+    return out
+
+
+def check_found(job, carried, tol=None):
     """What the client needs of a finished check pass: ({partition: scalars}, the
-    weights' statistics), both computed by the pass (the round after it may already
-    change the weights in place)."""
-    return carried[1], carried[2]
+    weights' statistics, both computed by the pass (the round after it may already
+    change the weights in place), and with ``tol`` the rows of the problems that passed,
+    taken from here: they are final, and no worker need keep them until the end)."""
+    done = sorted(_steps.passed_in(carried, tol)) if tol is not None else []
+    return carried[1], carried[2], rows_task(job, carried, done, False) if done else {}
 
 
 # ---- the ring's sparse hops ---------------------------------------------------------
@@ -95,16 +258,22 @@ def check_found(carried):
 def seed_task(job, payload, problems):
     """This worker's replicas of the problems' weights, from a payload of the weights
     themselves: from here on the ring sends their changes (``_steps.Changes``)."""
-    payload = _steps.payload_of(payload)
+    rows = _rows(job, _steps.payload_of(payload), problems, keep=True)
     for j in problems:
-        REPLICAS[(job, j)] = np.array(_steps.weights_of(payload[j]), dtype=np.float64)
+        row = rows.get(j)
+        if row is not None:     # (None: passed at the check this round goes with)
+            REPLICAS[(job, j)] = np.array(_steps.weights_of(row), dtype=np.float64)
 
 
-def _replica_rows(job, payload, since, moved):
-    """A payload with each row's weights replaced by this worker's replica, brought up to
-    date (its run: ``since``): (the rows, each row's change-sets to pass on)."""
+def _replica_rows(job, payload, since, moved, problems=None):
+    """A payload's rows (of ``problems``, all by default) with each row's weights
+    replaced by this worker's replica, brought up to date (its run: ``since``): (the
+    rows, each row's change-sets to pass on)."""
     rows, logs = {}, {}
-    for j, (x, carry) in payload.items():
+    problems = _keys(payload) if problems is None else problems
+    src = _rows(job, payload, problems)
+    for j in problems:
+        x, carry = src[j]
         w = REPLICAS[(job, j)]
         if moved:
             RECEIVED[job] = RECEIVED.get(job, 0) + x.nbytes + carry.nbytes
@@ -131,6 +300,8 @@ def rows_task(job, result, problems, copy):
     current for it (the result is this worker's own).  ``copy``: arrays of their own
     (a checkpoint's; the ring changes its payloads in place)."""
     payload = _steps.payload_of(result)
+    if isinstance(payload, Held):
+        payload = held_rows(job, payload, problems, take=not copy)
     out = {}
     for j in problems:
         row = payload[j]
@@ -209,8 +380,15 @@ def parts_here(job):
     return sorted(p for (jb, p) in REGISTRY if jb == job)
 
 
+def drop_held(job):
+    """Forget the rows held for job (after a loss: the checkpoint's are restored)."""
+    for key in [k for k in HELD if k[0] == job]:
+        del HELD[key]
+
+
 def drop_job(job):
-    for table in (REGISTRY, REPLICAS, KEPT):
+    for table in (REGISTRY, REPLICAS, KEPT, HELD):
         for key in [k for k in table if k[0] == job]:
             del table[key]
     RECEIVED.pop(job, None)
+    GIVEN.pop(job, None)
