@@ -471,9 +471,9 @@ def test_held_rows_and_task_results_give_the_same_bits(client, monkeypatch, laps
     the check's sums) and, with laps, sparse hops seeded from held rows: the same bits
     with the rows held by the workers as with the weights sent as task results, and as
     the threads engine."""
-    X, y = make_data(n=1600, classes=4, seed=5)
+    X, y = make_data(n=800, classes=4, seed=5)
     monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
-    kw = dict(C=1.0, tol=1e-3, random_state=0, max_iter=300, n_partitions=4, laps=laps)
+    kw = dict(C=1.0, tol=1e-2, random_state=0, max_iter=300, n_partitions=4, laps=laps)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
     assert len({e["active"] for e in ref.rounds_log_} - {0}) >= 2
     fits = []
