@@ -7,10 +7,11 @@
 #  3. a fresh virtual environment outside the source tree, the repaired wheel installed
 #     with its test extra, and the test suite run against it from a temporary copy of
 #     tests/ (.ci/run_installed_tests.py), with the numpy pip resolves, without the slow
-#     subprocess runs (the README's command ran them);
+#     subprocess runs and the tests that start a Dask cluster (the README's command ran
+#     them);
 #  4. the same in a second fresh environment pinned to
 #     the oldest numpy pyproject.toml declares, so the declared minimum is tested, not
-#     aspirational (without the tests that start a Dask cluster).
+#     aspirational.
 #   .ci/wheel_check.sh
 #   KEEP=1 .ci/wheel_check.sh   # keep the work directory (dist/, wheelhouse/, venvs)
 set -euo pipefail
@@ -61,12 +62,14 @@ python -m pip install --quiet --upgrade pip
 python -m pip install --quiet "${wheel}[test]"
 versions
 
-# The subprocess runs marked slow (bench smoke runs, the documented examples) already
-# ran in the README's command against the package pip built from this source; leaving
-# them out of both wheel runs keeps CI within its time budget (about a minute each here).
-step "tests against the installed wheel (numpy as resolved; not the slow subprocess runs)"
+# The subprocess runs marked slow (bench smoke runs, the documented examples) and the
+# tests that start a Dask cluster (Dask's scheduling around the same numeric code the
+# threads-engine tests run here) already ran in the README's command against the package
+# pip built from this source; leaving them out of both wheel runs keeps CI within its
+# time budget (about a minute and about two minutes a run here).
+step "tests against the installed wheel (numpy as resolved; not the slow runs, no Dask cluster)"
 cd "$work"
-python "$root/.ci/run_installed_tests.py" "$root" -m "not slow"
+python "$root/.ci/run_installed_tests.py" "$root" -m "not slow and not cluster"
 pybudget --help >/dev/null
 deactivate
 
@@ -104,8 +107,6 @@ python -m pip install --quiet --only-binary=numpy "${wheel}[test]" "numpy==$np_o
 python -m pip check
 versions
 
-# Nor the tests that start a Dask cluster (about two minutes): they test Dask's scheduling
-# around numeric code that the threads-engine tests still run with this numpy.
 step "tests against the installed wheel (numpy $np_old; not the slow runs, no Dask cluster)"
 python "$root/.ci/run_installed_tests.py" "$root" -m "not slow and not cluster"
 step "wheel check passed ($policy; suite passed with numpy as resolved and numpy $np_old)"
