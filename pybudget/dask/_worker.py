@@ -233,17 +233,6 @@ def install(dask_worker):
     dask_worker.handlers["pybudget_take"] = take_handler
 
 
-def held_rows(job, result, problems, take):
-    """Rows of a Held result here: taken (forgotten here) or read."""
-    out = {}
-    for j in problems:
-        key = (job, result.tag, j)
-        if key not in HELD:
-            raise PartitionMissing(f"rows {key} are not held here")
-        out[j] = HELD.pop(key) if take else HELD[key]
-    return out
-
-
 def check_found(job, carried, tol=None):
     """What the client needs of a finished check pass: ({partition: scalars}, the
     weights' statistics, both computed by the pass (the round after it may already
@@ -299,9 +288,8 @@ def rows_task(job, result, problems, copy):
     the weights themselves: a row sent as changes is read from this worker's replica,
     current for it (the result is this worker's own).  ``copy``: arrays of their own
     (a checkpoint's; the ring changes its payloads in place)."""
-    payload = _steps.payload_of(result)
-    if isinstance(payload, Held):
-        payload = held_rows(job, payload, problems, take=not copy)
+    # (Held: this worker's own rows, taken unless copied)
+    payload = _rows(job, _steps.payload_of(result), problems, keep=copy)
     out = {}
     for j in problems:
         row = payload[j]
@@ -380,15 +368,14 @@ def parts_here(job):
     return sorted(p for (jb, p) in REGISTRY if jb == job)
 
 
-def drop_held(job):
+def drop_held(job, tables=(HELD,)):
     """Forget the rows held for job (after a loss: the checkpoint's are restored)."""
-    for key in [k for k in HELD if k[0] == job]:
-        del HELD[key]
+    for table in tables:
+        for key in [k for k in table if k[0] == job]:
+            del table[key]
 
 
 def drop_job(job):
-    for table in (REGISTRY, REPLICAS, KEPT, HELD):
-        for key in [k for k in table if k[0] == job]:
-            del table[key]
+    drop_held(job, (REGISTRY, REPLICAS, KEPT, HELD))
     RECEIVED.pop(job, None)
     GIVEN.pop(job, None)
