@@ -935,3 +935,18 @@ def test_check_estimator_threads_engine(cls):
         warnings.simplefilter("ignore", ConvergenceWarning)
         check_estimator(cls(engine="threads", random_state=0),
                         expected_failed_checks=WEIGHT_EQUIVALENCE)
+
+
+def test_the_first_rounds_check_only_problems_whose_stale_gap_is_near_tol(monkeypatch):
+    """The ring's first rounds check a problem only when its stale gap (seen_gap) is
+    within SEEN_NEAR * tol: far from tol nothing is checked, and every check that is
+    made still certifies the exact gap."""
+    X, y = make_data(n=1500, d=80, classes=3)
+    kw = dict(C=1.0, tol=1e-2, engine="threads", n_partitions=2, random_state=0)
+    est = pbd.LinearSVC(**kw).fit(X, y)
+    assert est.rounds_log_[0]["round"] > 1 and est.converged_.all()
+    assert (est.duality_gap_ <= 1e-2).all()
+    monkeypatch.setattr(_steps, "SEEN_NEAR", math.inf)
+    every = pbd.LinearSVC(**kw).fit(X, y)
+    assert every.rounds_log_[0]["round"] == 1 and every.n_checks_ > est.n_checks_
+    assert every.converged_.all()

@@ -122,3 +122,53 @@ def test_unknown_problem_is_refused():
         dcd_solve(X, y, np.ones(5), np.zeros(5), np.ones(5), 0.0, np.zeros(5),
                   np.zeros(9), np.ones(5), np.arange(5, dtype=np.int32), 5, 0.0, 0, 0.1,
                   10, 0, False, 0, "logistic")
+
+
+@pytest.mark.parametrize("problem,squared", [("svm", False), ("svm", True),
+                                             ("svr", False), ("svr", True), ("lr", False)])
+@pytest.mark.parametrize("selection", ["uniform", "avsf"])
+def test_seen_keeps_each_rows_loss_at_the_margin_its_step_saw(problem, squared, selection):
+    """dcd_round's ``seen`` (the ring's stale estimate of the primal): with one visit a
+    lap, the row a lap visits holds its weighted loss at the weights before the lap,
+    computed here with numpy."""
+    from pybudget.linear._dual_cd import dcd_round
+    rng = np.random.default_rng(3)
+    n, d, bias, eps = 12, 5, 1.0, 0.1
+    X = sp.random(n, d, density=0.6, format="csr", random_state=4)
+    X.indices = X.indices.astype(np.int32)
+    X.indptr = X.indptr.astype(np.int32)
+    y = rng.standard_normal(n) if problem == "svr" else np.where(rng.random(n) < .5, -1., 1.)
+    cvec = rng.uniform(0.5, 2.0, n)
+    upper = np.full(n, np.inf) if squared else cvec.copy()
+    diag = 0.5 / cvec if squared else np.zeros(n)
+    alpha = np.minimum(1e-3 * cvec, 1e-8) if problem == "lr" else np.zeros(n)
+    comp = cvec - alpha if problem == "lr" else None
+    Xb = np.hstack([X.toarray(), np.full((n, 1), bias)])
+    w = np.zeros(d + 1)
+    if problem == "lr":
+        w = Xb.T @ (alpha * y)
+    qd = diag + np.einsum("ij,ij->i", Xb, Xb)
+    prefs, perm, scal = np.ones(n), np.arange(n, dtype=np.int32), np.zeros(7)
+    scal[:2] = np.inf, -np.inf
+    seen = np.full(n, np.nan, np.float32)
+    recorded = 0
+
+    def loss(i, m):
+        if problem == "lr":
+            return cvec[i] * np.logaddexp(0.0, -m)
+        z = (max(abs(m - y[i]) - eps, 0.0) if problem == "svr" else max(1.0 - m, 0.0))
+        return cvec[i] * (z * z if squared else z)
+
+    for sweep in range(3):                    # (AVSF adapts its preferences after one)
+        for lap in range(n):
+            before, was = w.copy(), seen.copy()
+            dcd_round(X, y, upper, diag, cvec, bias, alpha, w, prefs, perm, n, scal, qd,
+                      False, SELECTIONS[selection], 1, 7 + sweep, squared, False, problem,
+                      eps, comp, lap, n, 0, seen)
+            changed = np.flatnonzero(~(seen == was) & ~(np.isnan(seen) & np.isnan(was)))
+            assert changed.size <= 1
+            recorded += changed.size
+            for i in changed:
+                m = Xb[i] @ before * (1.0 if problem == "svr" else y[i])
+                assert seen[i] == pytest.approx(np.float32(loss(i, m)), rel=1e-6, abs=1e-6)
+    assert np.isfinite(seen).all() and recorded >= n      # (every row in the first sweep)

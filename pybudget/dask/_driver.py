@@ -197,7 +197,10 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
 
     def check_now(sums):
         """Finish the checked problems (those of sums) whose gap passed; returns the
-        problems still open."""
+        problems still open.  A due problem missing from sums was not checked (the
+        ring's stale gap was far from tol): it stays due."""
+        if not sums:
+            return list(drv.active)
         drv.n_checks += 1
         # (the workers' rule for the round that went with the check: the same decision)
         done = passed(sums, tol)
@@ -223,6 +226,12 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
         try:
             if want_state and ckpt[0].t != drv.t:
                 ckpt = (copy.deepcopy(drv), engine.snapshot())
+            # in the ring's first rounds the workers check a due problem only when its
+            # stale gap (_steps.seen_gap, free with the visits) is near tol: a problem
+            # left unchecked stays due.  From half the rounds before the laps may grow
+            # on, every due problem is checked, so that the exact gaps' rate is known
+            # by then (_Driver.schedule, _Driver.stalled)
+            near = ring and drv.t < STALL_ROUNDS // 2
             due = drv.due()
             if ring and due:
                 # the check pass of the due problems and this round together: the round
@@ -230,7 +239,7 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
                 # workers, from the same sums as here), so the ring does not wait for
                 # the client; the laps doubled by this check apply from the next round
                 sums = engine.ring_round(drv.t, ring_groups(drv.active, K), sweeps,
-                                         drv.laps, tol, due)
+                                         drv.laps, tol, due, tol if near else None)
                 still = check_now(sums)
                 drv.n_steps += sum(sums[j][4] for j in drv.active if j not in still)
                 drv.active = still

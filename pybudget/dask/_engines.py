@@ -58,18 +58,21 @@ class Engine(Protocol):
     def setup(self, spec, ring: bool) -> None:
         """Every problem's local state and its initial weights (as ring payloads)."""
 
-    def ring_round(self, rnd, groups, sweeps, laps, tol=None, due=None) -> dict | None:
+    def ring_round(self, rnd, groups, sweeps, laps, tol=None, due=None,
+                   near=None) -> dict | None:
         """One ring round of each group (start partition, problems): ``laps`` laps.
         With ``tol``: after a check pass of the problems in ``due`` (all when None;
-        ``ring_check``, whose result it returns), of the problems not passed."""
+        ``ring_check``, whose result it returns, leaving out those far from ``near``),
+        of the problems not passed."""
 
     def check(self, problems) -> dict:
         """{j: (loss, dual terms, kkt, |w|^2, ring steps)} at the current weights."""
 
-    def ring_check(self, groups, due=None) -> dict:
+    def ring_check(self, groups, due=None, near=None) -> dict:
         """``check`` of the problems in ``due`` (all when None) after a ring round, by
         each group's pass along the ring (``_steps.check_order``): the same scalars, no
-        weights sent to every worker."""
+        weights sent to every worker.  With ``near``, of those whose stale gap is near
+        it (``_steps.check_visit``)."""
 
     def propose(self, rnd, problems, sweeps, check) -> dict:
         """The parallel sweeps: {j: the combined scalars} (``_steps.combine``)."""
@@ -148,11 +151,11 @@ class ThreadsEngine:
     def _map(self, fn, args):
         return map_threads(fn, args, self.n_threads)
 
-    def ring_round(self, rnd, groups, sweeps, laps, tol=None, due=None):
+    def ring_round(self, rnd, groups, sweeps, laps, tol=None, due=None, near=None):
         K = len(self.parts)
         sums = None
         if tol is not None:
-            sums = self.ring_check(groups, due)
+            sums = self.ring_check(groups, due, near)
             done = _steps.passed(sums, tol)
             groups = [(s, [j for j in g if j not in done]) for s, g in groups]
 
@@ -172,18 +175,19 @@ class ThreadsEngine:
                         [(P,) for P in self.parts])
         return _steps.checked(per, _steps.weight_stats([self.rows], problems), problems)
 
-    def ring_check(self, groups, due=None):
+    def ring_check(self, groups, due=None, near=None):
         K = len(self.parts)
         groups = [g for g in _steps.checked_groups(groups, due) if g[1]]
 
         def travel(start, problems):
             carried = {j: self.rows[j] for j in problems}
             for p in _steps.check_order(start, K):
-                carried = _steps.check_visit(self.parts[p], p, carried, problems, K)
+                carried = _steps.check_visit(self.parts[p], p, carried, problems, K,
+                                             near=near)
             return carried[1]
 
         per = _steps.found_by_partition(self._map(travel, groups), K)
-        problems = [j for _, group in groups for j in group]
+        problems = [j for _, group in groups for j in group if j in per[0]]
         return _steps.checked(per, _steps.weight_stats([self.rows], problems), problems)
 
     def propose(self, rnd, problems, sweeps, check):
@@ -523,9 +527,9 @@ class DaskEngine:
         # (waited for: a run on a worker must find its replicas there)
         self._gather(seeds)
 
-    def ring_round(self, rnd, groups, sweeps, laps, tol=None, due=None):
+    def ring_round(self, rnd, groups, sweeps, laps, tol=None, due=None, near=None):
         K = len(self.where)
-        checks = self._check_pass(groups, due, tol) if tol is not None else None
+        checks = self._check_pass(groups, due, tol, near) if tol is not None else None
         # sparse hops when a visit covers part of a partition's rows: they change a
         # share of the weights then (and one lap's hops would each send all of them)
         fresh = [g for g in groups if g[0] not in self.seen]
@@ -560,19 +564,20 @@ class DaskEngine:
             self.unpolled = True         # (the round sent with the check: changes too)
         return sums
 
-    def ring_check(self, groups, due=None):
-        return self._check_sums(self._check_pass(groups, due))
+    def ring_check(self, groups, due=None, near=None):
+        return self._check_sums(self._check_pass(groups, due, near=near))
 
-    def _check_pass(self, groups, due=None, tol=None):
+    def _check_pass(self, groups, due=None, tol=None, near=None):
         """The check pass (``_steps.check_order``) of each group with problems in due
-        (all when None): {start: (its last future, the future of what the client needs
-        of it, the problems checked)}; with ``tol``, what the client needs includes the
-        rows of the problems that passed (final: they leave the workers)."""
+        (all when None; those far from ``near`` are left out on the workers): {start:
+        (its last future, the future of what the client needs of it, the problems
+        due)}; with ``tol``, what the client needs includes the rows of the problems
+        that passed (final: they leave the workers)."""
         K = len(self.where)
         todo = [((start, problems), checked) for (start, problems), (_, checked)
                 in zip(groups, _steps.checked_groups(groups, due)) if checked]
         ends = self._travels([(group, _steps.check_order(group[0], K), lambda p: p,
-                               _worker.ring_check_task, lambda i, c=checked: (K, c))
+                               _worker.ring_check_task, lambda i, c=checked: (K, c, near))
                               for group, checked in todo])
         out = {}
         for ((start, _), checked), (fut, _) in zip(todo, ends):
@@ -591,7 +596,8 @@ class DaskEngine:
         stats = {}
         for _, st, _ in got:
             stats.update(st)
-        problems = [j for _, _, checked in checks.values() for j in checked]
+        # (the problems whose seen_gap was far from tol were not checked)
+        problems = [j for _, _, checked in checks.values() for j in checked if j in stats]
         return _steps.checked(per, stats, problems)
 
     def _finished(self, payloads):

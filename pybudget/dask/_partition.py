@@ -30,9 +30,13 @@ from pybudget.linear.svm import PROBLEM_OF, problem_costs
 # entries is non-zero (12 bytes an entry against 8 for every entry).
 SPARSE_SHARE = 1 / 3
 # What the ring carries per problem: shrinking's thresholds and the round's extremes
-# (4), AVSF's reference gain, the logistic inner tolerance, and the steps taken.
-CARRY_SIZE = 7
+# (4), AVSF's reference gain, the logistic inner tolerance, the steps taken, and the
+# round's sums over the partitions of the losses their rows had when last visited
+# (``seen``) and of the dual's terms: the stale estimate of the gap (_steps.seen_gap).
+CARRY_SIZE = 9
 CARRY_STEPS = 6
+CARRY_SEEN_LOSS = 7
+CARRY_SEEN_TERMS = 8
 
 
 def round_seed(seed, problem, part, rnd):
@@ -168,7 +172,10 @@ class Partition:
 
     def _fresh(self, y, cost):
         n = y.shape[0]
+        # seen: the ring's stale losses (visit), 0 until a row is visited (the first
+        # round visits every row)
         st = {"y": np.ascontiguousarray(y), "u": np.zeros(n), "prefs": np.ones(n),
+              "seen": np.zeros(n, np.float32),
               "perm": np.arange(n, dtype=np.int32), "n_active": n, "comp": None,
               "scal": np.array([np.inf, -np.inf, 0.0, 0.0, 0.0,
                                 1e-2 if self.selection == SELECTIONS["shrinking"] else 1e-8,
@@ -208,14 +215,15 @@ class Partition:
         st = self.problems[j]
         return self._terms(st, self.costs[j], st["u"], st["comp"])
 
-    def _sweeps(self, j, rnd, v, sweeps, check, lap=0, laps=1):
+    def _sweeps(self, j, rnd, v, sweeps, check, lap=0, laps=1, seen=None):
         """dcd_round on problem j from weights v (changed in place); returns its dict."""
         st, cost = self.problems[j], self.costs[j]
         out = dcd_round(self.Xk, st["y"], cost.upper, cost.diag, cost.cvec, self.bias,
                         st["u"], v, st["prefs"], st["perm"], st["n_active"], st["scal"],
                         cost.qd, False, self.selection, sweeps,
                         round_seed(self.seed, j, self.part, rnd), self.squared, check,
-                        self.kind, self.epsilon, st["comp"], lap, laps, self.n_total)
+                        self.kind, self.epsilon, st["comp"], lap, laps, self.n_total,
+                        seen)
         st["n_active"] = out["n_active"]
         return out
 
@@ -225,17 +233,21 @@ class Partition:
         """The ring's visit (sigma' = 1): ``sweeps`` sweeps of problem j in place on its
         current weights w, or the lap-th of ``laps`` shares of one sweep, with the
         thresholds and gains carried along the ring (carry, updated in place: this
-        partition's extremes folded in, steps added)."""
+        partition's extremes folded in, steps added, and after its last lap its stale
+        loss and dual terms added)."""
         if self.Xk.shape[0] == 0:
             return
         st = self.problems[j]
         s = st["scal"]
         s[0], s[1], s[4], s[5] = carry[0], carry[1], carry[4], carry[5]
         # (one seed per round: the laps after the first draw nothing)
-        out = self._sweeps(j, rnd, w, sweeps, False, lap, laps)
+        out = self._sweeps(j, rnd, w, sweeps, False, lap, laps, st["seen"])
         carry[2], carry[3] = max(carry[2], s[2]), min(carry[3], s[3])
         carry[4], carry[5] = s[4], s[5]
         carry[CARRY_STEPS] += out["n_steps"]
+        if lap == laps - 1:
+            carry[CARRY_SEEN_LOSS] += float(np.sum(st["seen"], dtype=np.float64))
+            carry[CARRY_SEEN_TERMS] += self.gap_terms(j)
 
     def check(self, j, w):
         """The duality gap's scalars of problem j at weights w: {loss, kkt, dual_terms};
@@ -339,7 +351,7 @@ class Partition:
         st = self.problems[j]
         return {k: (v.copy() if isinstance(v, np.ndarray) else v)
                 for k, v in st.items() if k in ("u", "prefs", "perm", "n_active", "comp",
-                                                 "scal")}
+                                                 "scal", "seen")}
 
     def restore(self, j, saved):
         """Problem j back to a checkpointed state."""
@@ -350,10 +362,12 @@ class Partition:
 
 def roll_ring(kind, carries, rnd):
     """Start of a ring round: each carried row's extremes become its thresholds (not
-    before the first round, which starts from the fresh thresholds)."""
-    if rnd > 0:
-        for c in carries:
+    before the first round, which starts from the fresh thresholds), and its sums of
+    the stale losses and dual terms restart."""
+    for c in carries:
+        if rnd > 0:
             roll_carried(kind, c)
+        c[CARRY_SEEN_LOSS] = c[CARRY_SEEN_TERMS] = 0.0
 
 
 def check_block(X, y, where, d=None, regression=False, sample_weight=None):

@@ -83,12 +83,12 @@ def ring_task(job, visits, payload, problems, rnd, sweeps, first, laps, tol=None
     return rows if tag is None else Held(tag, problems)
 
 
-def ring_check_task(job, parts, carried, problems, n_parts, checked, log=None, tag=None,
-                    after=None):
+def ring_check_task(job, parts, carried, problems, n_parts, checked, near=None, log=None,
+                    tag=None, after=None):
     """Consecutive partitions on this worker of a group's check pass (_steps) of the
-    problems ``checked`` (the payload carries all the group's ``problems``); ``log`` as
-    for ring_task, with the group's latest run (the pass changes no weights); ``tag``
-    as for ring_task."""
+    problems ``checked`` (the payload carries all the group's ``problems``); ``near``:
+    as for check_visit; ``log`` as for ring_task, with the group's latest run (the pass
+    changes no weights); ``tag`` as for ring_task."""
     payload, found, stats = carried if isinstance(carried, tuple) else (carried, {}, None)
     if log is not None:
         run, since, keep, moved = log
@@ -97,7 +97,7 @@ def ring_check_task(job, parts, carried, problems, n_parts, checked, log=None, t
     for i, part in enumerate(parts):
         emit = _hold(job, tag) if tag is not None and i == len(parts) - 1 else None
         carried = _steps.check_visit(_get(job, part), part, carried, checked, n_parts,
-                                     emit)
+                                     emit, near)
     if log is not None:
         carried = (_changes_rows(carried[0], logs, {}, run, keep), *carried[1:])
     if tag is not None:

@@ -30,19 +30,19 @@ from pybudget.linear._dcd_rows cimport (DualData, PairVar, Shrink, VISIT_DROP, V
                                         pair_target, pair_up, prefetch_ahead)
 from pybudget.linear._dcd_svm cimport (
     SvmProblem, svm_gradient, svm_violation, svm_step, svm_gain, svm_final, svm_pair_var,
-    svm_pair_set,
+    svm_pair_set, svm_seen_loss,
     svm_shrink_begin, svm_shrink_visit, svm_shrink_met, svm_shrink_roll, svm_shrink_reset,
     svm_shrink_shown)
 from pybudget.linear._dcd_svr cimport (
     SvrProblem, svr_gradient, svr_violation, svr_step, svr_gain, svr_final, svr_pair_var,
-    svr_pair_set,
+    svr_pair_set, svr_seen_loss,
     svr_shrink_begin, svr_shrink_visit, svr_shrink_met, svr_shrink_roll, svr_shrink_reset,
     svr_shrink_shown)
 from pybudget.linear._dcd_cs cimport (
     CsProblem, cs_gradient, cs_violation, cs_step, cs_gain, cs_final, cs_shrink_begin,
     cs_shrink_visit, cs_shrink_met, cs_shrink_roll, cs_shrink_reset, cs_shrink_shown)
 from pybudget.linear._dcd_lr cimport (
-    LrInner, LrProblem, lr_gradient, lr_violation, lr_step, lr_gain, lr_final,
+    LrInner, LrProblem, lr_gradient, lr_violation, lr_step, lr_gain, lr_final, lr_loss,
     lr_shrink_begin, lr_shrink_visit, lr_shrink_met, lr_shrink_roll, lr_shrink_reset,
     lr_shrink_shown)
 from pybudget._core._rng cimport rng_shuffle, rng_uniform
@@ -299,6 +299,7 @@ cdef struct State:
     int* sched          # AVSF's schedule for the current sweep
     double* pp          # AVSF's working preferences
     double* learned     # the caller's preferences (what a warm start carries over)
+    float* seen         # each sample's loss when last visited (record), or NULL
     double psum
     double dref         # AVSF's reference gain
     double shown        # the sweep's violation measure (for verbose output)
@@ -315,6 +316,19 @@ cdef struct State:
     bint canstop
     bint saved
     Shrink sh
+
+
+cdef inline void record(const Problem* P, State* S, int i, double G) noexcept nogil:
+    """Keep sample i's primal loss at the margin of its gradient G in S.seen (when
+    kept): the ring's cheap, stale estimate of the primal (dask._steps.seen_gap)."""
+    if S.seen == NULL:
+        return
+    if Problem is SvmProblem:
+        S.seen[i] = <float>svm_seen_loss(P, S.a, i, G)
+    elif Problem is SvrProblem:
+        S.seen[i] = <float>svr_seen_loss(P, S.a, i, G)
+    elif Problem is LrProblem:
+        S.seen[i] = <float>lr_loss(P, i, G)
 
 
 cdef inline bint l1_met(State* S, double l1, double tol) noexcept nogil:
@@ -354,6 +368,7 @@ cdef double uniform_sweep(const Problem* P, State* S, int lap=0, int laps=1) noe
         i = order[s]
         prefetch_ahead(&P.r.X, order, s, hi, w, stride(P))
         G = gradient(P, w, a, i)
+        record(P, S, i, G)
         pg = violation(P, a, i, G)
         if pg > v:
             v = pg
@@ -449,6 +464,7 @@ cdef double pairs_sweep(const Problem* P, State* S) noexcept nogil:
         i = order[s]
         prefetch_ahead(&P.r.X, order, s, n, w, stride(P))
         G = gradient(P, w, a, i)
+        record(P, S, i, G)
         pg = violation(P, a, i, G)
         if pg > v:
             v = pg
@@ -510,6 +526,7 @@ cdef int shrinking_sweep(const Problem* P, State* S, double tol, int lap=0,
         prefetch_ahead(&P.r.X, order, s, active, w, stride(P))
         steps += 1
         G = gradient(P, w, a, i)
+        record(P, S, i, G)
         code = shrink_visit(P, a, i, G, &sh)
         if code == VISIT_DROP:
             active -= 1
@@ -587,6 +604,7 @@ cdef bint avsf_sweep(const Problem* P, State* S, double tol, int lap=0,
         i = sched[s]
         prefetch_ahead(&P.r.X, sched, s, hi, w, stride(P))
         G = gradient(P, w, a, i)
+        record(P, S, i, G)
         pg = violation(P, a, i, G)
         if pg > v:
             v = pg
@@ -862,6 +880,7 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
         cs_ibuf = cs_setup(&cs, r, n_classes, y, alpha.shape[0], w.shape[0], tol, &cs_buf)
 
     cdef State S
+    S.seen = NULL
     S.qd = <double*>malloc(n * sizeof(double))
     S.sched = <int*>malloc(n * sizeof(int))
     # AVSF works on pp; learned (the caller's array) receives the preferences as they
@@ -941,7 +960,7 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
               double[::1] prefs, int[::1] perm, int n_active, double[::1] scal,
               double[::1] qd, bint fresh, int selection, int sweeps, uint64_t seed,
               bint squared, bint check, str problem="svm", double epsilon=0.0,
-              comp=None, int lap=0, int laps=1, int n_total=0):
+              comp=None, int lap=0, int laps=1, int n_total=0, float[::1] seen=None):
     """``sweeps`` sweeps of a strategy, in place on alpha (u), w (v, entering as the global
     w) and the strategy state: prefs (AVSF preferences), perm and n_active (hard
     shrinking's active set first), scal = [shrink max_old, min_old, max_new, min_new,
@@ -961,13 +980,17 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
     perm, is drawn in the first).  Every strategy's state between laps is in the
     arguments.  n_total: the rows of the whole problem when these are a part of it
     (AVSF's reference gain then averages over a sweep of the whole, as on one
-    machine)."""
+    machine).  ``seen`` (float32, one per row, or None): each visited row's weighted
+    primal loss at the margin its step saw is written there (the ring's stale estimate
+    of the primal)."""
     if problem not in PROBLEMS[:3]:
         raise ValueError(f"problem must be one of {PROBLEMS[:3]}, got {problem!r}")
     if not (0 <= lap < laps) or (laps > 1 and sweeps > 1) or scal.shape[0] < 7:
         raise ValueError(f"lap {lap} of {laps} with {sweeps} sweeps and {scal.shape[0]} "
                          "scalars: need 0 <= lap < laps, one sweep with laps, 7 scalars")
     cdef int n = y.shape[0], i
+    if seen is not None and seen.shape[0] != n:
+        raise ValueError(f"seen has {seen.shape[0]} entries for {n} rows")
     if n == 0:
         return {"n_active": 0, "n_steps": 0, "kkt_violation": 0.0, "loss_sum": 0.0}
     cdef DualData r = dual_data(X, y, upper, diag, cvec, bias, squared)
@@ -999,6 +1022,7 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
     S.order = &perm[0]
     S.pp = &prefs[0]
     S.learned = &prefs[0]
+    S.seen = NULL if seen is None else &seen[0]
     S.psum = 0.0
     for i in range(n):
         S.psum += prefs[i]

@@ -146,5 +146,10 @@ cdef inline double lr_final(const LrProblem* P, const double* w, const double* a
     log1p(exp(-|m|)) + max(-m, 0) so it neither overflows nor loses small losses."""
     cdef double m = P.r.y[i] * row_margin(&P.r.X, P.r.bias, P.r.d, w, i)
     drop[0] = False
-    loss_sum[0] += P.r.cvec[i] * (log1p(exp(-fabs(m))) + (-m if m < 0.0 else 0.0))
+    loss_sum[0] += lr_loss(P, i, m)
     return lr_violation(P, a, i, m)
+
+
+cdef inline double lr_loss(const LrProblem* P, int i, double m) noexcept nogil:
+    """Sample i's weighted primal loss at margin m = y_i w.x_i (its gradient G is m)."""
+    return P.r.cvec[i] * (log1p(exp(-fabs(m))) + (-m if m < 0.0 else 0.0))

@@ -135,7 +135,19 @@ cdef inline double svm_final(const SvmProblem* P, const double* w, const double*
     cdef double m = P.r.y[i] * row_margin(&P.r.X, P.r.bias, P.r.d, w, i)
     cdef double G = m - 1.0 + P.r.diag[i] * a[i]
     drop[0] = (a[i] <= 0.0 and G > tol) or (a[i] >= P.r.upper[i] and G < -tol)
-    cdef double loss = 1.0 - m
-    if loss > 0.0:
-        loss_sum[0] += P.r.cvec[i] * (loss * loss if P.r.squared else loss)
+    loss_sum[0] += svm_loss(P, i, m)
     return fabs(svm_projected(G, a[i], P.r.upper[i]))
+
+
+cdef inline double svm_loss(const SvmProblem* P, int i, double m) noexcept nogil:
+    """Sample i's weighted primal loss at margin m = y_i w.x_i."""
+    cdef double loss = 1.0 - m
+    if loss <= 0.0:
+        return 0.0
+    return P.r.cvec[i] * (loss * loss if P.r.squared else loss)
+
+
+cdef inline double svm_seen_loss(const SvmProblem* P, const double* a, int i,
+                                 double G) noexcept nogil:
+    """svm_loss at the margin a sweep's gradient G (before the step) was taken at."""
+    return svm_loss(P, i, G + 1.0 - P.r.diag[i] * a[i])

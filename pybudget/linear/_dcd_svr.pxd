@@ -151,7 +151,19 @@ cdef inline double svr_final(const SvrProblem* P, const double* w, const double*
     cdef double gp = G + P.eps, gn = G - P.eps, U = P.r.upper[i]
     drop[0] = ((b[i] == 0.0 and gp > tol and gn < -tol) or (b[i] >= U and gp < -tol)
                or (b[i] <= -U and gn > tol))
-    cdef double loss = fabs(m - P.r.y[i]) - P.eps
-    if loss > 0.0:
-        loss_sum[0] += P.r.cvec[i] * (loss * loss if P.r.squared else loss)
+    loss_sum[0] += svr_loss(P, i, m)
     return svr_violation(P, b, i, G)
+
+
+cdef inline double svr_loss(const SvrProblem* P, int i, double m) noexcept nogil:
+    """Sample i's weighted primal loss at the prediction m = w.x_i."""
+    cdef double loss = fabs(m - P.r.y[i]) - P.eps
+    if loss <= 0.0:
+        return 0.0
+    return P.r.cvec[i] * (loss * loss if P.r.squared else loss)
+
+
+cdef inline double svr_seen_loss(const SvrProblem* P, const double* b, int i,
+                                 double G) noexcept nogil:
+    """svr_loss at the prediction a sweep's gradient G (before the step) was taken at."""
+    return svr_loss(P, i, G + P.r.y[i] - P.r.diag[i] * b[i])
