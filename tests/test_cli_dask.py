@@ -75,8 +75,10 @@ def test_scheduler_train_predict_info(shards, scheduler, capsys, tmp_path):
     assert len(rounds) >= 2 and int(rounds[0][0]) >= 1
     assert all(len(mem.split(", ")) == 2 for _, _, mem in rounds)   # one figure per worker
     n_rounds, gap, client, between = TRAINED.search(err).groups()
-    # (between the workers: 0 when Dask reads all four small shards on one worker)
-    assert float(gap) <= 0.01 and int(client) > 0 and int(between) >= 0
+    # (between the workers: hops, or the checkpoint copies every 10 rounds; none when
+    # Dask reads all four small shards on one worker and the fit ends before round 10)
+    assert float(gap) <= 0.01 and int(client) > 0
+    assert int(between) > 0 or int(n_rounds) < 10
     assert "model written to" in err
 
     ref = reference(pbd.LinearSVC, pattern, C=0.1, tol=0.01, fit_intercept=True)
