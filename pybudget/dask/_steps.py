@@ -150,13 +150,16 @@ def check_visit(P, part, carried, problems, n_parts, emit=None, near=None):
     partitions are in, the weights' statistics) with this partition's added;
     ``carried`` is the payload or the previous partition's result.  One problem at a
     time, as ``ring_visit`` (``emit``: the same).  With ``near`` (the driver's tol), a
-    problem whose ``seen_gap`` is above SEEN_NEAR * near is not checked (every
-    partition of the pass decides the same from the same row)."""
+    problem whose ``seen_gap`` is above SEEN_NEAR * near is not checked: the pass's
+    first partition decides, the others check what it checked."""
     payload, found, _ = carried if isinstance(carried, tuple) else (carried, {}, None)
+    if found:           # (the pass's first partition decided what it checks)
+        checked, near = set(next(iter(found.values()))), None
+    else:
+        checked = set(problems)
     found = dict(found)
     mine, rows, stats = {}, {}, {}
     last = len(found) + 1 == n_parts
-    checked = set(problems)
     for j in list(payload):           # (every row of the payload goes on)
         row = payload[j]
         if j in checked and (near is None or seen_gap(row) <= SEEN_NEAR * near):

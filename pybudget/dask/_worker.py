@@ -368,14 +368,18 @@ def parts_here(job):
     return sorted(p for (jb, p) in REGISTRY if jb == job)
 
 
-def drop_held(job, tables=(HELD,)):
-    """Forget the rows held for job (after a loss: the checkpoint's are restored)."""
+def _drop(job, tables):
     for table in tables:
         for key in [k for k in table if k[0] == job]:
             del table[key]
 
 
+def drop_held(job):
+    """Forget the rows held for job (after a loss: the checkpoint's are restored)."""
+    _drop(job, (HELD,))
+
+
 def drop_job(job):
-    drop_held(job, (REGISTRY, REPLICAS, KEPT, HELD))
+    _drop(job, (REGISTRY, REPLICAS, KEPT, HELD))
     RECEIVED.pop(job, None)
     GIVEN.pop(job, None)
