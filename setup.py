@@ -6,6 +6,7 @@ Every ``pybudget/**/*.pyx`` becomes an extension named by its path
 """
 import multiprocessing
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,20 @@ if os.name == "nt":
 else:
     compile_args = ["-O0", "-g"] if DEBUG else ["-O3"]
 
+# OpenMP for the threaded solvers (n_jobs on one problem, linear/_dcd_team.pxi): gcc's
+# -fopenmp and MSVC's /openmp.  Apple's clang has no OpenMP of its own; there the team
+# code compiles to one thread (pybudget.linear._dcd64.THREADS is False) unless
+# PYBUDGET_OPENMP names the flags (e.g. "-Xpreprocessor -fopenmp -lomp" with libomp).
+if "PYBUDGET_OPENMP" in os.environ:
+    openmp = os.environ["PYBUDGET_OPENMP"].split()
+elif os.name == "nt":
+    openmp = ["/openmp"]
+elif sys.platform == "darwin":
+    openmp = []
+else:
+    openmp = ["-fopenmp"]
+THREADED = {"_dcd64", "_dcd32"}     # the modules that start threads
+
 here = Path(__file__).parent
 extensions = [
     Extension(
@@ -37,7 +52,8 @@ extensions = [
         [pyx.relative_to(here).as_posix()],
         include_dirs=[np.get_include(), "pybudget/_core"],   # the C headers
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
-        extra_compile_args=compile_args,
+        extra_compile_args=compile_args + (openmp if pyx.stem in THREADED else []),
+        extra_link_args=openmp if pyx.stem in THREADED and os.name != "nt" else [],
     )
     for pyx in sorted((here / "pybudget").rglob("*.pyx"))
 ]

@@ -21,10 +21,11 @@
 # at compile time (PB_VALUE_TYPE); dual_data() refuses a matrix of the other type.
 from libc.math cimport exp, INFINITY
 from libc.stdint cimport uint64_t
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport calloc, malloc, free
 from libc.string cimport memcpy
 
-from pybudget._core._csr cimport PB_VALUE_TYPE, csr_row_axpy, csr_rows_gram, csr_view
+from pybudget._core._csr cimport (PB_VALUE_TYPE, CsrView, csr_row_axpy, csr_rows_gram,
+                                  csr_view)
 from pybudget.linear._dcd_rows cimport (DualData, PairVar, Shrink, VISIT_DROP, VISIT_STEP,
                                         dual_qd, free_partner, pair_down, pair_move,
                                         pair_target, pair_up, prefetch_ahead)
@@ -299,7 +300,6 @@ cdef struct State:
     int* sched          # AVSF's schedule for the current sweep
     double* pp          # AVSF's working preferences
     double* learned     # the caller's preferences (what a warm start carries over)
-    float* seen         # each sample's loss when last visited (record), or NULL
     double psum
     double dref         # AVSF's reference gain
     double shown        # the sweep's violation measure (for verbose output)
@@ -311,24 +311,45 @@ cdef struct State:
     int n
     int active
     int pos             # where a lap of a shrinking sweep continues (dcd_round's laps)
-    double window       # AVSF's reference gain averages over about this many steps
     bint first_sweep
     bint canstop
     bint saved
     Shrink sh
 
 
-cdef inline void record(const Problem* P, State* S, int i, double G) noexcept nogil:
-    """Keep sample i's primal loss at the margin of its gradient G in S.seen (when
+# How a sweep runs: a whole sweep with nothing else kept (the one-machine solvers), or a
+# lap of one for the ring (pybudget.dask), which also keeps each visited row's loss.  A
+# fused type, so the one-machine specialisation compiles without any of the ring's
+# bookkeeping in its hot loops (measured: AVSF 1.19x slower per sweep with it).
+cdef struct Whole:
+    int unused
+
+cdef struct Lapped:
+    float* seen         # each sample's loss when last visited (record), or NULL
+    int lap             # this call runs lap number `lap` of `laps` shares of a sweep
+    int laps
+    double window       # AVSF's reference gain averages over about this many steps
+
+ctypedef fused Mode:
+    Whole
+    Lapped
+
+
+cdef Whole WHOLE
+
+
+cdef inline void record(const Problem* P, const Lapped* M, const double* a, int i,
+                        double G) noexcept nogil:
+    """Keep sample i's primal loss at the margin of its gradient G in M.seen (when
     kept): the ring's cheap, stale estimate of the primal (dask._steps.seen_gap)."""
-    if S.seen == NULL:
+    if M.seen == NULL:
         return
     if Problem is SvmProblem:
-        S.seen[i] = <float>svm_seen_loss(P, S.a, i, G)
+        M.seen[i] = <float>svm_seen_loss(P, a, i, G)
     elif Problem is SvrProblem:
-        S.seen[i] = <float>svr_seen_loss(P, S.a, i, G)
+        M.seen[i] = <float>svr_seen_loss(P, a, i, G)
     elif Problem is LrProblem:
-        S.seen[i] = <float>lr_loss(P, i, G)
+        M.seen[i] = <float>lr_loss(P, i, G)
 
 
 cdef inline bint l1_met(State* S, double l1, double tol) noexcept nogil:
@@ -352,23 +373,28 @@ cdef inline int lap_bound(int n, int lap, int laps) noexcept nogil:
     return <int>((<long long>n * lap) // laps)
 
 
-cdef double uniform_sweep(const Problem* P, State* S, int lap=0, int laps=1) noexcept nogil:
-    """One sweep in a fresh random order, or its lap-th share of ``laps`` (the order is
-    drawn in the first); returns the largest violation seen."""
+cdef double uniform_sweep(const Problem* P, State* S, const Mode* M) noexcept nogil:
+    """One sweep in a fresh random order, or (Lapped) its lap-th share of ``laps`` (the
+    order is drawn in the first); returns the largest violation seen."""
     # Hot state in locals: writes through S could alias it and force reloads.
     cdef double* w = S.w
     cdef double* a = S.a
     cdef const double* qd = S.qd
     cdef int* order = S.order
-    cdef int s, i, lo = lap_bound(S.n, lap, laps), hi = lap_bound(S.n, lap + 1, laps)
+    cdef int s, i, lo = 0, hi = S.n
     cdef double G, pg, v = 0.0, l1 = 0.0
-    if lap == 0:
+    if Mode is Lapped:
+        lo, hi = lap_bound(S.n, M.lap, M.laps), lap_bound(S.n, M.lap + 1, M.laps)
+        if M.lap == 0:
+            rng_shuffle(&S.rng, order, S.n)
+    else:
         rng_shuffle(&S.rng, order, S.n)
     for s in range(lo, hi):
         i = order[s]
         prefetch_ahead(&P.r.X, order, s, hi, w, stride(P))
         G = gradient(P, w, a, i)
-        record(P, S, i, G)
+        if Mode is Lapped:
+            record(P, M, a, i, G)
         pg = violation(P, a, i, G)
         if pg > v:
             v = pg
@@ -464,7 +490,6 @@ cdef double pairs_sweep(const Problem* P, State* S) noexcept nogil:
         i = order[s]
         prefetch_ahead(&P.r.X, order, s, n, w, stride(P))
         G = gradient(P, w, a, i)
-        record(P, S, i, G)
         pg = violation(P, a, i, G)
         if pg > v:
             v = pg
@@ -500,33 +525,43 @@ cdef double pairs_sweep(const Problem* P, State* S) noexcept nogil:
     return v
 
 
-cdef int shrinking_sweep(const Problem* P, State* S, double tol, int lap=0,
-                         int laps=1) noexcept nogil:
+cdef int shrinking_sweep(const Problem* P, State* S, double tol,
+                         const Mode* M) noexcept nogil:
     """One sweep over the active set in random order, shrinking as the problem's rule
-    says, or its lap-th share of ``laps`` (the order is drawn and the extremes restart
-    in the first, a lap continues at S.pos, and the sweep's end is in the last);
-    returns a SWEEP_* code (SWEEP_GO before the last lap)."""
+    says, or (Lapped) its lap-th share of ``laps`` (the order is drawn and the extremes
+    restart in the first, a lap continues at S.pos, and the sweep's end is in the
+    last); returns a SWEEP_* code (SWEEP_GO before the last lap)."""
     cdef double* w = S.w
     cdef double* a = S.a
     cdef const double* qd = S.qd
     cdef int* order = S.order
-    cdef int s = S.pos, i, code, active = S.active, quota
+    cdef int s = 0, i, code, active = S.active, quota = S.n
     cdef long long steps = S.steps
     cdef Shrink sh = S.sh
     cdef double G
-    if lap == 0:
-        s = 0
+    if Mode is Lapped:
+        s = S.pos
+        if M.lap == 0:
+            s = 0
+            rng_shuffle(&S.rng, order, active)
+            shrink_begin(P, &sh)
+        # this lap's share of the visits left (a drop counts as a visit)
+        if M.lap < M.laps - 1:
+            quota = (active - s + M.laps - M.lap - 1) // (M.laps - M.lap)
+    else:
         rng_shuffle(&S.rng, order, active)
         shrink_begin(P, &sh)
-    # this lap's share of the visits left (a drop counts as a visit)
-    quota = S.n if lap == laps - 1 else (active - s + laps - lap - 1) // (laps - lap)
-    while s < active and quota > 0:
-        quota -= 1
+    while s < active:
+        if Mode is Lapped:
+            if quota == 0:
+                break
+            quota -= 1
         i = order[s]
         prefetch_ahead(&P.r.X, order, s, active, w, stride(P))
         steps += 1
         G = gradient(P, w, a, i)
-        record(P, S, i, G)
+        if Mode is Lapped:
+            record(P, M, a, i, G)
         code = shrink_visit(P, a, i, G, &sh)
         if code == VISIT_DROP:
             active -= 1
@@ -537,25 +572,34 @@ cdef int shrinking_sweep(const Problem* P, State* S, double tol, int lap=0,
             step(P, w, a, i, G, qd[i])
         s += 1
     S.steps = steps
-    S.pos = s
     S.active = active
     S.sh = sh
-    if lap < laps - 1:
-        return SWEEP_GO
-    code = SWEEP_GO
-    if (l1_met(S, sh.sum_new, tol) if S.rule == RULE_L1 else shrink_met(P, &sh, tol)):
+    if Mode is Lapped:
+        S.pos = s
+        if M.lap < M.laps - 1:
+            return SWEEP_GO
+    return shrink_end(P, S, tol, active, &sh)
+
+
+cdef int shrink_end(const Problem* P, State* S, double tol, int active,
+                    Shrink* sh) noexcept nogil:
+    """The end of a hard-shrinking sweep that left ``active`` rows active with the
+    extremes in sh: the stopping rule, and the thresholds rolled for the next sweep
+    (kept in S); returns a SWEEP_* code."""
+    cdef int code = SWEEP_GO
+    if (l1_met(S, sh.sum_new, tol) if S.rule == RULE_L1 else shrink_met(P, sh, tol)):
         if active == S.n:
             code = SWEEP_STOP
         else:
             # Possibly wrong shrinking decisions: check everything again.
             active = S.n
-            shrink_reset(P, &sh)
+            shrink_reset(P, sh)
             code = SWEEP_UNSHRUNK
-    S.shown = shrink_shown(P, &sh)
+    S.shown = shrink_shown(P, sh)
     if code == SWEEP_GO:
-        shrink_roll(P, &sh)
+        shrink_roll(P, sh)
     S.active = active
-    S.sh = sh
+    S.sh = sh[0]
     return code
 
 
@@ -582,12 +626,26 @@ cdef void make_schedule(uint64_t* rng, const double* p, double psum, int n,
     rng_shuffle(rng, sched, n)
 
 
-cdef bint avsf_sweep(const Problem* P, State* S, double tol, int lap=0,
-                     int laps=1) noexcept nogil:
+cdef inline double avsf_adapt(double* pp, int i, double g, double dref) noexcept nogil:
+    """Alg. 3's preference update of variable i after a step of dual gain g against the
+    reference gain dref > 0; returns the change of pp[i] (for the running sum)."""
+    cdef double href = CHANGE_RATE * (g / dref - 1.0), pnew, old = pp[i]
+    if href > LOG_RANGE:
+        href = LOG_RANGE
+    pnew = old * exp(href)
+    if pnew < P_MIN:
+        pnew = P_MIN
+    elif pnew > P_MAX:
+        pnew = P_MAX
+    pp[i] = pnew
+    return pnew - old
+
+
+cdef bint avsf_sweep(const Problem* P, State* S, double tol, const Mode* M) noexcept nogil:
     """One AVSF sweep (Alg. 3): visit the schedule, adapt each visited variable's
     preference to its step's dual gain relative to the running reference; returns
     True when the stopping rule fired (a sweep below tol after one that confirms it
-    with uniform preferences).  Or its lap-th share of ``laps`` (the schedule is drawn
+    with uniform preferences).  Or (Lapped) its lap-th share of ``laps`` (the schedule is drawn
     in the first, the rule is tested in the last; a first sweep's reference gain is
     the mean over the lap's visits)."""
     cdef double* w = S.w
@@ -595,16 +653,23 @@ cdef bint avsf_sweep(const Problem* P, State* S, double tol, int lap=0,
     cdef double* pp = S.pp
     cdef const double* qd = S.qd
     cdef const int* sched = S.sched
-    cdef int s, i, n = S.n, lo = lap_bound(S.n, lap, laps), hi = lap_bound(S.n, lap + 1, laps)
-    cdef double G, pg, mu, g, href, pnew, v = 0.0, l1 = 0.0, dref = S.dref, psum = S.psum
-    cdef bint first_sweep = S.first_sweep, met
-    if lap == 0:
+    cdef int s, i, n = S.n, lo = 0, hi = S.n
+    cdef double G, pg, mu, g, v = 0.0, l1 = 0.0, dref = S.dref, psum = S.psum
+    cdef double window = n
+    cdef bint first_sweep = S.first_sweep
+    if Mode is Lapped:
+        lo, hi = lap_bound(n, M.lap, M.laps), lap_bound(n, M.lap + 1, M.laps)
+        window = M.window
+        if M.lap == 0:
+            make_schedule(&S.rng, pp, psum, n, S.sched)
+    else:
         make_schedule(&S.rng, pp, psum, n, S.sched)
     for s in range(lo, hi):
         i = sched[s]
         prefetch_ahead(&P.r.X, sched, s, hi, w, stride(P))
         G = gradient(P, w, a, i)
-        record(P, S, i, G)
+        if Mode is Lapped:
+            record(P, M, a, i, G)
         pg = violation(P, a, i, G)
         if pg > v:
             v = pg
@@ -616,34 +681,33 @@ cdef bint avsf_sweep(const Problem* P, State* S, double tol, int lap=0,
             dref += g / (hi - lo)
         else:
             if dref > 0.0:
-                href = CHANGE_RATE * (g / dref - 1.0)
-                if href > LOG_RANGE:
-                    href = LOG_RANGE
-                pnew = pp[i] * exp(href)
-                if pnew < P_MIN:
-                    pnew = P_MIN
-                elif pnew > P_MAX:
-                    pnew = P_MAX
-                psum += pnew - pp[i]
-                pp[i] = pnew
-            dref = (1.0 - 1.0 / S.window) * dref + g / S.window
+                psum += avsf_adapt(pp, i, g, dref)
+            dref = (1.0 - 1.0 / window) * dref + g / window
     S.steps += hi - lo
     S.first_sweep = False
     S.dref = dref
     S.psum = psum
     S.shown = v
-    if lap < laps - 1:
-        return False
-    met = l1_met(S, l1, tol) if S.rule == RULE_L1 else v < tol
-    if met:
+    if Mode is Lapped:
+        if M.lap < M.laps - 1:
+            return False
+    return avsf_end(S, tol, v, l1)
+
+
+cdef bint avsf_end(State* S, double tol, double v, double l1) noexcept nogil:
+    """The end of an AVSF sweep whose largest violation was v (L1 sum l1): True when
+    the stopping rule fired; otherwise resets the preferences to uniform when the next
+    sweep must confirm."""
+    cdef int i
+    if l1_met(S, l1, tol) if S.rule == RULE_L1 else v < tol:
         if S.canstop:
             return True
         # Reset preferences: the next sweep is uniform and must confirm.
-        memcpy(S.learned, pp, n * sizeof(double))
+        memcpy(S.learned, S.pp, S.n * sizeof(double))
         S.saved = True
-        for i in range(n):
-            pp[i] = 1.0
-        S.psum = n
+        for i in range(S.n):
+            S.pp[i] = 1.0
+        S.psum = S.n
         S.canstop = True
     else:
         S.canstop = False
@@ -704,16 +768,17 @@ cdef Outcome run(const Problem* P, State* S, int selection, double tol, int max_
     shrink_reset(P, &S.sh)
     while out.n_iter < max_iter:
         if selection == SEL_UNIFORM or selection == SEL_PAIRS:
-            S.shown = uniform_sweep(P, S) if selection == SEL_UNIFORM else pairs_sweep(P, S)
+            S.shown = (uniform_sweep(P, S, &WHOLE) if selection == SEL_UNIFORM
+                       else pairs_sweep(P, S))
             stop_rule = l1_met(S, S.l1, tol) if S.rule == RULE_L1 else S.shown <= tol
         elif selection == SEL_SHRINKING:
-            code = shrinking_sweep(P, S, tol)
+            code = shrinking_sweep(P, S, tol, &WHOLE)
             if code == SWEEP_UNSHRUNK:
                 out.n_iter += 1
                 continue
             stop_rule = code == SWEEP_STOP
         else:
-            stop_rule = avsf_sweep(P, S, tol)
+            stop_rule = avsf_sweep(P, S, tol, &WHOLE)
         out.n_iter += 1
         if verbose >= 2:
             with gil:
@@ -812,7 +877,7 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
               double[::1] prefs, int[::1] perm, int n_active, double dref0,
               int selection, double tol, int max_iter, uint64_t seed, bint squared,
               int verbose=0, str problem="svm", double epsilon=0.0, comp=None,
-              int n_classes=0, int tol_rule=RULE_MAX):
+              int n_classes=0, int tol_rule=RULE_MAX, int n_threads=1, int chunk=0):
     """Run dual CD in place on alpha and w, starting from the given state.
 
     problem: "svm" (y = +-1 labels, alpha in [0, upper]), "svr" (y = targets, alpha
@@ -829,6 +894,11 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     a dict with n_iter (sweeps), n_steps (coordinate visits), converged, kkt_violation
     (exact, one extra pass), loss_sum (weighted primal loss), n_active, dref and, for
     tol_rule=RULE_L1, l1_init and l1 (the first and last sweeps' L1 norms).
+
+    n_threads > 1 (problems "svm" and "svr", selections uniform, shrinking and AVSF,
+    in a build with OpenMP; otherwise one thread): the sweeps are made by a team of
+    threads that combine their steps every ``chunk`` visits each (_dcd_team.pxi); the
+    result then has "combines" and "damped" (combines with eta < 1).
 
     selection: a SELECTIONS value, or PAIRS (problems "svm" and "svr": coordinate steps
     each followed by a pair step that keeps the bias weight fixed, for a dominant bias).
@@ -880,7 +950,6 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
         cs_ibuf = cs_setup(&cs, r, n_classes, y, alpha.shape[0], w.shape[0], tol, &cs_buf)
 
     cdef State S
-    S.seen = NULL
     S.qd = <double*>malloc(n * sizeof(double))
     S.sched = <int*>malloc(n * sizeof(int))
     # AVSF works on pp; learned (the caller's array) receives the preferences as they
@@ -912,14 +981,31 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     S.n = n
     S.active = n_active
     S.pos = 0
-    S.window = n
     S.canstop = True
     S.saved = False
 
     cdef Outcome out
     cdef int which = PROBLEMS.index(problem)   # (no str comparison without the GIL)
+    cdef Team* tm = NULL
+    if (n_threads > 1 and pb_openmp() and which <= 1 and n > 0
+            and selection in (SEL_UNIFORM, SEL_SHRINKING, SEL_AVSF)):
+        if chunk < 1:
+            raise ValueError(f"chunk must be >= 1 with n_threads > 1, got {chunk}")
+        tm = team_new(n_threads, chunk, n, r.d + 1, selection == SEL_AVSF)
+        if tm == NULL:
+            free(cs_buf)
+            free(cs_ibuf)
+            free(S.qd)
+            free(S.sched)
+            free(S.pp)
+            raise MemoryError()
     with nogil:
-        if which == 0:
+        if tm != NULL:
+            if which == 0:
+                out = team_run(&svm, &S, tm, selection, tol, max_iter, verbose)
+            else:
+                out = team_run(&svr, &S, tm, selection, tol, max_iter, verbose)
+        elif which == 0:
             out = run(&svm, &S, selection, tol, max_iter, verbose)
         elif which == 1:
             out = run(&svr, &S, selection, tol, max_iter, verbose)
@@ -935,6 +1021,10 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     free(S.qd)
     free(S.sched)
     free(S.pp)
+    cdef long long combines = 0, damped = 0
+    if tm != NULL:
+        combines, damped = tm.combines, tm.damped
+        team_free(tm)
     if out.interrupted:
         raise KeyboardInterrupt
     res = {"n_iter": out.n_iter, "n_steps": S.steps, "converged": bool(out.converged),
@@ -942,6 +1032,8 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
            "kkt_violation": out.kkt, "loss_sum": out.loss_sum}
     if tol_rule == RULE_L1:
         res["l1_init"], res["l1"] = S.l1_init, S.l1
+    if tm != NULL:
+        res["combines"], res["damped"] = combines, damped
     return res
 
 
@@ -1022,7 +1114,10 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
     S.order = &perm[0]
     S.pp = &prefs[0]
     S.learned = &prefs[0]
-    S.seen = NULL if seen is None else &seen[0]
+    cdef Lapped M
+    M.seen = NULL if seen is None else &seen[0]
+    M.lap, M.laps = lap, laps
+    M.window = n_total if n_total > n else n
     S.psum = 0.0
     for i in range(n):
         S.psum += prefs[i]
@@ -1037,7 +1132,6 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
     S.n = n
     S.active = n_active
     S.pos = <int>scal[6]
-    S.window = n_total if n_total > n else n
     S.canstop = False
     S.saved = False
     S.sh.max_old, S.sh.min_old, S.sh.max_new, S.sh.min_new = scal[0], scal[1], scal[2], scal[3]
@@ -1048,11 +1142,11 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
             for i in range(n):
                 qd[i] = dual_qd(&r, i)
         if which == 0:
-            kkt = round_sweeps(&svm, &S, selection, sweeps, check, &loss_sum, lap, laps)
+            kkt = round_sweeps(&svm, &S, &M, selection, sweeps, check, &loss_sum)
         elif which == 1:
-            kkt = round_sweeps(&svr, &S, selection, sweeps, check, &loss_sum, lap, laps)
+            kkt = round_sweeps(&svr, &S, &M, selection, sweeps, check, &loss_sum)
         else:
-            kkt = round_sweeps(&lr, &S, selection, sweeps, check, &loss_sum, lap, laps)
+            kkt = round_sweeps(&lr, &S, &M, selection, sweeps, check, &loss_sum)
     scal[0], scal[1], scal[2], scal[3] = S.sh.max_old, S.sh.min_old, S.sh.max_new, S.sh.min_new
     scal[4] = S.dref
     scal[6] = S.pos
@@ -1062,8 +1156,8 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
             "loss_sum": loss_sum}
 
 
-cdef double round_sweeps(const Problem* P, State* S, int selection, int sweeps, bint check,
-                         double* loss_sum, int lap, int laps) noexcept nogil:
+cdef double round_sweeps(const Problem* P, State* S, const Lapped* M, int selection,
+                         int sweeps, bint check, double* loss_sum) noexcept nogil:
     """The check pass (when asked) and the sweeps of dcd_round; returns the check's
     violation (0 without it)."""
     cdef double kkt = 0.0
@@ -1074,11 +1168,11 @@ cdef double round_sweeps(const Problem* P, State* S, int selection, int sweeps, 
             S.active = active
     for _s in range(sweeps):
         if selection == SEL_UNIFORM:
-            S.shown = uniform_sweep(P, S, lap, laps)
+            S.shown = uniform_sweep(P, S, M)
         elif selection == SEL_SHRINKING:
-            shrinking_sweep(P, S, 0.0, lap, laps)
+            shrinking_sweep(P, S, 0.0, M)
         else:
-            avsf_sweep(P, S, 0.0, lap, laps)
+            avsf_sweep(P, S, 0.0, M)
     return kkt
 
 
@@ -1118,3 +1212,6 @@ def fresh_carry(str problem):
         svm_shrink_reset(&sh)
         svm_shrink_begin(&sh)
     return [sh.max_old, sh.min_old, sh.max_new, sh.min_new]
+
+
+include "_dcd_team.pxi"

@@ -50,7 +50,10 @@ cdef inline double svr_step(const SvrProblem* P, double* w, double* b, int i, do
             new = old - gn / q
         else:
             new = 0.0
-        if fabs(new - old) < 1e-12:
+        # (liblinear skips tiny moves; one that lands on the kink is taken, or a b_i
+        # left within 1e-12 of 0, e.g. by a team's damped combine, would keep the
+        # violation |G -+ eps| of the wrong side for ever)
+        if fabs(new - old) < 1e-12 and new != 0.0:
             return 0.0
         if new > U:
             new = U

@@ -43,6 +43,8 @@ class LogisticRegression(LinearClassifierBase):
     n_jobs : int or None, default=None
         Threads solving the one-vs-rest problems at once (None: 1, -1: every core), as
         in :class:`pybudget.LinearSVC`; the results are the same for every ``n_jobs``.
+        One logistic problem runs on one thread (no team yet: the dual's inner Newton
+        steps keep per-solver state).
     verbose : int or bool, default=0
         Progress on stderr: one line per binary problem (with the elapsed time and the
         peak memory), per-sweep detail from 2 on.

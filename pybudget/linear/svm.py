@@ -14,6 +14,7 @@ from pybudget._core._csr import rows_combination, used_columns
 from pybudget._core._estimator import SVMClassifierBase, binary_problems, one_vs_rest
 from pybudget._core._progress import report
 from pybudget.linear._dual_cd import PAIRS, SELECTIONS, TOL_RULES, dcd_solve, sum_of_squares
+from pybudget.linear._team import team_size
 from pybudget.linear.primal import SMOOTH_LOSSES, primal_newton
 
 SELECTION_CHOICES = (*SELECTIONS, "auto")
@@ -66,6 +67,8 @@ class LinearResult:
         The strategy that ran ("auto" resolved).
     C : float
         The C of this run.
+    threads : int
+        Threads that solved it (a team where ``n_jobs`` allowed one and it pays, else 1).
 
     See Also
     --------
@@ -85,6 +88,7 @@ class LinearResult:
     state: "SolverState" = None
     selection: str = None  # the strategy that ran ("auto" resolved)
     C: float = None
+    threads: int = 1
 
 
 def check_linear_params(C, loss, selection, tol, max_iter, fit_intercept, intercept_scaling,
@@ -161,7 +165,7 @@ def next_start(state, earlier, C, carry):
 
 
 def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=None,
-            verbose=0, C=1.0, checked=False, epsilon=0.0, tol_rule="max"):
+            verbose=0, C=1.0, checked=False, epsilon=0.0, tol_rule="max", n_threads=1):
     """One problem on validated data: X canonical CSR, y ±1 floats (classification
     losses) or targets (regression losses, with ``epsilon`` the insensitive zone), cvec
     the per-sample C (> 0) derived from the scalar ``C`` (kept in the returned state).
@@ -223,6 +227,7 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
         # a multiple of z_i's ulp: below about bias^2 ulp(max C_i) the violation is
         # round-off that no step can reduce.
         tol = max(tol, 2.0 * np.finfo(np.float64).eps * bias * bias * float(cvec.max()))
+    threads = 1
     t0 = time.perf_counter()
     if selection == "newton":
         out = primal_newton(X, y, cvec, loss=loss, bias=bias, tol=tol, max_iter=max_iter,
@@ -232,9 +237,11 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
         out["n_steps"], out["n_active"], out["dref"] = 0, n, 0.0
     else:
         code = PAIRS if selection == "pairs" else SELECTIONS[selection]
+        threads, chunk = team_size(X, n_threads, problem, selection)
         out = dcd_solve(X, y, upper, diag, cvec, bias, alpha, w, prefs, perm, n_active, dref,
                         code, tol, max_iter, seed, squared, verbose,
-                        problem, epsilon, comp, tol_rule=TOL_RULES[tol_rule])
+                        problem, epsilon, comp, tol_rule=TOL_RULES[tol_rule],
+                        n_threads=threads, chunk=chunk)
     elapsed = time.perf_counter() - t0
     if not np.isfinite(w).all():
         raise ValueError(f"C={C:g} is too large for this data: the weights overflowed")
@@ -258,7 +265,7 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
                         n_iter=out["n_iter"], n_steps=out["n_steps"], dual_objective=dual,
                         primal_objective=primal, kkt_violation=out["kkt_violation"],
                         converged=out["converged"] and max_iter > 0, time=elapsed,
-                        state=state)
+                        state=state, threads=threads)
 
 
 def regression_tol_scale(y, epsilon):
@@ -395,7 +402,7 @@ def _solve_binary(X, y, cvec, C, *, sqnorms, selection, start=None, **kw):
 
 def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_iter=1000,
                  fit_intercept=False, intercept_scaling=1.0, sample_weight=None,
-                 random_state=None, epsilon=0.0, tol_rule="max"):
+                 random_state=None, epsilon=0.0, tol_rule="max", n_jobs=None):
     """Train a binary linear SVM, logistic regression or a linear SVR by dual coordinate
     descent.
 
@@ -451,6 +458,9 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
         sum of the violations of the variables it visits is at most ``tol`` times the
         first sweep's; see :class:`LinearSVR` for how it combines with each
         ``selection``.
+    n_jobs : int or None, default=None
+        Threads the problem may use (None: 1, -1: every core), as in
+        :class:`LinearSVC`: a team where one is measured to pay, else one thread.
 
     Returns
     -------
@@ -490,6 +500,7 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
                                                  LOSSES + LOGISTIC_LOSSES
                                                  + REGRESSION_LOSSES)
     check_tol_rule(tol_rule, loss)
+    n_jobs = V.n_jobs(n_jobs)
     X = V.as_csr(X)
     if loss in REGRESSION_LOSSES:
         classes, target = None, V.regression_targets(y, X.shape[0])
@@ -502,7 +513,7 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
     sqnorms = V.row_sqnorms(X, bias) if selection == "auto" else None
     res = _solve_binary(X, target, cvec, C, sqnorms=sqnorms, loss=loss,
                         selection=selection, tol=tol, max_iter=max_iter, bias=bias,
-                        seed=V.seed_from(random_state), **extra)
+                        seed=V.seed_from(random_state), n_threads=n_jobs, **extra)
     res.classes = classes
     if not res.converged:
         warnings.warn(f"dual CD reached max_iter={max_iter} sweeps before tol={tol} "
@@ -629,13 +640,16 @@ class LinearClassifierBase(SparseCoefMixin, SVMClassifierBase):
         # is by far the largest array of the fit).
         coef = np.empty((K, X.shape[1])) if K > 2 else None
 
+        # threads left over when there are fewer problems than threads: a team each
+        team = max(1, n_jobs // len(binary_problems(K)))
+
         def solve(k, seed):
             # per class the label vector and the costs: the rest is shared, read-only
             res = _solve_binary(X, np.where(codes == k, 1.0, -1.0),
                                 problem_costs(C, cw, codes, k, sw), C, sqnorms=sqnorms,
                                 loss=loss, selection=selection, tol=tol,
                                 max_iter=max_iter, bias=bias, seed=seed, start=starts[k],
-                                verbose=verbose)
+                                verbose=verbose, n_threads=team)
             if coef is not None:
                 coef[k] = res.coef
                 res.coef = coef[k]
@@ -739,10 +753,16 @@ class LinearSVC(LinearClassifierBase):
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
         Seed of the solvers' random order.
     n_jobs : int or None, default=None
-        Threads solving the one-vs-rest problems at once: None is 1, -1 every core, -2
-        all but one.  The results are the same for every ``n_jobs`` (each problem's seed
-        is fixed by its class); a single problem (two classes, crammer_singer) runs on
-        one thread.
+        Threads: None is 1, -1 every core, -2 all but one.  One-vs-rest problems are
+        solved at once on that many threads, with the same results for every
+        ``n_jobs`` (each problem's seed is fixed by its class).  When there are more
+        threads than problems (two classes: one problem), each problem gets a team of
+        ``n_jobs // n_problems`` threads where a team is measured to pay (hinge and
+        squared hinge, data of at least 200,000 non-zeros in few columns;
+        :func:`~pybudget.linear._team.team_size`), otherwise one thread.  A team's
+        result is the same bits run to run for a fixed ``n_jobs`` and ``random_state``,
+        and within the tolerance of the one-thread result (other bits).
+        crammer_singer runs on one thread.
     verbose : int or bool, default=0
         Progress on stderr: one line per binary problem (with the elapsed time and the
         peak memory), per-sweep detail from 2 on.

@@ -67,6 +67,10 @@ class LinearSVR(RegressorMixin, SVMBase):
         Seeds the sweep order and AVSF's schedules.
     warm_start : bool, default=False
         Refit on the same data from the previous solution, rescaled to the new C.
+    n_jobs : int or None, default=None
+        Threads the problem may use (None: 1, -1: every core), as in
+        :class:`pybudget.LinearSVC`: a team where one is measured to pay, else one
+        thread.
     verbose : int, default=0
 
     Attributes
@@ -88,7 +92,8 @@ class LinearSVR(RegressorMixin, SVMBase):
 
     def __init__(self, C=1.0, *, epsilon=0.0, loss="epsilon_insensitive", selection="auto",
                  tol=0.1, tol_rule="max", max_iter=1000, fit_intercept=True,
-                 intercept_scaling=1.0, random_state=None, warm_start=False, verbose=0):
+                 intercept_scaling=1.0, random_state=None, warm_start=False, n_jobs=None,
+                 verbose=0):
         self.C = C
         self.epsilon = epsilon
         self.loss = loss
@@ -100,6 +105,7 @@ class LinearSVR(RegressorMixin, SVMBase):
         self.intercept_scaling = intercept_scaling
         self.random_state = random_state
         self.warm_start = warm_start
+        self.n_jobs = n_jobs
         self.verbose = verbose
 
     def fit(self, X, y, sample_weight=None):
@@ -110,6 +116,7 @@ class LinearSVR(RegressorMixin, SVMBase):
         tol_rule = check_tol_rule(self.tol_rule, self.loss)
         verbose = V.verbosity(self.verbose)
         V.boolean("warm_start", self.warm_start)
+        n_jobs = V.n_jobs(self.n_jobs)
         t_fit = time.perf_counter()
         X, y = self._training_data(X, y)
         y = V.regression_targets(y, X.shape[0])
@@ -122,7 +129,8 @@ class LinearSVR(RegressorMixin, SVMBase):
         res = _solve_binary(X, y, cvec, C, sqnorms=V.row_sqnorms(X, bias), loss=self.loss,
                             selection=self.selection, tol=tol, max_iter=max_iter,
                             bias=bias, seed=V.seed_from(self.random_state), start=start,
-                            verbose=verbose, epsilon=epsilon, tol_rule=tol_rule)
+                            verbose=verbose, epsilon=epsilon, tol_rule=tol_rule,
+                            n_threads=n_jobs)
         if verbose:
             report(f"{res.n_iter} sweeps, {res.n_steps} steps, dual "
                    f"{res.dual_objective:.6g}, KKT {res.kkt_violation:.3g}, "
