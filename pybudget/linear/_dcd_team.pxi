@@ -38,7 +38,7 @@ cdef enum:
 
 
 cdef struct Member:
-    # one thread's own state (each Member is malloc'ed apart: no false sharing)
+    # one thread's own state (each Member is allocated apart and padded)
     double* w               # replica of the iterate
     int* rows               # the variables changed since the last combine...
     double* old             # ...and their values before (alpha, and comp for logistic)
@@ -92,7 +92,9 @@ cdef Team* team_new(int T, int chunk, int n, int d1, bint avsf) noexcept nogil:
         team_free(tm)
         return NULL
     for t in range(T):
-        tm.m[t] = <Member*>calloc(1, sizeof(Member))
+        # (padded: two threads' hot fields must not share a cache line, or every
+        # step of each invalidates the other's)
+        tm.m[t] = <Member*>calloc(1, sizeof(Member) + 128)
         me = tm.m[t]
         if me == NULL:
             team_free(tm)

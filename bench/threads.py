@@ -1,0 +1,248 @@
+"""threads: one binary problem on 1 and 2 threads, pybudget (n_jobs) against
+liblinear-multicore (-m), interleaved, training time only.
+
+Studies:
+
+- ``speed`` (issue 37's cells): LinearSVC's problem (``solve_linear``, bias on, C as
+  listed, the default strategy or AVSF) on debian-lib, a9a, ijcnn1 and w8a.  Each
+  repetition runs, in turn (the order alternates), pybudget n_jobs=1 and n_jobs=2 in
+  this process and liblinear-multicore ``-m 1`` and ``-m 2`` each in a subprocess of its
+  own Python (its module is named ``liblinear``, like liblinear-official's, so it lives
+  in a virtual environment of its own: ``--multicore-python``; without it the peer's
+  columns are empty).  Times are the solvers' own (pybudget: ``res.time``; liblinear:
+  around ``train``); primal objectives ``1/2 |w|^2 + C sum loss`` with the bias
+  weight regularised, both computed here from the returned weights.
+- ``fallback``: ``LinearSVC()`` defaults with ``n_jobs=-1`` against ``n_jobs=1`` on every
+  training set of ``$PYBUDGET_DATA`` (the "never slower" check).
+
+Medians of r repetitions with their spread.  ``--quick``: a synthetic problem, seconds.
+Writes bench/results/threads/.
+
+    PYBUDGET_DATA=... python bench/threads.py [--study speed fallback] [-r 7]
+        [--multicore-python VENV/bin/python] [--quick] [--out DIR]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from common import machine, median_min_max, results_dir, write_outputs
+
+SPEED_CELLS = [  # (data, loss, C, selection)
+    ("debian-lib", "hinge", 1.0, "auto"),
+    ("debian-lib", "squared_hinge", 1.0, "auto"),
+    ("debian-lib", "hinge", 100.0, "avsf"),
+    ("debian-lib", "hinge", 1000.0, "avsf"),
+    ("a9a", "hinge", 1.0, "auto"),
+    ("ijcnn1", "hinge", 1.0, "auto"),
+    ("w8a", "hinge", 1.0, "auto"),
+]
+LIBLINEAR_SOLVER = {"hinge": 3, "squared_hinge": 1}
+
+# Run by the peer's Python: reads X, y from an .npz, trains, prints the time and w.
+PEER = r"""
+import json, sys, time
+import numpy as np, scipy.sparse as sp
+from liblinear.liblinearutil import parameter, problem, train
+d = np.load(sys.argv[1])
+X = sp.csr_matrix((d["data"], d["indices"], d["indptr"]), shape=tuple(d["shape"]))
+prob = problem(d["y"].tolist(), X)
+prob.set_bias(1.0)
+param = parameter(sys.argv[2])
+t0 = time.perf_counter()
+m = train(prob, param)
+t = time.perf_counter() - t0
+nf = X.shape[1]
+w = np.array([m.w[k] for k in range(nf + 1)])
+if m.label[0] != 1:
+    w = -w
+print(json.dumps({"time": t, "w": w.tolist()}))
+"""
+
+
+def load_binary(name):
+    if name == "synthetic":
+        from sklearn.datasets import make_classification
+        X, y = make_classification(n_samples=12000, n_features=40, n_informative=20,
+                                   flip_y=0.0, class_sep=2.0, random_state=0)
+        return sp.csr_matrix(X), np.where(y > 0, 1.0, -1.0)
+    from pybudget.datasets import load
+    X, y, _, _ = load(name)
+    return X, np.where(y == y.max(), 1.0, -1.0)
+
+
+def primal(X, y, coef, intercept, C, loss):
+    margin = 1.0 - y * (X @ coef + intercept)
+    loss_sum = np.maximum(margin, 0.0)
+    if loss == "squared_hinge":
+        loss_sum = loss_sum ** 2
+    return float(0.5 * (coef @ coef + intercept ** 2) + C * loss_sum.sum())
+
+
+def pybudget_fit(X, y, loss, C, selection, n_jobs):
+    from pybudget import solve_linear
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = solve_linear(X, y, C, loss=loss, selection=selection, fit_intercept=True,
+                         random_state=0, n_jobs=n_jobs)
+    return {"time": r.time, "primal": primal(X, y, r.coef, r.intercept, C, loss),
+            "sweeps": r.n_iter, "threads": r.threads, "selection": r.selection,
+            "converged": bool(r.converged)}
+
+
+def peer_fit(python, npz, X, y, loss, C, threads):
+    opts = f"-s {LIBLINEAR_SOLVER[loss]} -c {C:g} -m {threads} -q"
+    out = subprocess.run([python, "-c", PEER, npz, opts], capture_output=True, text=True,
+                         timeout=3600)
+    if out.returncode:
+        raise RuntimeError(f"liblinear-multicore failed: {out.stderr[-2000:]}")
+    rec = json.loads(out.stdout.strip().splitlines()[-1])
+    w = np.array(rec["w"])
+    return {"time": rec["time"], "primal": primal(X, y, w[:-1], w[-1], C, loss)}
+
+
+def summary(runs):
+    med, lo, hi = median_min_max([r["time"] for r in runs])
+    return {"median": med, "min": lo, "max": hi, "primal": runs[0]["primal"]}
+
+
+def speed(cells, reps, python, quick):
+    rows = []
+    for data, loss, C, selection in cells:
+        X, y = load_binary(data)
+        with tempfile.TemporaryDirectory() as tmp:
+            npz = os.path.join(tmp, "xy.npz")
+            np.savez(npz, data=X.data, indices=X.indices, indptr=X.indptr,
+                     shape=np.array(X.shape), y=y)
+            runs = {k: [] for k in ("pb1", "pb2", "mc1", "mc2")}
+            for r in range(reps):
+                order = ["pb1", "pb2", "mc1", "mc2"]
+                for k in (order if r % 2 == 0 else order[::-1]):
+                    if k.startswith("pb"):
+                        runs[k].append(pybudget_fit(X, y, loss, C, selection, int(k[2])))
+                    elif python:
+                        runs[k].append(peer_fit(python, npz, X, y, loss, C, int(k[2])))
+        row = {"data": data, "loss": loss, "C": C, "selection": selection,
+               "used": runs["pb2"][0]["selection"], "threads": runs["pb2"][0]["threads"],
+               "sweeps_1": runs["pb1"][0]["sweeps"], "sweeps_2": runs["pb2"][0]["sweeps"],
+               "runs": runs}
+        for k, v in runs.items():
+            if v:
+                row[k] = summary(v)
+        row["speedup"] = row["pb1"]["median"] / row["pb2"]["median"]
+        if "mc2" in row:
+            row["mc_speedup"] = row["mc1"]["median"] / row["mc2"]["median"]
+            row["vs_mc2"] = row["pb2"]["median"] / row["mc2"]["median"]
+        print(f"{data} {loss} C={C:g} {selection}: pybudget {row['pb1']['median']:.3f} / "
+              f"{row['pb2']['median']:.3f} s ({row['threads']} threads, x{row['speedup']:.2f})"
+              + (f"; liblinear-multicore {row['mc1']['median']:.3f} / "
+                 f"{row['mc2']['median']:.3f} s" if "mc2" in row else ""), flush=True)
+        rows.append(row)
+    return rows
+
+
+def fallback(names, reps):
+    from pybudget import LinearSVC
+    from pybudget.datasets import load
+    rows = []
+    for name in names:
+        X, y, _, _ = load(name)
+        times = {1: [], -1: []}
+        for r in range(reps):
+            for n_jobs in ((1, -1) if r % 2 == 0 else (-1, 1)):
+                est = LinearSVC(random_state=0, n_jobs=n_jobs)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    t0 = time.perf_counter()
+                    est.fit(X, y)
+                    times[n_jobs].append(time.perf_counter() - t0)
+        m1, ma = np.median(times[1]), np.median(times[-1])
+        rows.append({"data": name, "classes": int(np.unique(y).size), "times_1": times[1],
+                     "times_all": times[-1], "median_1": float(m1), "median_all": float(ma),
+                     "ratio": float(ma / m1)})
+        print(f"{name}: n_jobs=1 {m1:.3f} s, n_jobs=-1 {ma:.3f} s, ratio {ma / m1:.2f}",
+              flush=True)
+    return rows
+
+
+def markdown(record):
+    reps, lines = record["repeats"], []
+    if record.get("speed"):
+        lines += [f"### One binary problem on 1 and 2 threads (training time, medians of {reps} "
+                  "interleaved runs, min-max in brackets)", "",
+                  "| data, loss, C, strategy | pybudget n_jobs=1 (s) | n_jobs=2 (s) | "
+                  "threads | speed-up | sweeps 1 / 2 | liblinear-multicore -m 1 (s) | "
+                  "-m 2 (s) | its speed-up | pybudget 2 / mc 2 | primal: pybudget 2, mc 2 |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in record["speed"]:
+            def cell(k):
+                s = r.get(k)
+                return f"{s['median']:.3f} [{s['min']:.3f}-{s['max']:.3f}]" if s else "-"
+            mc = "mc2" in r
+            lines.append(
+                f"| {r['data']}, {r['loss']}, {r['C']:g}, {r['selection']} ({r['used']}) | "
+                f"{cell('pb1')} | {cell('pb2')} | {r['threads']} | {r['speedup']:.2f} | "
+                f"{r['sweeps_1']} / {r['sweeps_2']} | {cell('mc1')} | {cell('mc2')} | "
+                f"{r['mc_speedup']:.2f} | {r['vs_mc2']:.2f} | "
+                f"{r['pb2']['primal']:.6g}, {r['mc2']['primal']:.6g} |" if mc else
+                f"| {r['data']}, {r['loss']}, {r['C']:g}, {r['selection']} ({r['used']}) | "
+                f"{cell('pb1')} | {cell('pb2')} | {r['threads']} | {r['speedup']:.2f} | "
+                f"{r['sweeps_1']} / {r['sweeps_2']} | - | - | - | - | "
+                f"{r['pb2']['primal']:.6g}, - |")
+        lines.append("")
+    if record.get("fallback"):
+        lines += [f"### LinearSVC() defaults, n_jobs=-1 against n_jobs=1 (medians of {reps})",
+                  "", "| data | classes | n_jobs=1 (s) | n_jobs=-1 (s) | ratio |",
+                  "|---|---|---|---|---|"]
+        for r in record["fallback"]:
+            lines.append(f"| {r['data']} | {r['classes']} | {r['median_1']:.3f} | "
+                         f"{r['median_all']:.3f} | {r['ratio']:.2f} |")
+        lines.append("")
+    lines.append(f"{os.cpu_count()} cores; load average before {record['load'][0]:.2f}, "
+                 f"after {record['load'][1]:.2f}.")
+    return "\n".join(lines) + "\n"
+
+
+def data_names():
+    from pybudget.datasets import external_data_dir
+    root = external_data_dir()
+    names = sorted({f.split(".")[0] if not f.startswith("debian") else f.split(".train")[0]
+                    for f in os.listdir(root)
+                    if f.endswith(".bz2") and ".t." not in f and ".test" not in f})
+    return names
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--study", nargs="+", default=["speed"], choices=["speed", "fallback"])
+    ap.add_argument("-r", "--repeats", type=int, default=7)
+    ap.add_argument("--multicore-python", default=os.environ.get("LIBLINEAR_MULTICORE_PYTHON"),
+                    help="a Python with liblinear-multicore installed")
+    ap.add_argument("--only", nargs="+", help="speed: only these data sets")
+    ap.add_argument("--stem", default="threads")
+    ap.add_argument("--quick", action="store_true", help="smoke run on synthetic data")
+    ap.add_argument("--out", default=str(results_dir("threads")))
+    a = ap.parse_args()
+    reps = 1 if a.quick else a.repeats
+    load0 = os.getloadavg()[0]
+    record = {"machine": machine(), "repeats": reps, "multicore_python": a.multicore_python}
+    if "speed" in a.study:
+        cells = ([("synthetic", "hinge", 0.1, "auto")] if a.quick else
+                 [c for c in SPEED_CELLS if not a.only or c[0] in a.only])
+        record["speed"] = speed(cells, reps, a.multicore_python, a.quick)
+    if "fallback" in a.study:
+        record["fallback"] = fallback(["a9a"] if a.quick else data_names(), reps)
+    record["load"] = [load0, os.getloadavg()[0]]
+    write_outputs(a.stem + ("_quick" if a.quick else ""), record, markdown(record), a.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
