@@ -5,13 +5,14 @@
 # of the sweep's order; AVSF: each row belongs to one thread for the whole solve, and a
 # thread visits its rows' slots of the schedule).  A thread steps on its own replica of
 # w for `chunk` visits; then the team combines (combine): w moves by eta * sum_t dw_t
-# and every changed variable by eta times its change, 0 <= eta <= 1.  The dual's separable part is convex in eta, so its chord is a
-# lower bound of the gain:
+# and every changed variable by eta times its change, 0 <= eta <= 1.  The dual's
+# separable part is convex in eta, so its chord bounds the gain from below:
 #     gain(eta) >= eta A - eta^2 B / 2,   A = sum_t (gain_t + |dw_t|^2 / 2),
 #                                          B = |sum_t dw_t|^2,
-# exact at eta = 1 (the threads' gains add up, up to their cross terms dw_s.dw_t) and
-# at 0; eta = min(1, A / B) maximises the bound, so every combine is an ascent step,
-# and eta < 1 only where it provably gains more than the plain sum.
+# with equality at eta = 0 and at eta = 1 (gain_t: thread t's exact gain on its replica;
+# the plain sum gains sum_t gain_t less the cross terms dw_s.dw_t).  eta = min(1, A / B)
+# maximises the bound: every combine is an ascent step, and eta < 1 only where it
+# provably gains more than the plain sum.
 #
 # A combine costs passes over d + 1 weights (each thread: its range of the features
 # over every replica, then a copy of w into its own replica), so it pays only where a
