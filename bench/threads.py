@@ -9,11 +9,15 @@ Studies:
   this process and liblinear-multicore ``-m 1`` and ``-m 2`` each in a subprocess of its
   own Python (its module is named ``liblinear``, like liblinear-official's, so it lives
   in a virtual environment of its own: ``--multicore-python``; without it the peer's
-  columns are empty).  Times are the solvers' own (pybudget: ``res.time``; liblinear:
-  around ``train``); primal objectives ``1/2 |w|^2 + C sum loss`` with the bias
-  weight regularised, both computed here from the returned weights.
-- ``fallback``: ``LinearSVC()`` defaults with ``n_jobs=-1`` against ``n_jobs=1`` on every
-  training set of ``$PYBUDGET_DATA`` (the "never slower" check).
+  columns are empty).  The peer runs at the loosest of ``-e`` 0.1 (its default), 0.01,
+  0.001, 0.0001 whose primal is at most pybudget's at its default ``tol`` (found by
+  untimed runs first): both are timed to the same quality.  Times are the solvers' own
+  (pybudget: ``res.time``; liblinear: around ``train``); primal objectives
+  ``1/2 |w|^2 + C sum loss`` with the bias weight regularised, both computed here from
+  the returned weights.
+- ``fallback``: ``LinearSVC()`` defaults (``LinearSVR()`` on the regression set) with
+  ``n_jobs=-1`` against ``n_jobs=1`` on every training set of ``$PYBUDGET_DATA`` (the
+  "never slower" check).
 
 Medians of r repetitions with their spread.  ``--quick``: a synthetic problem, seconds.
 Writes bench/results/threads/.
@@ -54,16 +58,15 @@ from liblinear.liblinearutil import parameter, problem, train
 d = np.load(sys.argv[1])
 X = sp.csr_matrix((d["data"], d["indices"], d["indptr"]), shape=tuple(d["shape"]))
 prob = problem(d["y"].tolist(), X)
-prob.set_bias(1.0)
-param = parameter(sys.argv[2])
+param = parameter(sys.argv[2])      # (-B 1 there: train() sets the problem's bias from it)
 t0 = time.perf_counter()
 m = train(prob, param)
 t = time.perf_counter() - t0
-nf = X.shape[1]
-w = np.array([m.w[k] for k in range(nf + 1)])
-if m.label[0] != 1:
-    w = -w
-print(json.dumps({"time": t, "w": w.tolist()}))
+# the decision function of label[0]; liblinear's features end at the largest index used
+w, b = m.get_decfun()
+w = np.concatenate([w, np.zeros(X.shape[1] - len(w))])
+sign = 1.0 if m.label[0] == 1 else -1.0
+print(json.dumps({"time": t, "w": (sign * w).tolist(), "b": sign * b}))
 """
 
 
@@ -97,15 +100,17 @@ def pybudget_fit(X, y, loss, C, selection, n_jobs):
             "converged": bool(r.converged)}
 
 
-def peer_fit(python, npz, X, y, loss, C, threads):
-    opts = f"-s {LIBLINEAR_SOLVER[loss]} -c {C:g} -m {threads} -q"
+PEER_EPS = (0.1, 0.01, 0.001, 0.0001)
+
+
+def peer_fit(python, npz, X, y, loss, C, threads, eps=0.1):
+    opts = f"-s {LIBLINEAR_SOLVER[loss]} -c {C:g} -e {eps:g} -B 1 -m {threads} -q"
     out = subprocess.run([python, "-c", PEER, npz, opts], capture_output=True, text=True,
                          timeout=3600)
     if out.returncode:
         raise RuntimeError(f"liblinear-multicore failed: {out.stderr[-2000:]}")
     rec = json.loads(out.stdout.strip().splitlines()[-1])
-    w = np.array(rec["w"])
-    return {"time": rec["time"], "primal": primal(X, y, w[:-1], w[-1], C, loss)}
+    return {"time": rec["time"], "primal": primal(X, y, np.array(rec["w"]), rec["b"], C, loss)}
 
 
 def summary(runs):
@@ -122,17 +127,26 @@ def speed(cells, reps, python, quick):
             np.savez(npz, data=X.data, indices=X.indices, indptr=X.indptr,
                      shape=np.array(X.shape), y=y)
             runs = {k: [] for k in ("pb1", "pb2", "mc1", "mc2")}
+            # the peer's stopping point: its loosest -e (from 0.1, its default) whose
+            # primal is at most pybudget's (untimed runs first), so that both are timed
+            # to the same quality
+            target = pybudget_fit(X, y, loss, C, selection, 1)["primal"]
+            eps = None
+            for e in PEER_EPS if python else ():
+                eps = e
+                if peer_fit(python, npz, X, y, loss, C, 2, e)["primal"] <= target * (1 + 1e-6):
+                    break
             for r in range(reps):
                 order = ["pb1", "pb2", "mc1", "mc2"]
                 for k in (order if r % 2 == 0 else order[::-1]):
                     if k.startswith("pb"):
                         runs[k].append(pybudget_fit(X, y, loss, C, selection, int(k[2])))
                     elif python:
-                        runs[k].append(peer_fit(python, npz, X, y, loss, C, int(k[2])))
+                        runs[k].append(peer_fit(python, npz, X, y, loss, C, int(k[2]), eps))
         row = {"data": data, "loss": loss, "C": C, "selection": selection,
                "used": runs["pb2"][0]["selection"], "threads": runs["pb2"][0]["threads"],
                "sweeps_1": runs["pb1"][0]["sweeps"], "sweeps_2": runs["pb2"][0]["sweeps"],
-               "runs": runs}
+               "peer_eps": eps, "runs": runs}
         for k, v in runs.items():
             if v:
                 row[k] = summary(v)
@@ -149,22 +163,26 @@ def speed(cells, reps, python, quick):
 
 
 def fallback(names, reps):
-    from pybudget import LinearSVC
+    from pybudget import LinearSVC, LinearSVR
     from pybudget.datasets import load
     rows = []
     for name in names:
         X, y, _, _ = load(name)
+        # (real-valued targets: the regression set, LinearSVR's defaults)
+        regression = not np.array_equal(y, np.round(y)) or np.unique(y).size > 100
+        make = LinearSVR if regression else LinearSVC
         times = {1: [], -1: []}
         for r in range(reps):
             for n_jobs in ((1, -1) if r % 2 == 0 else (-1, 1)):
-                est = LinearSVC(random_state=0, n_jobs=n_jobs)
+                est = make(random_state=0, n_jobs=n_jobs)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     t0 = time.perf_counter()
                     est.fit(X, y)
                     times[n_jobs].append(time.perf_counter() - t0)
         m1, ma = np.median(times[1]), np.median(times[-1])
-        rows.append({"data": name, "classes": int(np.unique(y).size), "times_1": times[1],
+        rows.append({"data": name, "estimator": make.__name__,
+                     "classes": 0 if regression else int(np.unique(y).size), "times_1": times[1],
                      "times_all": times[-1], "median_1": float(m1), "median_all": float(ma),
                      "ratio": float(ma / m1)})
         print(f"{name}: n_jobs=1 {m1:.3f} s, n_jobs=-1 {ma:.3f} s, ratio {ma / m1:.2f}",
@@ -178,9 +196,9 @@ def markdown(record):
         lines += [f"### One binary problem on 1 and 2 threads (training time, medians of {reps} "
                   "interleaved runs, min-max in brackets)", "",
                   "| data, loss, C, strategy | pybudget n_jobs=1 (s) | n_jobs=2 (s) | "
-                  "threads | speed-up | sweeps 1 / 2 | liblinear-multicore -m 1 (s) | "
+                  "threads | speed-up | sweeps 1 / 2 | liblinear-multicore -e | -m 1 (s) | "
                   "-m 2 (s) | its speed-up | pybudget 2 / mc 2 | primal: pybudget 2, mc 2 |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in record["speed"]:
             def cell(k):
                 s = r.get(k)
@@ -189,20 +207,22 @@ def markdown(record):
             lines.append(
                 f"| {r['data']}, {r['loss']}, {r['C']:g}, {r['selection']} ({r['used']}) | "
                 f"{cell('pb1')} | {cell('pb2')} | {r['threads']} | {r['speedup']:.2f} | "
-                f"{r['sweeps_1']} / {r['sweeps_2']} | {cell('mc1')} | {cell('mc2')} | "
+                f"{r['sweeps_1']} / {r['sweeps_2']} | {r['peer_eps']:g} | {cell('mc1')} | "
+                f"{cell('mc2')} | "
                 f"{r['mc_speedup']:.2f} | {r['vs_mc2']:.2f} | "
                 f"{r['pb2']['primal']:.6g}, {r['mc2']['primal']:.6g} |" if mc else
                 f"| {r['data']}, {r['loss']}, {r['C']:g}, {r['selection']} ({r['used']}) | "
                 f"{cell('pb1')} | {cell('pb2')} | {r['threads']} | {r['speedup']:.2f} | "
-                f"{r['sweeps_1']} / {r['sweeps_2']} | - | - | - | - | "
+                f"{r['sweeps_1']} / {r['sweeps_2']} | - | - | - | - | - | "
                 f"{r['pb2']['primal']:.6g}, - |")
         lines.append("")
     if record.get("fallback"):
-        lines += [f"### LinearSVC() defaults, n_jobs=-1 against n_jobs=1 (medians of {reps})",
-                  "", "| data | classes | n_jobs=1 (s) | n_jobs=-1 (s) | ratio |",
-                  "|---|---|---|---|---|"]
+        lines += [f"### Defaults, n_jobs=-1 against n_jobs=1 (medians of {reps})",
+                  "", "| data | estimator | classes | n_jobs=1 (s) | n_jobs=-1 (s) | ratio |",
+                  "|---|---|---|---|---|---|"]
         for r in record["fallback"]:
-            lines.append(f"| {r['data']} | {r['classes']} | {r['median_1']:.3f} | "
+            lines.append(f"| {r['data']} | {r['estimator']} | {r['classes'] or '-'} | "
+                         f"{r['median_1']:.3f} | "
                          f"{r['median_all']:.3f} | {r['ratio']:.2f} |")
         lines.append("")
     lines.append(f"{os.cpu_count()} cores; load average before {record['load'][0]:.2f}, "
@@ -211,12 +231,11 @@ def markdown(record):
 
 
 def data_names():
-    from pybudget.datasets import external_data_dir
-    root = external_data_dir()
-    names = sorted({f.split(".")[0] if not f.startswith("debian") else f.split(".train")[0]
-                    for f in os.listdir(root)
-                    if f.endswith(".bz2") and ".t." not in f and ".test" not in f})
-    return names
+    """Every benchmark training set (``available()`` less the embedded copies and the
+    files it also lists by their own names)."""
+    from pybudget.datasets import EMBEDDED, available
+    names = [n for n in available() if n not in EMBEDDED or n == "a9a"]
+    return sorted({n for n in names if not n.endswith((".train", ".test"))})
 
 
 def main():
@@ -226,7 +245,8 @@ def main():
     ap.add_argument("-r", "--repeats", type=int, default=7)
     ap.add_argument("--multicore-python", default=os.environ.get("LIBLINEAR_MULTICORE_PYTHON"),
                     help="a Python with liblinear-multicore installed")
-    ap.add_argument("--only", nargs="+", help="speed: only these data sets")
+    ap.add_argument("--only", nargs="+",
+                    help="speed: only these data sets (or DATA:C, e.g. debian-lib:1)")
     ap.add_argument("--stem", default="threads")
     ap.add_argument("--quick", action="store_true", help="smoke run on synthetic data")
     ap.add_argument("--out", default=str(results_dir("threads")))
@@ -236,7 +256,8 @@ def main():
     record = {"machine": machine(), "repeats": reps, "multicore_python": a.multicore_python}
     if "speed" in a.study:
         cells = ([("synthetic", "hinge", 0.1, "auto")] if a.quick else
-                 [c for c in SPEED_CELLS if not a.only or c[0] in a.only])
+                 [c for c in SPEED_CELLS
+                  if not a.only or c[0] in a.only or f"{c[0]}:{c[2]:g}" in a.only])
         record["speed"] = speed(cells, reps, a.multicore_python, a.quick)
     if "fallback" in a.study:
         record["fallback"] = fallback(["a9a"] if a.quick else data_names(), reps)
