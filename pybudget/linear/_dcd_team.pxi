@@ -240,6 +240,7 @@ cdef void team_prepare(const Problem* P, State* S, Team* tm, int selection) noex
         tm.m[t].dpsum = 0.0
         if selection == SEL_SHRINKING:
             shrink_begin(P, &tm.m[t].sh)
+    # (AVSF counts its chunks in team_sweep, from each thread's slots)
     tm.n_chunks = ((n + tm.T - 1) // tm.T + tm.chunk - 1) // tm.chunk
 
 
@@ -330,7 +331,6 @@ cdef int team_finish(const Problem* P, State* S, Team* tm, int selection,
         l1 += me.l1
     if selection == SEL_SHRINKING:
         # the active set: each share's survivors in thread order, then the dropped
-        dropped = 0
         for t in range(tm.T):
             me = tm.m[t]
             for k in range(me.lo, me.end):
