@@ -9,9 +9,8 @@
 #     tests/ (.ci/run_installed_tests.py), with the numpy pip resolves, without the slow
 #     subprocess runs and the tests that start a Dask cluster (the README's command ran
 #     them);
-#  4. the same in a second fresh environment pinned to
-#     the oldest numpy pyproject.toml declares, so the declared minimum is tested, not
-#     aspirational.
+#  4. the same in a second fresh environment pinned to the oldest numpy and scipy
+#     pyproject.toml declares, so the declared minima are tested, not aspirational.
 #   .ci/wheel_check.sh
 #   KEEP=1 .ci/wheel_check.sh   # keep the work directory (dist/, wheelhouse/, venvs)
 set -euo pipefail
@@ -73,40 +72,44 @@ python "$root/.ci/run_installed_tests.py" "$root" -m "not slow and not cluster"
 pybudget --help >/dev/null
 deactivate
 
-# The oldest numpy: pyproject's bound (numpy>=1.23 means 1.23.0), or the first patch
-# release after it that ships a wheel for this Python (cp311 wheels start at 1.23.2).
-np_min=$(python3 - "$root/pyproject.toml" <<'EOF'
+# The oldest numpy and scipy: pyproject's bounds (numpy>=1.23 means 1.23.0), or the first
+# patch release after each that ships a wheel for this Python (cp311 numpy wheels start
+# at 1.23.2).
+oldest() {   # oldest PACKAGE: the first patch release of its declared minimum with a wheel
+    local min major minor patch p
+    min=$(python3 - "$root/pyproject.toml" "$1" <<'EOF'
 import re, sys, tomllib
 deps = tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]
-print(next(m[1] for d in deps if (m := re.match(r"numpy\s*>=\s*([0-9.]+)", d))))
+print(next(m[1] for d in deps if (m := re.match(sys.argv[2] + r"\s*>=\s*([0-9.]+)", d))))
 EOF
 )
-IFS=. read -r np_major np_minor np_patch <<<"$np_min"
-np_old=""
-for p in $(seq "${np_patch:-0}" 9); do
-    if python -m pip download --quiet --no-deps --only-binary=:all: --dest "$work/numpy" \
-            "numpy==$np_major.$np_minor.$p" >/dev/null 2>&1; then
-        np_old="$np_major.$np_minor.$p"
-        break
-    fi
-done
-if [ -z "$np_old" ]; then
-    echo "FAIL: no numpy $np_major.$np_minor.x wheel for this Python (pyproject: numpy>=$np_min)" >&2
+    IFS=. read -r major minor patch <<<"$min"
+    for p in $(seq "${patch:-0}" 9); do
+        if python -m pip download --quiet --no-deps --only-binary=:all: --dest "$work/old" \
+                "$1==$major.$minor.$p" >/dev/null 2>&1; then
+            echo "$major.$minor.$p"
+            return
+        fi
+    done
+    echo "FAIL: no $1 $min wheel for this Python (pyproject: $1>=$min)" >&2
     exit 1
-fi
+}
+np_old=$(oldest numpy)
+sp_old=$(oldest scipy)
 
-# A fresh environment, pip resolving everything else (scipy, scikit-learn, pandas, ...)
-# against the pinned numpy. If this cannot resolve, the declared bound is aspirational:
+# A fresh environment, pip resolving everything else (scikit-learn, pandas, ...) against
+# the pinned numpy and scipy. If this cannot resolve, a declared bound is aspirational:
 # raise it in pyproject.toml.
-step "fresh venv with the oldest declared numpy ($np_old; pyproject: numpy>=$np_min)"
+step "fresh venv with the oldest declared numpy ($np_old) and scipy ($sp_old)"
 python3 -m venv "$work/venv-oldest"
 # shellcheck disable=SC1091
 . "$work/venv-oldest/bin/activate"
 python -m pip install --quiet --upgrade pip
-python -m pip install --quiet --only-binary=numpy "${wheel}[test]" "numpy==$np_old"
+python -m pip install --quiet --only-binary=numpy,scipy "${wheel}[test]" "numpy==$np_old" \
+    "scipy==$sp_old"
 python -m pip check
 versions
 
-step "tests against the installed wheel (numpy $np_old; not the slow runs, no Dask cluster)"
+step "tests against the installed wheel (numpy $np_old, scipy $sp_old; not the slow runs, no Dask cluster)"
 python "$root/.ci/run_installed_tests.py" "$root" -m "not slow and not cluster"
-step "wheel check passed ($policy; suite passed with numpy as resolved and numpy $np_old)"
+step "wheel check passed ($policy; suite passed with numpy as resolved and numpy $np_old, scipy $sp_old)"

@@ -14,6 +14,7 @@ from sklearn.svm import LinearSVR as SkSVR
 from sklearn.svm._base import _fit_liblinear
 
 from pybudget import LinearSVC, LinearSVR, LogisticRegression
+from pybudget import solve_linear
 from pybudget.linear.svm import class_weight_vector, problem_costs
 
 TIGHT = dict(tol=1e-9, max_iter=100000, random_state=0)
@@ -385,6 +386,46 @@ def test_newton_route_returns_its_iterate(seed):
         got = np.r_[ours.coef_.ravel(), ours.intercept_]
         want = np.r_[theirs.coef_.ravel(), theirs.intercept_]
         np.testing.assert_allclose(got, want, atol=5e-3)
+
+
+@pytest.mark.parametrize("seed", [4, 13])
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
+def test_newton_route_certifies_its_iterate(seed, loss):
+    """Issue 38: the Newton route said converged with its check taken at w(alpha) (KKT
+    violation 4.6 and 88 on these seeds) and a dual above the primal.  Its weights are
+    certified by their own gap now: the primal recomputed here, the dual not above it,
+    the gap within tol, and kkt_violation the largest entry of the primal's gradient."""
+    rng = np.random.RandomState(seed)
+    X = np.concatenate((rng.randn(100, 2) + [1, 1], rng.randn(100, 2)))
+    y = np.array([1.0] * 100 + [-1.0] * 100)
+    B, C, tol = 1e4, 1e3, 1e-6
+    res = solve_linear(X, y, C, loss=loss, tol=tol, fit_intercept=True, intercept_scaling=B)
+    assert res.selection == "newton" and res.converged
+    v = np.r_[res.coef, res.intercept / B]
+    m = y * (X @ res.coef + res.intercept)
+    A = np.column_stack([X, np.full(len(y), B)])
+    if loss == "logistic":
+        losses, dl = np.logaddexp(0, -m), -y / (1 + np.exp(m))
+    else:
+        s = np.maximum(0, 1 - m)
+        losses, dl = s * s, -2 * y * s
+    primal = 0.5 * v @ v + C * losses.sum()
+    grad = v + A.T @ (C * dl)
+    assert res.primal_objective == pytest.approx(primal, rel=1e-12)
+    assert res.dual_objective <= res.primal_objective
+    assert (res.primal_objective - res.dual_objective) / primal <= tol
+    # (the gradient cancels: recomputed from the returned weights it agrees to ~1e-4,
+    # and to ~1e-6 absolute)
+    assert res.kkt_violation == pytest.approx(np.abs(grad).max(), rel=1e-2, abs=1e-5)
+
+
+def test_newton_route_says_when_it_stops_short():
+    rng = np.random.RandomState(13)
+    X = np.concatenate((rng.randn(100, 2) + [1, 1], rng.randn(100, 2)))
+    y = [1] * 100 + [-1] * 100
+    with pytest.warns(ConvergenceWarning, match="Newton"):
+        est = LogisticRegression(C=1e3, tol=1e-6, intercept_scaling=1e4, max_iter=1).fit(X, y)
+    assert est.selection_ == "newton" and not est.converged_.any()
 
 
 @pytest.mark.parametrize("scaling", [100, 1000, 1e4])

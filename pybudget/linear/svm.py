@@ -260,12 +260,22 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
                       else np.sum(y * alpha) - epsilon * np.abs(alpha).sum())
             dual = float(linear - 0.5 * wsq - 0.5 * np.sum(diag * alpha * alpha))
         primal = 0.5 * wsq + out["loss_sum"]
+    if selection == "newton":        # (the iterate's own pair: primal_newton's docstring)
+        dual, primal = out["dual"], out["primal"]
     state = SolverState(alpha, prefs, perm, out["n_active"], out["dref"], C)
     return LinearResult(coef=w[:d], intercept=float(w[d] * bias), alpha=alpha,
                         n_iter=out["n_iter"], n_steps=out["n_steps"], dual_objective=dual,
                         primal_objective=primal, kkt_violation=out["kkt_violation"],
                         converged=out["converged"] and max_iter > 0, time=elapsed,
                         state=state, threads=threads)
+
+
+def unconverged(name, selection, max_iter, tol):
+    """The ConvergenceWarning's text for a fit that stopped above ``tol``."""
+    if selection == "newton":
+        return (f"{name}'s primal Newton solver stopped with a relative duality gap above "
+                f"tol={tol} (max_iter={max_iter} iterations, or no further progress)")
+    return f"{name} reached max_iter={max_iter} sweeps before tol={tol}; increase max_iter"
 
 
 def regression_tol_scale(y, epsilon):
@@ -516,7 +526,7 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
                         seed=V.seed_from(random_state), n_threads=n_jobs, **extra)
     res.classes = classes
     if not res.converged:
-        warnings.warn(f"dual CD reached max_iter={max_iter} sweeps before tol={tol} "
+        warnings.warn(f"{unconverged('dual CD', res.selection, max_iter, tol)} "
                       f"(final KKT violation {res.kkt_violation:.3g})", ConvergenceWarning)
     return res
 
@@ -682,8 +692,8 @@ class LinearClassifierBase(SparseCoefMixin, SVMClassifierBase):
                       "multi_class": getattr(self, "multi_class", "ovr"),
                       "earlier": self._warm["states"] if same else None}
         if not self.converged_.all():
-            warnings.warn(f"{type(self).__name__} reached max_iter={max_iter} sweeps before "
-                          f"tol={tol}; increase max_iter", ConvergenceWarning)
+            warnings.warn(unconverged(type(self).__name__, self.selection_, max_iter, tol),
+                          ConvergenceWarning)
 
     def _warm_starts(self, X, classes, cvec, C, n_problems):
         """Per-problem start states for a warm-started fit, or Nones."""

@@ -11,7 +11,7 @@ from pybudget._core import _validation as V
 from pybudget._core._estimator import SVMBase
 from pybudget._core._progress import report
 from pybudget.linear.svm import (REGRESSION_LOSSES, _solve_binary, check_linear_params,
-                                 check_tol_rule, next_start)
+                                 check_tol_rule, next_start, unconverged)
 
 
 class LinearSVR(RegressorMixin, SVMBase):
@@ -148,8 +148,8 @@ class LinearSVR(RegressorMixin, SVMBase):
                       "earlier": prev["state"] if start is not None else None}
         self.coef_ = res.coef
         if not res.converged:
-            warnings.warn(f"LinearSVR reached max_iter={max_iter} sweeps before tol={tol}; "
-                          "increase max_iter", ConvergenceWarning)
+            warnings.warn(unconverged("LinearSVR", res.selection, max_iter, tol),
+                          ConvergenceWarning)
         return self
 
     def predict(self, X):
