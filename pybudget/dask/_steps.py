@@ -8,6 +8,7 @@ import numpy as np
 
 from pybudget.dask._partition import (CARRY_SEEN_LOSS, CARRY_SEEN_TERMS, CARRY_STEPS,
                                        add_into, payload_bytes, roll_ring)
+from pybudget._core._reduce import fixed_dot
 from pybudget.linear._dual_cd import sum_of_squares
 
 # A check pass skips a due problem whose stale gap (seen_gap) is above SEEN_NEAR times
@@ -261,7 +262,7 @@ def combine(W, proposals, problems, check):
                 s[k] += stats[j][k]
             s["max_step"] = min(s["max_step"], stats[j]["max_step"])
         s["dw2"] = sum_of_squares(dw)
-        s["wdw"] = float(np.dot(W[j], dw))
+        s["wdw"] = fixed_dot(W[j], dw)
         s["w2"] = sum_of_squares(W[j])
         if check:
             s["check"] = sum_checks([st for _, st in proposals], [j])[j]

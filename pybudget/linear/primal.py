@@ -24,6 +24,9 @@ round-off floor at a large B being far above any tol.
 import numpy as np
 import scipy.sparse.linalg as spla
 from scipy.special import expit
+from threadpoolctl import threadpool_limits
+
+from pybudget._core._reduce import fixed_dot
 
 
 # Newton iterations with neither a smaller gap nor a decrease of f (relative 1e-12):
@@ -60,12 +63,14 @@ class _Primal:
         return np.append(self.X.T @ u, self.bias * u.sum())
 
     def value(self, v):
-        return 0.5 * v @ v + self.c @ _pieces(self.loss, self.y, self.margins(v), self.eps)[0]
+        lo = _pieces(self.loss, self.y, self.margins(v), self.eps)[0]
+        return 0.5 * fixed_dot(v, v) + fixed_dot(self.c, lo)
 
     def at(self, v):
         """(f, gradient, dl/dz, curvature weights C l'') at v."""
         lo, d1, d2 = _pieces(self.loss, self.y, self.margins(v), self.eps)
-        return 0.5 * v @ v + self.c @ lo, v + self.adjoint(self.c * d1), d1, self.c * d2
+        return (0.5 * fixed_dot(v, v) + fixed_dot(self.c, lo), v + self.adjoint(self.c * d1), d1,
+                self.c * d2)
 
     def hessp(self, h, p):
         return p + self.adjoint(h * self.margins(p))
@@ -102,7 +107,7 @@ def primal_newton(X, y, cvec, *, loss, bias, tol, max_iter, epsilon=0.0):
     f, g, d1, h = P.at(v)
     it, best, stalls, f_old = 0, np.inf, 0, np.inf
     while True:
-        gap = 0.5 * float(g @ g)
+        gap = 0.5 * fixed_dot(g, g)
         rel = gap / f if f > 0.0 else 0.0
         flat = f_old - f <= 1e-12 * abs(f)
         stalls = stalls + 1 if rel >= best and flat else 0
@@ -120,7 +125,7 @@ def primal_newton(X, y, cvec, *, loss, bias, tol, max_iter, epsilon=0.0):
     return {"w": v, "alpha": alpha, "comp": comp, "n_iter": it, "converged": rel <= tol,
             "primal": f, "dual": f - gap, "gap": rel,
             "kkt_violation": float(np.max(np.abs(g))),
-            "loss_sum": f - 0.5 * float(v @ v)}
+            "loss_sum": f - 0.5 * fixed_dot(v, v)}
 
 
 def _newton_direction(P, g, h):
@@ -131,15 +136,18 @@ def _newton_direction(P, g, h):
     inv = 1.0 / P.hdiag(h)
     M = spla.LinearOperator((n, n), matvec=lambda r: inv * r, dtype=np.float64)
     rtol = min(0.1, float(np.linalg.norm(g)))
-    step, _ = spla.cg(H, -g, M=M, rtol=max(rtol, 1e-14), maxiter=max(2 * n, 50))
+    # (CG's dot products are BLAS calls: on one BLAS thread their bits do not depend on
+    # the machine's thread count; _core._reduce)
+    with threadpool_limits(limits=1, user_api="blas"):
+        step, _ = spla.cg(H, -g, M=M, rtol=max(rtol, 1e-14), maxiter=max(2 * n, 50))
     return step
 
 
 def _line_search(P, v, f, g, step):
     """Backtracking (Armijo) along step, starting at the full Newton step."""
-    slope = float(g @ step)
+    slope = fixed_dot(g, step)
     if slope >= 0.0:                 # CG gave no descent (round-off): steepest descent
-        step, slope = -g, -float(g @ g)
+        step, slope = -g, -fixed_dot(g, g)
     t = 1.0
     for _ in range(60):
         v_new = v + t * step
