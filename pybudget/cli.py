@@ -384,7 +384,7 @@ def _train_cluster(args):
     from pybudget.io import save
     _cluster_usage(args)
     import pybudget.dask as pbd
-    from pybudget.dask._driver import ClusterError
+    from pybudget.dask import ClusterError
     name, kw = _linear_kwargs(args)
     if args.local_sweeps is not None:
         kw["local_sweeps"] = args.local_sweeps

@@ -950,3 +950,11 @@ def test_the_first_rounds_check_only_problems_whose_stale_gap_is_near_tol(monkey
     every = pbd.LinearSVC(**kw).fit(X, y)
     assert every.rounds_log_[0]["round"] == 1 and every.n_checks_ > est.n_checks_
     assert every.converged_.all()
+
+
+def test_cluster_error_is_public():
+    """Issue 38: the CLI and the user guide imported ClusterError from the private
+    _driver; it is pybudget.dask.ClusterError, the one the engines raise."""
+    assert "ClusterError" in pbd.__all__ and issubclass(pbd.ClusterError, RuntimeError)
+    with pytest.raises(pbd.ClusterError, match="cannot lose"):
+        _engines.ThreadsEngine().recover({}, None)

@@ -9,7 +9,8 @@ without Dask.  See docs/user_guide.md, "Training on a Dask cluster".
 """
 from pybudget.dask._sources import (GeneratedShards, SvmlightShards, make_classification,
                                     read_svmlight)
+from pybudget.dask.errors import ClusterError
 from pybudget.dask.estimators import LinearSVC, LinearSVR, LogisticRegression
 
-__all__ = ["GeneratedShards", "LinearSVC", "LinearSVR", "LogisticRegression", "SvmlightShards",
-           "make_classification", "read_svmlight"]
+__all__ = ["ClusterError", "GeneratedShards", "LinearSVC", "LinearSVR", "LogisticRegression",
+           "SvmlightShards", "make_classification", "read_svmlight"]

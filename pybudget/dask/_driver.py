@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pybudget.dask._steps import gap_of, passed
+from pybudget.dask.errors import CheckpointLost, ClusterError, PartitionsLost
 from pybudget.linear.svm import PROBLEM_OF
 
 METHODS = ("ring", "bda", "cocoa")
@@ -39,20 +40,6 @@ STALL_ROUNDS = 10         # rounds before the ring's laps may grow (_Driver.stal
 MAX_RECOVERIES = 3        # lost partitions survived in one fit before giving up
 ARMIJO_SIGMA = 0.01       # sufficient increase of the backtracking search
 ARMIJO_TRIALS = 30
-
-
-class PartitionsLost(Exception):
-    """Raised by an engine when partitions (their workers) are gone; carries the cause."""
-
-
-class CheckpointLost(PartitionsLost):
-    """Both copies of a checkpoint went with the workers that held them (two workers
-    lost before a recovery copied it anew): the fit replays from the start."""
-
-
-class ClusterError(RuntimeError):
-    """The cluster failed the fit (workers or tasks lost for good, no progress): the fit
-    is abandoned with this one-line reason.  Other errors are not the cluster's."""
 
 
 @dataclass

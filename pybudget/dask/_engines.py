@@ -29,9 +29,11 @@ import numpy as np
 from pybudget._core._parallel import map_threads
 from pybudget._core._progress import peak_rss_mb
 from pybudget.dask import _steps, _worker
-from pybudget.dask._driver import CheckpointLost, ClusterError, PartitionsLost, ring_groups
+from pybudget.dask._driver import ring_groups
 from pybudget.dask._partition import add_into, first_carry
 from pybudget.dask._sources import SMALL_BYTES, build_partition, data_bytes
+from pybudget.dask.errors import (CheckpointLost, ClusterError, PartitionMissing,
+                                  PartitionsLost)
 from pybudget.linear._dual_cd import SELECTIONS
 from pybudget.linear.svm import PROBLEM_OF
 
@@ -341,7 +343,7 @@ class DaskEngine:
             if why:
                 raise why[0] from None
             self.client.cancel(futures)
-            if isinstance(exc, (_worker.PartitionMissing, OSError, CancelledError)):
+            if isinstance(exc, (PartitionMissing, OSError, CancelledError)):
                 # the partition, the connection, or an input kept on a worker that
                 # died is gone
                 raise PartitionsLost(f"{type(exc).__name__}: {exc}") from None

@@ -18,6 +18,7 @@ import numpy as np
 
 from pybudget.dask import _steps
 from pybudget.dask._sources import build_partition
+from pybudget.dask.errors import PartitionMissing
 
 REGISTRY = {}
 REPLICAS = {}     # (job, problem) -> this process's replica of the weights (sparse hops)
@@ -30,10 +31,6 @@ TAKEN = threading.Condition()     # notified when another worker has taken a row
 # workers have taken from here since it began, waiting up to PACE_WAIT seconds once.
 PACE_AHEAD = 2
 PACE_WAIT = 1.0
-
-
-class PartitionMissing(RuntimeError):
-    """The partition is not on this worker (it was lost with another one)."""
 
 
 def _get(job, part):
