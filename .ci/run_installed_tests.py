@@ -6,7 +6,7 @@ the tests read) into a temporary directory without the pybudget/ package, checks
 .ci/wheel_check.sh and by cibuildwheel's test-command (there PROJECT_DIR is the checkout,
 ``/project`` inside the manylinux container, and the working directory is a scratch one).
 
-    python .ci/run_installed_tests.py PROJECT_DIR [pytest args...]
+    python .ci/run_installed_tests.py PROJECT_DIR [pytest args, test files...]
 """
 import os
 import shutil
@@ -36,7 +36,9 @@ def main():
         data = project.parent / "shared" / "data"
         if "PYBUDGET_DATA" not in env and data.is_dir():
             env["PYBUDGET_DATA"] = str(data)
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests", *extra]
+        # (the whole suite, unless the arguments name test files)
+        files = [] if any(a.startswith("tests/") for a in extra) else ["tests"]
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *files, *extra]
         sys.exit(subprocess.run(cmd, cwd=tmp, env=env).returncode)
 
 

@@ -278,6 +278,8 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
                         ckpt, recoveries = start, recoveries - 1
             drv = copy.deepcopy(ckpt[0])
             ckpt = (ckpt[0], fresh)
+            # the rounds from the checkpoint on run again: their log entries too
+            del log[sum(1 for e in log if e["round"] < drv.t):]
             continue
         drv.t += 1
     if drv.active:

@@ -17,6 +17,7 @@ so a fit gives the same bits on either:
   partitions on the workers left, from their sources, and restores every partition
   from the checkpoint, whose copies are kept on two workers (``_worker.KEPT``).
 """
+import math
 import operator
 import threading
 import time
@@ -298,16 +299,26 @@ class DaskEngine:
         return fut
 
     def _on(self, addr, fn, *args):
-        """A task that runs on worker addr only."""
-        return self.client.submit(fn, *args, workers=[addr], allow_other_workers=False,
-                                  pure=False)
+        """A task that runs on worker addr only (noting when it finished there:
+        ``_worker.timed``)."""
+        key = f"{getattr(fn, '__name__', 'task')}-{uuid.uuid4().hex}"
+        return self.client.submit(_worker.timed, self.job, fn, *args, key=key,
+                                  workers=[addr], allow_other_workers=False)
+
+    def _last_progress(self):
+        """Seconds since a task of this fit last finished on any worker (inf: none)."""
+        got = self.client.run(_worker.last_finished, self.job, on_error="ignore")
+        times = [t for t in got.values() if isinstance(t, float)]
+        return time.time() - max(times) if times else math.inf
 
     def _gather(self, futures, also=()):
         """Results of pinned futures, in order.  A watchdog thread polls the scheduler:
         when the worker of any partition, or any worker in ``also``, has left (a task
         pinned there would wait for it forever) or ``timeout`` seconds pass, it cancels
-        the futures, and this raises PartitionsLost or ClusterError respectively.  A task
-        that finds its partition gone raises PartitionsLost too."""
+        the futures, and this raises PartitionsLost or ClusterError respectively.  The
+        timeout counts from the last task of the fit that finished, not from the call:
+        a gather that waits for many rounds, each of them progressing, is not stuck.  A
+        task that finds its partition gone raises PartitionsLost too."""
         stop = threading.Event()
         why = []
 
@@ -329,8 +340,13 @@ class DaskEngine:
                         f"the workers of partitions {parts} left the cluster" if parts
                         else f"workers {sorted(gone)} left the cluster"))
                 elif time.monotonic() > deadline:
-                    why.append(ClusterError(f"the fit made no progress for timeout="
-                                            f"{self.timeout:g} s; it is abandoned"))
+                    # (asked only now: the workers know when a task last finished)
+                    since = self._last_progress()
+                    if since < self.timeout:
+                        deadline = time.monotonic() + self.timeout - since
+                    else:
+                        why.append(ClusterError(f"no task of the fit finished for timeout="
+                                                f"{self.timeout:g} s; it is abandoned"))
                 if why:
                     self.client.cancel(futures)
                     return
@@ -530,6 +546,27 @@ class DaskEngine:
         self._gather(seeds)
 
     def ring_round(self, rnd, groups, sweeps, laps, tol=None, due=None, near=None):
+        sums = self._ring_round(rnd, groups, sweeps, laps, tol, due, near)
+        self._prune()
+        return sums
+
+    def _prune(self):
+        """Forget the places and Held marks of the payloads that hold no problem's
+        weights any longer (else an entry per run, for the whole fit)."""
+        live = {f.key for f in self.rows.values()}
+        self.held &= live
+        self.loc = {k: a for k, a in self.loc.items() if k in live}
+
+    def _drop_replicas(self, problems, after=()):
+        """Forget the workers' replicas (the sparse hops') of these problems (None: all),
+        each worker once the futures ``after`` and its runs so far are done; its next
+        run follows the drop."""
+        for w in sorted(set(self.where.values())):
+            prev = [self.last_on[w]] if w in self.last_on else []
+            self.last_on[w] = self._on(w, _worker.drop_replicas, self.job, problems,
+                                       *after, *prev)
+
+    def _ring_round(self, rnd, groups, sweeps, laps, tol, due, near):
         K = len(self.where)
         checks = self._check_pass(groups, due, tol, near) if tol is not None else None
         # sparse hops when a visit covers part of a partition's rows: they change a
@@ -552,18 +589,27 @@ class DaskEngine:
             return None
         sums = self._check_sums(checks)
         done = _steps.passed(sums, tol)
+        passed = []
         for (start, problems), n in zip(groups, hops):
             # the passed problems' rows came with the check's sums (_worker.check_found)
             finished = [j for j in problems if j in done]
             for j in finished:
                 del self.rows[j]
             self.bytes["workers"] -= len(finished) * self.row_bytes * n
+            if start in self.seen:
+                passed += finished
         if self.seen and planned and self.as_sparse >= SPARSE_GIVE_UP * planned:
             # the visits change most of the weights: finding which costs more than it
             # saves; the weights again, until the laps grow (smaller visits)
             self.rows, self.loc = self._copies(self.rows, self.loc, copy=False)
             self.seen, self.latest, self.sparse_off = {}, {}, laps
             self.unpolled = True         # (the round sent with the check: changes too)
+            # the replicas go once the copies have read them (tokens, not the weights)
+            self._drop_replicas(None, [self._on(self.loc[f.key], _barrier, f)
+                                       for f in self._payloads(self.rows)])
+        elif passed:
+            # (the round sent with the check leaves the passed problems out)
+            self._drop_replicas(passed)
         return sums
 
     def ring_check(self, groups, due=None, near=None):
@@ -695,6 +741,7 @@ class DaskEngine:
         self.loc[fut.key] = self.home
         self.rows = {j: fut for j in self.rows}
         self.combined = None
+        self._prune()
 
     def weights(self, n_problems, d):
         got = self._gather([self._on(self.loc[f.key], _worker.rows_task, self.job, f,

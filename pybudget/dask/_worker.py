@@ -26,11 +26,26 @@ RECEIVED = {}     # job -> bytes of the sparse hops' payloads received from othe
 KEPT = {}         # (job, checkpoint, name) -> a checkpoint's copy held by this process
 HELD = {}         # (job, tag, problem) -> a ring row (w, carry) a run left here
 GIVEN = {}        # job -> rows taken from HELD by other workers
+FINISHED = {}     # job -> when a task of the job last finished here (timed)
 TAKEN = threading.Condition()     # notified when another worker has taken a row
 # A run that takes rows from another worker keeps at most this many more than other
 # workers have taken from here since it began, waiting up to PACE_WAIT seconds once.
 PACE_AHEAD = 2
 PACE_WAIT = 1.0
+
+
+def timed(job, fn, *args):
+    """Run a task of ``job`` (every task an engine submits), noting when it finished:
+    the client's sign of progress (``DaskEngine._gather``'s timeout)."""
+    try:
+        return fn(*args)
+    finally:
+        FINISHED[job] = time.time()
+
+
+def last_finished(job):
+    """When a task of job last finished here (time.time()), or None."""
+    return FINISHED.get(job)
 
 
 def _get(job, part):
@@ -251,6 +266,13 @@ def seed_task(job, payload, problems):
             REPLICAS[(job, j)] = np.array(_steps.weights_of(row), dtype=np.float64)
 
 
+def drop_replicas(job, problems, *after):
+    """Forget this worker's replicas of the problems (None: all of the job's): the
+    ring sends weights again, or the problems passed."""
+    for key in [k for k in REPLICAS if k[0] == job and (problems is None or k[1] in problems)]:
+        del REPLICAS[key]
+
+
 def _replica_rows(job, payload, since, moved, problems=None):
     """A payload's rows (of ``problems``, all by default) with each row's weights
     replaced by this worker's replica, brought up to date (its run: ``since``): (the
@@ -365,6 +387,12 @@ def parts_here(job):
     return sorted(p for (jb, p) in REGISTRY if jb == job)
 
 
+def table_sizes(job):
+    """{table: entries of job} in this process (what a long fit must keep bounded)."""
+    tables = {"REGISTRY": REGISTRY, "REPLICAS": REPLICAS, "KEPT": KEPT, "HELD": HELD}
+    return {name: sum(1 for k in t if k[0] == job) for name, t in tables.items()}
+
+
 def _drop(job, tables):
     for table in tables:
         for key in [k for k in table if k[0] == job]:
@@ -378,5 +406,5 @@ def drop_held(job):
 
 def drop_job(job):
     _drop(job, (REGISTRY, REPLICAS, KEPT, HELD))
-    RECEIVED.pop(job, None)
-    GIVEN.pop(job, None)
+    for table in (RECEIVED, GIVEN, FINISHED):
+        table.pop(job, None)

@@ -415,7 +415,8 @@ _COMMON_DOC = """
     engine : {"dask", "threads"}, default="dask"
         "threads" runs the same algorithm in this process (same bits as "dask").
     timeout : float, default=600
-        Seconds a round may take before fit gives up with an error.
+        Seconds the fit may go without any of its tasks (a worker's share of a round)
+        finishing before it gives up with ``pybudget.dask.ClusterError``.
 """
 
 
