@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import pybudget.dask as pbd
+from pybudget.dask import _engines
 from pybudget.dask._sources import generate_rows
 
 distributed = pytest.importorskip("distributed")
@@ -40,7 +41,7 @@ def test_generator_refuses_bad_parameters(kw, msg):
 
 
 @pytest.mark.cluster
-def test_generated_fit_on_memory_limited_workers_equals_threads():
+def test_generated_fit_on_memory_limited_workers_equals_threads(monkeypatch):
     g = pbd.make_classification(40_000, 5_000, nnz_per_row=30, n_partitions=4)
     # (C = 0.1 as the bench's big run; at C = 1 this problem stalls on the ring near a gap
     # of 1.4e-3, docs/benchmarks.md section 10)
@@ -49,11 +50,12 @@ def test_generated_fit_on_memory_limited_workers_equals_threads():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   memory_limit="800MiB", dashboard_address=None) as cl, \
             distributed.Client(cl) as c:
+        # (15 MB of rows: small, which would put every partition on one worker; the
+        # rule lowered, they spread over both, and the ring's weights go between them)
+        monkeypatch.setattr(_engines, "SMALL_BYTES", 1_000_000)
         m = pbd.LinearSVC(C=0.1, random_state=0, client=c).fit(g)
         np.testing.assert_array_equal(m.coef_, ref.coef_)
-        # (15 MB of rows: small, so every partition is on one worker, and the ring,
-        # converged before its first checkpoint, sent nothing between workers)
-        assert m.bytes_sent_["workers"] == 0
+        assert m.bytes_sent_["workers"] > 0
         # the client got the weights (and the auto statistic), never the rows
         assert m.bytes_sent_["client"] < g.nbytes / 10
     with pytest.raises(ValueError, match="own labels"):

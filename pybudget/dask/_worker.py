@@ -52,7 +52,13 @@ def _get(job, part):
     try:
         return REGISTRY[(job, part)]
     except KeyError:
-        raise PartitionMissing(f"partition {part} of job {job} is not on this worker") from None
+        here = sorted(p for (jb, p) in REGISTRY if jb == job)
+        try:
+            where = f"worker {_address()}"
+        except ValueError:          # (not in a Dask worker)
+            where = "this process"
+        raise PartitionMissing(f"partition {part} of job {job} is not on {where} (it holds "
+                               f"partitions {here} of the job)") from None
 
 
 def build_task(job, part, source, regression, where):
