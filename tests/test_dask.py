@@ -180,6 +180,16 @@ def test_auto_laps_are_finer_when_visits_cover_many_non_zeros():
     assert most == 64 and laps == 12 * 2 * 16384 * 100 // (2 * 8 * (10**6 + 1))
 
 
+@pytest.mark.parametrize("K", [2, 8, 16, 32])
+def test_auto_laps_aim_for_min_segments_visits_whatever_the_partitions(K):
+    """Issue 38: "auto" gave K laps (K^2 visits a round) for K > 8: 256 at K = 16,
+    1,024 at K = 32.  The aim is MIN_SEGMENTS visits a round."""
+    est = pbd.LinearSVC(engine="threads")
+    parts = [{"n": 16384, "nnz": 16384, "d": 1000}] * K     # (short rows: no finer laps)
+    laps, _ = est._laps("ring", 1, parts, 1, 1000, True)
+    assert laps * K == max(E.MIN_SEGMENTS, K)
+
+
 def test_laps_share_out_one_sweep():
     """A round of several laps visits every row once (as many steps as one lap),
     and it needs fewer rounds than one lap per round on ordered rows."""

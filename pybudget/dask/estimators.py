@@ -244,7 +244,9 @@ class _DistributedBase(SVMBase):
         # non-zeros does not (finer visits, fewer rounds)
         most = max(1, min(s["n"] for s in summ if s["n"]) // MIN_VISIT_ROWS)
         big = min(s["nnz"] for s in summ if s["n"]) // MIN_VISIT_NNZ
-        want = min(max(K, -(-MIN_SEGMENTS // K), big), most)
+        # (MIN_SEGMENTS visits a round: K partitions need ceil(MIN_SEGMENTS / K) laps;
+        # at least one lap, so every partition is visited)
+        want = min(max(1, -(-MIN_SEGMENTS // K), big), most)
         nnz = sum(s["nnz"] for s in summ)
         if movable and 12 * nnz + 4 * sum(s["n"] for s in summ) <= SMALL_BYTES:
             return want, most
