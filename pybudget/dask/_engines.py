@@ -306,10 +306,17 @@ class DaskEngine:
                                   workers=[addr], allow_other_workers=False)
 
     def _last_progress(self):
-        """Seconds since a task of this fit last finished on any worker (inf: none)."""
-        got = self.client.run(_worker.last_finished, self.job, on_error="ignore")
-        times = [t for t in got.values() if isinstance(t, float)]
-        return time.time() - max(times) if times else math.inf
+        """Seconds since a task of this fit last finished on any worker (inf: none).
+        Asked twice when the first answer shows none: a client's first run on the
+        workers takes seconds here, and its answer can predate tasks finished since."""
+        for _ in range(2):
+            asked = time.time()
+            got = self.client.run(_worker.last_finished, self.job, on_error="ignore")
+            times = [t for t in got.values() if isinstance(t, float)]
+            since = asked - max(times) if times else math.inf
+            if since < self.timeout:
+                break
+        return since
 
     def _gather(self, futures, also=()):
         """Results of pinned futures, in order.  A watchdog thread polls the scheduler:

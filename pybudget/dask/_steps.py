@@ -6,9 +6,9 @@ scalars); every function but the ring's visit returns new arrays and leaves its 
 alone (a Dask worker may hand the same input to several tasks)."""
 import numpy as np
 
+from pybudget._core._reduce import fixed_dot
 from pybudget.dask._partition import (CARRY_SEEN_LOSS, CARRY_SEEN_TERMS, CARRY_STEPS,
                                        add_into, payload_bytes, roll_ring)
-from pybudget._core._reduce import fixed_dot
 from pybudget.linear._dual_cd import sum_of_squares
 
 # A check pass skips a due problem whose stale gap (seen_gap) is above SEEN_NEAR times
