@@ -171,13 +171,14 @@ def test_auto_laps_are_finer_when_visits_cover_many_non_zeros():
     below MIN_VISIT_ROWS rows; spread data keeps the bytes' bound."""
     est = pbd.LinearSVC(engine="threads")
     part = lambda n, per_row: {"n": n, "nnz": n * per_row, "d": 1000}   # noqa: E731
-    assert est._laps("ring", 1, [part(16384, 14)] * 2, 1, 1000, True) == (32, 64)
+    assert est._laps("ring", 1, [part(16384, 14)] * 2, 1, 1000) == (32, 64)
     # 16384 * 100 / 32768 = 50 laps of 328 rows
-    assert est._laps("ring", 1, [part(16384, 100)] * 2, 1, 1000, True) == (50, 64)
-    assert est._laps("ring", 1, [part(16384, 1000)] * 2, 1, 1000, True) == (64, 64)
-    # not movable: as many as keep a round's weights within a sweep's bytes
-    laps, most = est._laps("ring", 1, [part(16384, 100)] * 2, 1, 10**6, False)
-    assert most == 64 and laps == 12 * 2 * 16384 * 100 // (2 * 8 * (10**6 + 1))
+    assert est._laps("ring", 1, [part(16384, 100)] * 2, 1, 1000) == (50, 64)
+    assert est._laps("ring", 1, [part(16384, 1000)] * 2, 1, 1000) == (64, 64)
+    # above SMALL_BYTES (spread over the workers): as many as keep a round's weights
+    # within a sweep's bytes
+    laps, most = est._laps("ring", 1, [part(16384, 300)] * 2, 1, 10**6)
+    assert most == 64 and laps == 12 * 2 * 16384 * 300 // (2 * 8 * (10**6 + 1))
 
 
 @pytest.mark.parametrize("K", [2, 8, 16, 32])
@@ -186,7 +187,7 @@ def test_auto_laps_aim_for_min_segments_visits_whatever_the_partitions(K):
     1,024 at K = 32.  The aim is MIN_SEGMENTS visits a round."""
     est = pbd.LinearSVC(engine="threads")
     parts = [{"n": 16384, "nnz": 16384, "d": 1000}] * K     # (short rows: no finer laps)
-    laps, _ = est._laps("ring", 1, parts, 1, 1000, True)
+    laps, _ = est._laps("ring", 1, parts, 1, 1000)
     assert laps * K == max(E.MIN_SEGMENTS, K)
 
 
@@ -255,10 +256,12 @@ def test_each_problem_is_checked_on_its_own_schedule():
     assert drv.due() == [1]
 
 
-def test_auto_laps_grow_on_a_stalling_ring():
+def test_auto_laps_grow_on_a_stalling_ring(monkeypatch):
     """With a bias, a ring of few laps stalls (bench/ring_order.py): "auto" starts at
-    one lap here (the bytes of 20,000 weights) and grows to the most (4: one per 256
-    rows), converging in a third of the rounds of one lap throughout."""
+    one lap here (data taken as large: the bytes of 20,000 weights) and grows to the
+    most (4: one per 256 rows), converging in a third of the rounds of one lap
+    throughout."""
+    monkeypatch.setattr(E, "SMALL_BYTES", 1000)
     X, y = make_data(n=2048, d=20000, density=10 / 20000)
     Xd, yd = chunked(X, y, 2)
     kw = dict(loss="squared_hinge", tol=1e-5, max_iter=400, engine="threads",
@@ -369,6 +372,30 @@ class PlacementEngine(_engines.DaskEngine):
         out = super().build(*args, **kwargs)
         type(self).seen = dict(self.where)
         return out
+
+
+def test_small_dask_array_is_gathered_on_one_worker(client, monkeypatch):
+    """Issue 38: a small Dask array whose chunks live on both workers kept its
+    partitions where the chunks were, and paid a hop per visit (a9a as a 4-chunk array,
+    C = 1, tol 1e-3: 264 s, 139 rounds).  Its partitions are now gathered on one worker,
+    with the laps of any small data; the threads engine fits a persisted array too (it
+    raised a KeyError), with the same bits."""
+    X, y = make_data(n=1600, d=300, density=0.05, seed=6)
+    w0, w1 = sorted(client.scheduler_info()["workers"])
+    blocks = []
+    for k in range(4):
+        rows = slice(400 * k, 400 * (k + 1))
+        fut = client.scatter(X[rows], workers=[(w0, w1)[k % 2]])
+        blocks.append(da.from_delayed(fut, shape=(400, X.shape[1]), dtype=X.dtype,
+                                      meta=sp.csr_matrix((0, X.shape[1]))))
+    Xd = da.concatenate(blocks, axis=0)
+    yd = client.persist(da.from_array(y, chunks=400))
+    monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
+    m = pbd.LinearSVC(C=0.5, tol=1e-3, random_state=0, client=client).fit(Xd, yd)
+    assert len(set(PlacementEngine.seen.values())) == 1
+    ref = pbd.LinearSVC(C=0.5, tol=1e-3, random_state=0, engine="threads").fit(Xd, yd)
+    np.testing.assert_array_equal(m.coef_, ref.coef_)
+    assert held(client) == {w: 0 for w in held(client)}
 
 
 def test_small_data_is_placed_on_one_worker(client, monkeypatch):
@@ -554,6 +581,8 @@ def test_dask_array_partitions_are_built_where_their_chunks_live(client, monkeyp
     # (Dask spreads them: homes alternate here, where the spread rule would give runs)
     homes = [sorted(who[key])[0] for (key,) in Xd.__dask_keys__()]
     monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
+    # (as large data: small arrays are gathered on one worker, the test above)
+    monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)
     pbd.LinearSVC(C=0.1, tol=1e-2, random_state=0, client=client).fit(Xd, yd)
     assert [PlacementEngine.seen[p] for p in range(4)] == homes
 

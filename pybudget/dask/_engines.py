@@ -32,7 +32,7 @@ from pybudget._core._progress import peak_rss_mb
 from pybudget.dask import _steps, _worker
 from pybudget.dask._driver import ring_groups
 from pybudget.dask._partition import add_into, first_carry
-from pybudget.dask._sources import SMALL_BYTES, build_partition, data_bytes
+from pybudget.dask._sources import SMALL_BYTES, build_partition, data_bytes, rows_bytes
 from pybudget.dask.errors import (CheckpointLost, ClusterError, PartitionMissing,
                                   PartitionsLost)
 from pybudget.linear._dual_cd import SELECTIONS
@@ -387,30 +387,52 @@ class DaskEngine:
             self.bytes["workers"] += nbytes
 
     def build(self, sources, regression, names, locality=None):
-        """Build every partition on a worker: the one holding its data (locality[p]) when
-        given and alive; all on one worker when the data is small (at most
-        SMALL_BYTES and a tenth of its memory limit: a ring round is then one task,
-        where spreading it would add a hop, 6-9 ms here, per worker and lap, and save
-        nothing, the ring's visits running one at a time); else in contiguous runs over
+        """Build every partition on a worker: all on one worker when the data is small
+        (at most SMALL_BYTES and a tenth of its memory limit: a ring round is then one
+        task, where spreading it would add a hop, 6-9 ms here, per worker and lap, and
+        save nothing, the ring's visits running one at a time); else on the worker
+        holding its data (locality[p]) when given and alive, or in contiguous runs over
         the workers by address (so that a ring visits a worker's partitions in one
-        task)."""
+        task).  A Dask array's size is known once its partitions are built where its
+        chunks are: a small one is then gathered on the worker holding most of it."""
         self.sources, self.regression, self.names = sources, regression, names
         live = self._live_workers()
         K = len(sources)
-        size = data_bytes(sources)
         # (and at most a tenth of the worker's memory limit, 0 when it has none)
         limit = worker_info(self.client).get(live[0], {}).get("memory_limit") or 0
-        small = size is not None and size <= min(SMALL_BYTES, limit / 10 or np.inf)
+
+        def small(size):
+            return size is not None and size <= min(SMALL_BYTES, limit / 10 or np.inf)
+
+        size = data_bytes(sources)
         for p in range(K):
-            pref = locality[p] if locality else None
+            pref = locality[p] if locality and not small(size) else None
             self.where[p] = (pref if pref in live else
-                             live[0] if small else live[p * len(live) // K])
+                             live[0] if small(size) else live[p * len(live) // K])
         out = self._gather([self._submit(_worker.build_task, p, self.job, p, sources[p],
                                          regression, names[p])
                             for p in range(len(sources))])
         self._synced()
+        if size is None and small(sum(rows_bytes(s["n"], s["nnz"]) for s in out)):
+            rows = {}
+            for p, s in enumerate(out):
+                rows[self.where[p]] = rows.get(self.where[p], 0) + s["n"]
+            self._gather_on(max(sorted(rows), key=rows.get))
         self.n_rows = sum(s["n"] for s in out)
         return out
+
+    def _gather_on(self, addr):
+        """Move every partition to worker addr: dropped where it was, then built there
+        anew from its source (Dask moves the chunks).  (In that order: workers in one
+        process share their registry.)"""
+        away = [p for p in self.where if self.where[p] != addr]
+        self._gather([self._on(self.where[p], _worker.drop_partition, self.job, p)
+                      for p in away])
+        for p in away:
+            self.where[p] = addr
+        self._gather([self._submit(_worker.build_task, p, self.job, p, self.sources[p],
+                                   self.regression, self.names[p]) for p in away])
+        self._synced()
 
     def scales(self, spec):
         out = self._gather([self._submit(_worker.scales_task, p, self.job, p, spec)

@@ -67,6 +67,11 @@ def build_task(job, part, source, regression, where):
     return P.summary(regression)
 
 
+def drop_partition(job, part):
+    """Forget a partition here (it was built on another worker)."""
+    REGISTRY.pop((job, part), None)
+
+
 def scales_task(job, part, spec):
     return _get(job, part).scales(spec)
 

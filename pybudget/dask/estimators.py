@@ -20,7 +20,7 @@ from pybudget._core._progress import report
 from pybudget.dask._driver import METHODS, run
 from pybudget.dask._engines import DaskEngine, ThreadsEngine
 from pybudget.dask._sources import (SMALL_BYTES, GeneratedShards, SvmlightShards,
-                                    dask_pieces, memory_sources)
+                                    dask_pieces, memory_sources, rows_bytes)
 from pybudget.linear.logistic import LogisticRegression as LocalLogisticRegression
 from pybudget.linear.svm import (LOSSES, REGRESSION_LOSSES, auto_selection,
                                  check_linear_params, class_weight_vector)
@@ -147,7 +147,9 @@ class _DistributedBase(SVMBase):
             done = iter(futs)
         else:
             import dask
-            done = iter(dask.compute(*flat, scheduler="sync"))
+            # (Dask's default scheduler: a persisted array's chunks are futures, which
+            # only its client can fetch)
+            done = iter(dask.compute(*flat))
         got = {key: [[next(done) for _ in part] for part in pieces[key]] for key in pieces}
         # a partition is built where its first X chunk lives
         locality = None if engine != "dask" else [
@@ -195,8 +197,7 @@ class _DistributedBase(SVMBase):
                            f"{e['bytes']['client']}, between workers {e['bytes']['workers']}"
                            f", worker peak memory [{peaks}] MiB", time.perf_counter() - t0)
 
-            laps, max_laps = self._laps(method, sweeps, summ, n_problems, d,
-                                        movable=not _is_dask(X))
+            laps, max_laps = self._laps(method, sweeps, summ, n_problems, d)
             res = run(engine, spec, n_problems, d, method=method, tol=tol,
                       max_rounds=max_iter, sweeps=sweeps, checkpoint_every=ckpt,
                       laps=laps, max_laps=max_laps, callback=progress)
@@ -213,16 +214,16 @@ class _DistributedBase(SVMBase):
                           ConvergenceWarning)
         return self
 
-    def _laps(self, method, sweeps, summ, n_problems, d, movable):
+    def _laps(self, method, sweeps, summ, n_problems, d):
         """(laps of the ring's first round, the most it may grow to).  "auto" (with one
         local sweep): enough laps for at least MIN_SEGMENTS visits a round, at least one
         per partition, and more while a visit of the smallest partition covers at least
         MIN_VISIT_NNZ non-zeros (a visit's calls, about 40 us, are then a small share of
         its work), at most one per MIN_VISIT_ROWS rows of the smallest partition;
-        unless the rows are small and ``movable`` (not a Dask array's, whose chunks stay
-        where they are: CSR bytes at most ``_sources.SMALL_BYTES``, placed on one
-        worker), only as long as the weights moved in a round (a hop per visit at
-        most) stay within the bytes a sweep reads (12 per non-zero).  From there the
+        unless the rows are small (``_sources.rows_bytes`` at most SMALL_BYTES: the
+        engine places them on one worker), only as long as the weights moved in a
+        round (a hop per visit at most) stay within the bytes a sweep reads (12 per
+        non-zero).  From there the
         driver doubles them when the gap stalls (``_driver._Driver.stalled``), up to one
         lap per MIN_VISIT_ROWS rows of the smallest partition.  Decided from the data
         and the gaps alone, never from the cluster: the same bits on any number of
@@ -248,7 +249,7 @@ class _DistributedBase(SVMBase):
         # at least one lap, so every partition is visited)
         want = min(max(1, -(-MIN_SEGMENTS // K), big), most)
         nnz = sum(s["nnz"] for s in summ)
-        if movable and 12 * nnz + 4 * sum(s["n"] for s in summ) <= SMALL_BYTES:
+        if rows_bytes(sum(s["n"] for s in summ), nnz) <= SMALL_BYTES:
             return want, most
         group = -(-n_problems // min(n_problems, K))       # problems travelling together
         fits = (12 * nnz) // (K * 8 * (d + 1) * group)
