@@ -171,13 +171,15 @@ def test_auto_laps_are_finer_when_visits_cover_many_non_zeros():
     below MIN_VISIT_ROWS rows; spread data keeps the bytes' bound."""
     est = pbd.LinearSVC(engine="threads")
     part = lambda n, per_row: {"n": n, "nnz": n * per_row, "d": 1000}   # noqa: E731
-    assert est._laps("ring", 1, [part(16384, 14)] * 2, 1, 1000) == (32, 64)
+    assert est._laps("ring", 1, [part(16384, 14)] * 2, 1, 1000, True) == (32, 64)
     # 16384 * 100 / 32768 = 50 laps of 328 rows
-    assert est._laps("ring", 1, [part(16384, 100)] * 2, 1, 1000) == (50, 64)
-    assert est._laps("ring", 1, [part(16384, 1000)] * 2, 1, 1000) == (64, 64)
-    # above SMALL_BYTES (spread over the workers): as many as keep a round's weights
-    # within a sweep's bytes
-    laps, most = est._laps("ring", 1, [part(16384, 300)] * 2, 1, 10**6)
+    assert est._laps("ring", 1, [part(16384, 100)] * 2, 1, 1000, True) == (50, 64)
+    assert est._laps("ring", 1, [part(16384, 1000)] * 2, 1, 1000, True) == (64, 64)
+    # not movable, or above SMALL_BYTES (spread over the workers): as many as keep a
+    # round's weights within a sweep's bytes
+    laps, most = est._laps("ring", 1, [part(16384, 100)] * 2, 1, 10**6, False)
+    assert most == 64 and laps == 12 * 2 * 16384 * 100 // (2 * 8 * (10**6 + 1))
+    laps, most = est._laps("ring", 1, [part(16384, 300)] * 2, 1, 10**6, True)
     assert most == 64 and laps == 12 * 2 * 16384 * 300 // (2 * 8 * (10**6 + 1))
 
 
@@ -187,7 +189,7 @@ def test_auto_laps_aim_for_min_segments_visits_whatever_the_partitions(K):
     1,024 at K = 32.  The aim is MIN_SEGMENTS visits a round."""
     est = pbd.LinearSVC(engine="threads")
     parts = [{"n": 16384, "nnz": 16384, "d": 1000}] * K     # (short rows: no finer laps)
-    laps, _ = est._laps("ring", 1, parts, 1, 1000)
+    laps, _ = est._laps("ring", 1, parts, 1, 1000, True)
     assert laps * K == max(E.MIN_SEGMENTS, K)
 
 

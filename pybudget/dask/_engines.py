@@ -394,7 +394,8 @@ class DaskEngine:
         holding its data (locality[p]) when given and alive, or in contiguous runs over
         the workers by address (so that a ring visits a worker's partitions in one
         task).  A Dask array's size is known once its partitions are built where its
-        chunks are: a small one is then gathered on the worker holding most of it."""
+        chunks are: a small one of one problem (binary or regression) is then gathered
+        on the worker holding most of it."""
         self.sources, self.regression, self.names = sources, regression, names
         live = self._live_workers()
         K = len(sources)
@@ -413,7 +414,11 @@ class DaskEngine:
                                          regression, names[p])
                             for p in range(len(sources))])
         self._synced()
-        if size is None and small(sum(rows_bytes(s["n"], s["nnz"]) for s in out)):
+        # (one problem only: the problems of a one-vs-rest fit keep the workers busy
+        # where the chunks are, and on one worker they would take turns)
+        labels = set() if regression else set().union(*(s["labels"].tolist() for s in out))
+        if (size is None and len(labels) <= 2
+                and small(sum(rows_bytes(s["n"], s["nnz"]) for s in out))):
             rows = {}
             for p, s in enumerate(out):
                 rows[self.where[p]] = rows.get(self.where[p], 0) + s["n"]

@@ -197,7 +197,10 @@ class _DistributedBase(SVMBase):
                            f"{e['bytes']['client']}, between workers {e['bytes']['workers']}"
                            f", worker peak memory [{peaks}] MiB", time.perf_counter() - t0)
 
-            laps, max_laps = self._laps(method, sweeps, summ, n_problems, d)
+            # (the rows of a one-vs-rest fit on a Dask array stay where its chunks are,
+            # those of one problem, or in memory, go to one worker when small: _engines)
+            laps, max_laps = self._laps(method, sweeps, summ, n_problems, d,
+                                        movable=not _is_dask(X) or n_problems == 1)
             res = run(engine, spec, n_problems, d, method=method, tol=tol,
                       max_rounds=max_iter, sweeps=sweeps, checkpoint_every=ckpt,
                       laps=laps, max_laps=max_laps, callback=progress)
@@ -214,16 +217,17 @@ class _DistributedBase(SVMBase):
                           ConvergenceWarning)
         return self
 
-    def _laps(self, method, sweeps, summ, n_problems, d):
+    def _laps(self, method, sweeps, summ, n_problems, d, movable):
         """(laps of the ring's first round, the most it may grow to).  "auto" (with one
         local sweep): enough laps for at least MIN_SEGMENTS visits a round, at least one
         per partition, and more while a visit of the smallest partition covers at least
         MIN_VISIT_NNZ non-zeros (a visit's calls, about 40 us, are then a small share of
         its work), at most one per MIN_VISIT_ROWS rows of the smallest partition;
-        unless the rows are small (``_sources.rows_bytes`` at most SMALL_BYTES: the
-        engine places them on one worker), only as long as the weights moved in a
-        round (a hop per visit at most) stay within the bytes a sweep reads (12 per
-        non-zero).  From there the
+        unless the rows are small (``_sources.rows_bytes`` at most SMALL_BYTES) and
+        ``movable`` (the engine then places them on one worker: not the rows of a
+        one-vs-rest fit on a Dask array, which stay where its chunks are), only as long
+        as the weights moved in a round (a hop per visit at most) stay within the bytes
+        a sweep reads (12 per non-zero).  From there the
         driver doubles them when the gap stalls (``_driver._Driver.stalled``), up to one
         lap per MIN_VISIT_ROWS rows of the smallest partition.  Decided from the data
         and the gaps alone, never from the cluster: the same bits on any number of
@@ -249,7 +253,7 @@ class _DistributedBase(SVMBase):
         # at least one lap, so every partition is visited)
         want = min(max(1, -(-MIN_SEGMENTS // K), big), most)
         nnz = sum(s["nnz"] for s in summ)
-        if rows_bytes(sum(s["n"] for s in summ), nnz) <= SMALL_BYTES:
+        if movable and rows_bytes(sum(s["n"] for s in summ), nnz) <= SMALL_BYTES:
             return want, most
         group = -(-n_problems // min(n_problems, K))       # problems travelling together
         fits = (12 * nnz) // (K * 8 * (d + 1) * group)
