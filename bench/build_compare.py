@@ -46,7 +46,7 @@ def child(workloads, clock="wall"):
     warnings.simplefilter("ignore")
     import pybudget
     import pybudget.budget.svm as budget_svm
-    import pybudget.linear.svm as linear_svm
+    import pybudget.linear.problem as linear_problem
     from pybudget import solve_budget, solve_linear
     from pybudget.datasets import load
     from common import liblinear_train
@@ -63,7 +63,7 @@ def child(workloads, clock="wall"):
         return call
 
     if clock == "cpu":   # both builds call these through their module globals
-        linear_svm.dcd_solve = cpu_timed(linear_svm.dcd_solve)
+        linear_problem.dcd_solve = cpu_timed(linear_problem.dcd_solve)
         budget_svm.bsgd_run = cpu_timed(budget_svm.bsgd_run)
         budget_svm.bsca_run = cpu_timed(budget_svm.bsca_run)
         liblinear_train = cpu_timed(liblinear_train)

@@ -29,7 +29,7 @@ from pybudget._core import _validation as V
 from pybudget.linear._dual_cd import SELECTIONS
 from pybudget.cgrid import CGRID_LOSSES, DEFAULT_CS, run_cell, strategy_table
 from pybudget.datasets import load
-from pybudget.linear.svm import REGRESSION_LOSSES
+from pybudget.linear.problem import REGRESSION_LOSSES
 
 # liblinear's solver for each of our problems (the dual CD ones)
 LIBLINEAR_S = {"hinge": 3, "squared_hinge": 1, "logistic": 7, "crammer_singer": 4,

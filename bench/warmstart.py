@@ -26,7 +26,7 @@ from pybudget._core import _validation as V
 from pybudget import linear_path
 from pybudget.cgrid import DEFAULT_CS
 from pybudget.datasets import load
-from pybudget.linear.svm import SolverState, _solve_binary
+from pybudget.linear.problem import SolverState, _solve_binary
 
 CARRY = ["none", "alpha", "all", "extrapolate"]
 

@@ -22,7 +22,7 @@ from pybudget._core._progress import report
 from pybudget._plot import plot_cgrid, plot_cgrid_cv
 from pybudget.datasets import load
 from pybudget.linear.crammer_singer import solve_crammer_singer
-from pybudget.linear.svm import LOSSES, REGRESSION_LOSSES, SELECTION_CHOICES, solve_linear
+from pybudget.linear.problem import LOSSES, REGRESSION_LOSSES, SELECTION_CHOICES, solve_linear
 
 DEFAULT_CS = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
 DEFAULT_SELECTIONS = ("shrinking", "avsf")

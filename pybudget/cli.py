@@ -23,7 +23,7 @@ from pybudget._plot import figure_format, require_matplotlib, save_figure
 from pybudget.cgrid import (CGRID_LOSSES, DEFAULT_CS, DEFAULT_SELECTIONS, cgrid, cgrid_cv,
                              data_format, format_cv_table, format_table)
 from pybudget.budget.svm import AVERAGING, MAINTENANCE, SEARCHES, SOLVERS
-from pybudget.linear.svm import LOSSES, REGRESSION_LOSSES, SELECTION_CHOICES
+from pybudget.linear.problem import LOSSES, REGRESSION_LOSSES, SELECTION_CHOICES
 
 LINEAR_OPTS = {"loss": "-s/--loss", "tol": "-e", "bias": "-B", "selection": "--selection",
                "max_iter": "--max-iter", "epsilon": "-p"}
@@ -200,7 +200,7 @@ def _check_params(est):
     if type(est).__name__ == "BudgetSVC":
         est._params()
         return
-    from pybudget.linear.svm import check_linear_params
+    from pybudget.linear.problem import check_linear_params
     check_linear_params(est.C, getattr(est, "loss", "logistic"), est.selection, est.tol,
                         est.max_iter, est.fit_intercept, est.intercept_scaling, ALL_LOSSES)
     if _is_regressor(est):

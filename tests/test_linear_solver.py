@@ -206,7 +206,7 @@ def test_shrinking_from_an_empty_active_set_converges():
     # Regression: with every variable outside the active set the sweep saw no
     # violation and never restored the full set.
     from pybudget._core import _validation as V
-    from pybudget.linear.svm import SolverState, dual_cd
+    from pybudget.linear.problem import SolverState, dual_cd
     X, y = make_problem(n=50, d=10, seed=16)
     X = V.as_csr(X)
     start = SolverState(np.zeros(50), np.ones(50), np.arange(50, dtype=np.int32), 0, 0.0, 1.0)

@@ -8,7 +8,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from helpers import make_problem
 from pybudget import LinearSVC, cv_grid, linear_path, solve_linear
-from pybudget.linear.svm import resolve_selection
+from pybudget.linear.problem import resolve_selection
 from pybudget._core._validation import as_csr
 
 CS = [0.01, 0.1, 1.0, 10.0, 100.0]

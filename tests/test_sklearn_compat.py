@@ -15,7 +15,7 @@ from sklearn.svm._base import _fit_liblinear
 
 from pybudget import LinearSVC, LinearSVR, LogisticRegression
 from pybudget import solve_linear
-from pybudget.linear.svm import class_weight_vector, problem_costs
+from pybudget.linear.problem import class_weight_vector, problem_costs
 
 TIGHT = dict(tol=1e-9, max_iter=100000, random_state=0)
 

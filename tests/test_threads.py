@@ -9,7 +9,7 @@ import pybudget
 from helpers import make_problem
 from pybudget.datasets import load
 from pybudget.linear import _team
-from pybudget.linear import svm as linear_svm
+from pybudget.linear import problem as linear_problem
 from pybudget.linear._dcd64 import THREADS
 
 needs_openmp = pytest.mark.skipif(not THREADS, reason="built without OpenMP: no teams")
@@ -24,7 +24,7 @@ def forced_team(monkeypatch):
             if problem in _team.TEAM_PROBLEMS and selection in _team.TEAM_SELECTIONS:
                 return threads, chunk
             return 1, 0
-        monkeypatch.setattr(linear_svm, "team_size", team_size)
+        monkeypatch.setattr(linear_problem, "team_size", team_size)
     return force
 
 

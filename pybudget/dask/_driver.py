@@ -32,7 +32,7 @@ import numpy as np
 
 from pybudget.dask._steps import gap_of, passed
 from pybudget.dask.errors import CheckpointLost, ClusterError, PartitionsLost
-from pybudget.linear.svm import PROBLEM_OF
+from pybudget.linear.problem import PROBLEM_OF
 
 METHODS = ("ring", "bda", "cocoa")
 MAX_CHECK_INTERVAL = 10

@@ -36,7 +36,7 @@ from pybudget.dask._sources import SMALL_BYTES, build_partition, data_bytes, row
 from pybudget.dask.errors import (CheckpointLost, ClusterError, PartitionMissing,
                                   PartitionsLost)
 from pybudget.linear._dual_cd import SELECTIONS
-from pybudget.linear.svm import PROBLEM_OF
+from pybudget.linear.problem import PROBLEM_OF
 
 POLL_SECONDS = 0.2
 # The ring's sparse hops stop when, at a check, they have taken this share of the bytes

@@ -24,7 +24,7 @@ from scipy.special import xlogy
 
 from pybudget._core import _validation as V
 from pybudget.linear._dual_cd import SELECTIONS, dcd_round, fresh_carry, roll_carried
-from pybudget.linear.svm import PROBLEM_OF, problem_costs
+from pybudget.linear.problem import PROBLEM_OF, problem_costs
 
 # A weight change is sent as (indices, values) when fewer than this share of its
 # entries is non-zero (12 bytes an entry against 8 for every entry).

@@ -22,8 +22,8 @@ from pybudget.dask._engines import DaskEngine, ThreadsEngine
 from pybudget.dask._sources import (SMALL_BYTES, GeneratedShards, SvmlightShards,
                                     dask_pieces, memory_sources, rows_bytes)
 from pybudget.linear.logistic import LogisticRegression as LocalLogisticRegression
-from pybudget.linear.svm import (LOSSES, REGRESSION_LOSSES, auto_selection,
-                                 check_linear_params, class_weight_vector)
+from pybudget.linear.problem import (LOSSES, REGRESSION_LOSSES, auto_selection,
+                                     check_linear_params, class_weight_vector)
 from pybudget.linear.svm import LinearSVC as LocalLinearSVC
 from pybudget.linear.svr import LinearSVR as LocalLinearSVR
 
@@ -290,7 +290,7 @@ class _DistributedBase(SVMBase):
         return spec, n_problems, d, classes
 
     def _resolve(self, engine, spec):
-        """selection="auto" by the one-machine rule (linear.svm.auto_selection) on the
+        """selection="auto" by the one-machine rule (linear.problem.auto_selection) on the
         same statistics, gathered from the partitions."""
         if self.selection != "auto":
             return self.selection

@@ -12,7 +12,8 @@ the joint multi-class problem of ``_dcd_cs.pxd``;
 from pybudget.linear.crammer_singer import CrammerSingerResult, solve_crammer_singer
 from pybudget.linear.path import CVGridResult, cv_grid, linear_path
 from pybudget.linear.logistic import LogisticRegression
-from pybudget.linear.svm import LinearResult, LinearSVC, solve_linear
+from pybudget.linear.problem import LinearResult, solve_linear
+from pybudget.linear.svm import LinearSVC
 from pybudget.linear.svr import LinearSVR
 
 __all__ = ["LinearSVC", "LinearSVR", "LogisticRegression", "LinearResult", "solve_linear",

@@ -11,7 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 from pybudget._core import _validation as V
 from pybudget._core._csr import rows_combination
 from pybudget.linear._dual_cd import SELECTIONS, dcd_solve, sum_of_squares
-from pybudget.linear.svm import (LinearResult, SolverState, check_linear_params,
+from pybudget.linear.problem import (LinearResult, SolverState, check_linear_params,
                                  resolve_selection)
 
 

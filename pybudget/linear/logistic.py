@@ -2,7 +2,8 @@
 import numpy as np
 from scipy.special import expit
 
-from pybudget.linear.svm import LOGISTIC_LOSSES, LinearClassifierBase
+from pybudget.linear.problem import LOGISTIC_LOSSES
+from pybudget.linear.svm import LinearClassifierBase
 
 
 class LogisticRegression(LinearClassifierBase):

@@ -18,8 +18,9 @@ from sklearn.model_selection import KFold, StratifiedKFold
 
 from pybudget._core import _validation as V
 from pybudget._core._estimator import problem_seed
-from pybudget.linear.svm import (LOSSES, REGRESSION_LOSSES, LinearSVC, _solve_binary,
-                                 check_linear_params, next_start, resolve_selection)
+from pybudget.linear.problem import (LOSSES, REGRESSION_LOSSES, _solve_binary,
+                                     check_linear_params, next_start, resolve_selection)
+from pybudget.linear.svm import LinearSVC
 
 PATH_LOSSES = (*LOSSES, "logistic", *REGRESSION_LOSSES)
 

@@ -10,7 +10,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 from pybudget._core import _validation as V
 from pybudget._core._estimator import SVMBase
 from pybudget._core._progress import report
-from pybudget.linear.svm import (REGRESSION_LOSSES, _solve_binary, check_linear_params,
+from pybudget.linear.problem import (REGRESSION_LOSSES, _solve_binary, check_linear_params,
                                  check_tol_rule, next_start, unconverged)
 
 
@@ -85,7 +85,7 @@ class LinearSVR(RegressorMixin, SVMBase):
     converged_ : bool
     selection_ : str
         The strategy that ran ("auto" resolved; "pairs" or "newton" for a dominant bias
-        column, see :func:`~pybudget.linear.svm.bias_dominated`).
+        column, see :func:`~pybudget.linear.problem.bias_dominated`).
     fit_time_ : float
         Optimisation seconds.
     """
