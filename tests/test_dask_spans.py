@@ -42,3 +42,23 @@ def test_fit_spans_every_worker(client, spread, method):
     assert m.bytes_sent_["workers"] > 0
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     assert m.n_rounds_ == ref.n_rounds_
+
+
+def test_no_recovery_under_load(client, spread):
+    """Issue 38, item 4: under load, with no worker lost, a ring task once ran where its
+    partition was not, and the fit replayed.  Two busy processes beside the cluster:
+    every task runs where it is pinned, no recovery, the same bits."""
+    import subprocess
+    import sys
+    X, y = make_data(n=1500, classes=2, seed=8)
+    kw = dict(C=0.1, tol=1e-3, random_state=0, n_partitions=4, laps=2)
+    ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
+    spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        m = pbd.LinearSVC(client=client, **kw).fit(X, y)
+    finally:
+        for p in spin:
+            p.kill()
+            p.wait()
+    assert m.recoveries_ == 0
+    np.testing.assert_array_equal(m.coef_, ref.coef_)

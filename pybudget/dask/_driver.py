@@ -32,7 +32,7 @@ import numpy as np
 
 from pybudget.dask._steps import gap_of, passed
 from pybudget.dask.errors import CheckpointLost, ClusterError, PartitionsLost
-from pybudget.linear.problem import PROBLEM_OF
+from pybudget.linear.losses import LOSS
 
 METHODS = ("ring", "bda", "cocoa")
 MAX_CHECK_INTERVAL = 10
@@ -131,12 +131,6 @@ def line_search_exact(s):
     return float(min(num / den, s["max_step"]))
 
 
-def exact_search(loss, epsilon):
-    """Whether the dual is quadratic along a line (else: backtracking)."""
-    kind, _ = PROBLEM_OF[loss]
-    return kind == "svm" or (kind == "svr" and epsilon == 0.0)
-
-
 def armijo(engine, small, problems):
     """Backtracking from eta = min(1, max_step) until the dual increases by at least
     ARMIJO_SIGMA eta times its slope at 0; one evaluation round per trial."""
@@ -172,7 +166,7 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
     ring = method == "ring"
     K = spec["n_parts"]
     engine.setup(spec, ring)
-    exact = exact_search(spec["loss"], spec.get("epsilon", 0.0))
+    exact = LOSS[spec["loss"]].exact_line_search(spec.get("epsilon", 0.0))
     # the ring checks after a round (its first check after round 1); the parallel methods
     # check in the pass that starts a round
     drv = _Driver(n_problems, 1 if ring else 0, laps, max_laps)

@@ -36,7 +36,7 @@ from pybudget.dask._sources import SMALL_BYTES, build_partition, data_bytes, row
 from pybudget.dask.errors import (CheckpointLost, ClusterError, PartitionMissing,
                                   PartitionsLost)
 from pybudget.linear._dual_cd import SELECTIONS
-from pybudget.linear.problem import PROBLEM_OF
+from pybudget.linear.losses import PROBLEM_OF
 
 POLL_SECONDS = 0.2
 # The ring's sparse hops stop when, at a check, they have taken this share of the bytes
@@ -393,9 +393,11 @@ class DaskEngine:
         save nothing, the ring's visits running one at a time); else on the worker
         holding its data (locality[p]) when given and alive, or in contiguous runs over
         the workers by address (so that a ring visits a worker's partitions in one
-        task).  A Dask array's size is known once its partitions are built where its
-        chunks are: a small one of one problem (binary or regression) is then gathered
-        on the worker holding most of it."""
+        task).  The size is known for sure once the partitions are built (a Dask
+        array's is unknown before, a file's compressed size is a rough guess,
+        ``_sources.COMPRESSED_RATIO``): small rows of one problem (binary or
+        regression) that were spread are then gathered on the worker holding most of
+        them."""
         self.sources, self.regression, self.names = sources, regression, names
         live = self._live_workers()
         K = len(sources)
@@ -417,7 +419,7 @@ class DaskEngine:
         # (one problem only: the problems of a one-vs-rest fit keep the workers busy
         # where the chunks are, and on one worker they would take turns)
         labels = set() if regression else set().union(*(s["labels"].tolist() for s in out))
-        if (size is None and len(labels) <= 2
+        if (len(labels) <= 2 and len(set(self.where.values())) > 1
                 and small(sum(rows_bytes(s["n"], s["nnz"]) for s in out))):
             rows = {}
             for p, s in enumerate(out):

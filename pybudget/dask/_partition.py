@@ -20,11 +20,11 @@ round t is seeded from (seed, j, p, t) alone.
 """
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import xlogy
 
 from pybudget._core import _validation as V
 from pybudget.linear._dual_cd import SELECTIONS, dcd_round, fresh_carry, roll_carried
-from pybudget.linear.problem import PROBLEM_OF, problem_costs
+from pybudget.linear.losses import LOSS
+from pybudget.linear.problem import problem_costs
 
 # A weight change is sent as (indices, values) when fewer than this share of its
 # entries is non-zero (12 bytes an entry against 8 for every entry).
@@ -138,7 +138,8 @@ class Partition:
         d = spec["d"]
         if self.X.shape[1] < d:     # shards may use fewer columns than the widest one
             self.X.resize((self.n, d))
-        kind, squared = PROBLEM_OF[spec["loss"]]
+        self.loss = LOSS[spec["loss"]]
+        kind, squared = self.loss.kind, self.loss.squared
         sigma = spec["sigma"]
         keep = self.sw > 0
         self.keep = None if keep.all() else np.flatnonzero(keep)
@@ -181,8 +182,8 @@ class Partition:
                                 1e-2 if self.selection == SELECTIONS["shrinking"] else 1e-8,
                                 0.0])}
         if self.kind == "lr":
-            # liblinear's start, as in dual_cd: inside the box by min(1e-3 U, 1e-8)
-            st["u"] = np.minimum(1e-3 * cost.upper, 1e-8)
+            # liblinear's start, as in dual_cd
+            st["u"] = self.loss.start_inside(cost.upper)
             st["comp"] = cost.upper - st["u"]
         return st
 
@@ -203,10 +204,8 @@ class Partition:
         loss): the dual objective is terms - 1/2 |w|^2."""
         a = u / self.sigma
         if self.kind == "lr":
-            c = comp / self.sigma
-            return -float(np.sum(xlogy(a, a / cost.cvec) + xlogy(c, c / cost.cvec)))
-        lin = a.sum() if self.kind == "svm" else (np.sum(st["y"] * a)
-                                                  - self.epsilon * np.abs(a).sum())
+            return -float(self.loss.entropy(a, comp / self.sigma, cost.cvec))
+        lin = self.loss.linear_term(st["y"], a, self.epsilon)
         # 1/2 sum D_ii alpha_i^2 with D_ii = sigma' diag_i
         quad = 0.5 * self.sigma * np.sum(cost.diag * a * a) if self.squared else 0.0
         return float(lin - quad)
@@ -300,24 +299,15 @@ class Partition:
         at 0 (for a backtracking search)."""
         a, da = st["u"] / self.sigma, st["du"] / self.sigma
         D = self.sigma * cost.diag
-        lo = 0.0 if self.kind != "svr" else -cost.cvec
+        lo = self.loss.lower(cost.cvec)
         hi = cost.cvec if not self.squared else np.inf
         with np.errstate(divide="ignore", invalid="ignore"):
             up = np.where(da > 0, (hi - a) / da, np.inf)
             down = np.where(da < 0, (a - lo) / -da, np.inf)
         max_step = float(min(up.min(), down.min())) if a.size else np.inf
         dquad, dcross = float(np.sum(D * da * da)), float(np.sum(D * a * da))
-        if self.kind == "svm":
-            lin = float(da.sum())
-            slope = lin - dcross
-        elif self.kind == "svr":
-            lin = float(np.sum(st["y"] * da))
-            sign = np.where(a != 0, np.sign(a), np.sign(da))
-            slope = lin - self.epsilon * float(np.sum(sign * da)) - dcross
-        else:
-            lin = 0.0
-            c = st["comp"] / self.sigma
-            slope = float(np.sum(da * (np.log(c) - np.log(a))))
+        c = None if st["comp"] is None else st["comp"] / self.sigma
+        lin, slope = self.loss.slope(st["y"], a, da, c, dcross, self.epsilon)
         return {"lin": lin, "dquad": dquad, "dcross": dcross, "max_step": max_step,
                 "slope": slope}
 

@@ -1,5 +1,5 @@
-"""Linear SVMs by dual coordinate descent, the problem and solver layer: the losses and
-the dual problem each one is (PROBLEM_OF), the parameters' checks, the start state of a
+"""Linear SVMs by dual coordinate descent, the problem and solver layer: the losses' names
+(their duals: ``linear.losses``), the parameters' checks, the start state of a
 warm start, the choice of strategy ("auto", the dominant-bias routes), the per-row costs
 (class and sample weights) and the solvers of one binary problem (``dual_cd``,
 ``solve_linear``).  The estimators (``svm``, ``svr``, ``logistic``) and the cluster
@@ -9,13 +9,13 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import xlogy
 from sklearn.exceptions import ConvergenceWarning
 
 from pybudget._core import _validation as V
 from pybudget._core._csr import rows_combination, used_columns
 from pybudget.linear._dual_cd import PAIRS, SELECTIONS, TOL_RULES, dcd_solve, sum_of_squares
 from pybudget.linear._team import team_size
+from pybudget.linear.losses import LOSS, PROBLEM_OF
 from pybudget.linear.primal import SMOOTH_LOSSES, primal_newton
 
 SELECTION_CHOICES = (*SELECTIONS, "auto")
@@ -25,11 +25,6 @@ LOSSES = ("hinge", "squared_hinge")                                   # classifi
 REGRESSION_LOSSES = ("epsilon_insensitive", "squared_epsilon_insensitive")
 LOGISTIC_LOSSES = ("logistic",)                                       # probabilistic
 TOL_RULE_CHOICES = tuple(TOL_RULES)    # ("max", "liblinear")
-# loss -> (dual CD problem, squared loss)
-PROBLEM_OF = {"hinge": ("svm", False), "squared_hinge": ("svm", True),
-              "epsilon_insensitive": ("svr", False),
-              "squared_epsilon_insensitive": ("svr", True),
-              "logistic": ("lr", False)}
 
 
 @dataclass
@@ -181,6 +176,7 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     if not checked:
         V.check_squares(X, bias)
     problem, squared = PROBLEM_OF[loss]
+    table = LOSS[loss]
     if squared:
         upper = np.full(n, np.inf)
         diag = 0.5 / cvec
@@ -189,11 +185,11 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
         diag = np.zeros(n)
     # svm: alpha in [0, U], w = sum alpha_i y_i x_i; svr: beta in [-U, U], w = sum beta_i x_i;
     # lr: alpha in (0, U) strictly (the entropy's logs), w as for svm
-    lower = -upper if problem == "svr" else 0.0
+    lower = table.lower(upper)
     if problem == "lr":
-        # liblinear's start, min(0.001 C_i, 1e-8), doubles as the margin that keeps a
-        # warm start strictly inside the box.
-        lower = np.minimum(1e-3 * upper, 1e-8)
+        # liblinear's start doubles as the margin that keeps a warm start strictly
+        # inside the box.
+        lower = table.start_inside(upper)
         upper = upper - lower
     w = np.zeros(d + 1)
     if start is not None:
@@ -251,14 +247,10 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     with np.errstate(over="ignore", invalid="ignore"):   # inf at absurd C, e.g. 1e308
         wsq = sum_of_squares(w)      # np.sum(w * w) without its temporary
         if problem == "lr":
-            # -(1/2 |w|^2 + sum a log a + c log c - C log C), c = C - a: the maximised
-            # dual, equal to the primal at the optimum (written with a/C, c/C to
-            # avoid cancelling C log C)
-            dual = -float(0.5 * wsq + np.sum(xlogy(alpha, alpha / cvec)
-                                              + xlogy(comp, comp / cvec)))
+            # the maximised dual, equal to the primal at the optimum (linear.losses)
+            dual = -float(0.5 * wsq + table.entropy(alpha, comp, cvec))
         else:
-            linear = (alpha.sum() if problem == "svm"
-                      else np.sum(y * alpha) - epsilon * np.abs(alpha).sum())
+            linear = table.linear_term(y, alpha, epsilon)
             dual = float(linear - 0.5 * wsq - 0.5 * np.sum(diag * alpha * alpha))
         primal = 0.5 * wsq + out["loss_sum"]
     if selection == "newton":        # (the iterate's own pair: primal_newton's docstring)
