@@ -20,6 +20,16 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.cluster)
 
 
+@pytest.fixture(scope="module")
+def client():
+    """A 2-worker LocalCluster (2 processes x 1 thread) and its client, per module."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as c:
+        yield c
+
+
 @pytest.fixture
 def problem():
     return make_problem()

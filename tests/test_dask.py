@@ -35,14 +35,6 @@ def make_data(n=1200, d=60, seed=0, classes=2, density=0.15):
     return X, y
 
 
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as c:
-        yield c
-
-
 def chunked(X, y, parts):
     step = -(-X.shape[0] // parts)
     return da.from_array(X, chunks=(step, X.shape[1])), da.from_array(y, chunks=step)

@@ -2,7 +2,6 @@
 the last progress (issue 38, item 5)."""
 import time
 
-import distributed
 import numpy as np
 import pytest
 
@@ -12,14 +11,6 @@ from pybudget.dask import estimators as E
 from pybudget.dask.errors import ClusterError
 
 from test_dask import make_data
-
-
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as c:
-        yield c
 
 
 def worker_tables(engine):
