@@ -111,7 +111,7 @@ def test_four_partitions_reach_the_one_machine_optimum(selection, est, kw):
 def test_multiclass_one_vs_rest_matches_one_machine_predictions():
     X, y = make_data(n=1500, classes=4, seed=3)
     labels = np.array(["d", "c", "b", "a"])[y]           # any label values
-    m = pbd.LinearSVC(C=1.0, tol=1e-4, engine="threads", random_state=0,
+    m = pbd.LinearSVC(C=1.0, tol=1e-4, engine="threads", random_state=0, method="ring",
                       max_iter=5000).fit(X, labels)
     one = pybudget.LinearSVC(C=1.0, tol=1e-4, random_state=0, max_iter=20000).fit(X, labels)
     np.testing.assert_array_equal(m.classes_, one.classes_)
@@ -273,8 +273,9 @@ def test_auto_laps_grow_on_a_stalling_ring(monkeypatch):
 def test_dask_equals_threads_bit_for_bit(client):
     X, y = make_data(classes=3)
     Xd, yd = chunked(X, y, 4)
-    a = pbd.LinearSVC(C=0.1, tol=1e-2, random_state=7, client=client).fit(Xd, yd)
-    b = pbd.LinearSVC(C=0.1, tol=1e-2, random_state=7, engine="threads").fit(Xd, yd)
+    kw = dict(C=0.1, tol=1e-2, random_state=7, method="ring")
+    a = pbd.LinearSVC(client=client, **kw).fit(Xd, yd)
+    b = pbd.LinearSVC(engine="threads", **kw).fit(Xd, yd)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_array_equal(a.intercept_, b.intercept_)
     np.testing.assert_array_equal(a.duality_gap_, b.duality_gap_)
@@ -311,7 +312,7 @@ def test_a_check_and_its_round_leave_the_passed_problems_alone(client, monkeypat
     payload with more problems than point to it (a check's result holds its group)."""
     X, y = make_data(n=1600, classes=4, seed=5)
     Xd, yd = chunked(X, y, 2)                # (groups of two problems)
-    kw = dict(C=1.0, tol=1e-3, random_state=0, max_iter=500)
+    kw = dict(C=1.0, tol=1e-3, random_state=0, max_iter=500, method="ring")
     monkeypatch.setattr(E, "DaskEngine", HeldRows)
     HeldRows.held = []
     a = pbd.LinearSVC(client=client, **kw).fit(Xd, yd)
@@ -445,7 +446,8 @@ def test_spread_ring_with_laps_sends_changes(client, monkeypatch):
     and as sending the weights, in a fraction of the bytes."""
     X, y = make_data(n=2000, d=20000, density=10 / 20000, classes=3)
     monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
-    kw = dict(C=1.0, tol=1e-6, random_state=0, laps=4, max_iter=12, n_partitions=4)
+    kw = dict(C=1.0, tol=1e-6, random_state=0, laps=4, max_iter=12, n_partitions=4,
+              method="ring")
     sparse = pbd.LinearSVC(client=client, **kw).fit(X, y)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
     monkeypatch.setattr(_engines.DaskEngine, "_seed", lambda self, groups: None)
@@ -477,8 +479,9 @@ def test_rows_move_between_workers_outside_the_task_results(client, monkeypatch)
         return fut
 
     monkeypatch.setattr(client, "submit", spy)
-    m = pbd.LinearSVC(client=client, tol=1e-3, random_state=0, n_partitions=4).fit(X, y)
-    ref = pbd.LinearSVC(engine="threads", tol=1e-3, random_state=0, n_partitions=4).fit(X, y)
+    kw = dict(tol=1e-3, random_state=0, n_partitions=4, method="ring")
+    m = pbd.LinearSVC(client=client, **kw).fit(X, y)
+    ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     visits = [(w, deps) for fn, w, deps, _ in pinned.values()
               if fn in (_worker.ring_task, _worker.ring_check_task)]
@@ -506,7 +509,8 @@ def test_held_rows_and_task_results_give_the_same_bits(client, monkeypatch, laps
     the threads engine."""
     X, y = make_data(n=800, classes=4, seed=5)
     monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
-    kw = dict(C=1.0, tol=1e-2, random_state=0, max_iter=300, n_partitions=4, laps=laps)
+    kw = dict(C=1.0, tol=1e-2, random_state=0, max_iter=300, n_partitions=4, laps=laps,
+              method="ring")
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
     assert len({e["active"] for e in ref.rounds_log_} - {0}) >= 2
     fits = []
@@ -559,7 +563,8 @@ def test_sparse_hops_stop_when_the_visits_change_most_weights(client, monkeypatc
             return super().close()
 
     monkeypatch.setattr(E, "DaskEngine", Spy)
-    kw = dict(C=1.0, tol=1e-6, random_state=0, laps=4, max_iter=12, n_partitions=4)
+    kw = dict(C=1.0, tol=1e-6, random_state=0, laps=4, max_iter=12, n_partitions=4,
+              method="ring")
     m = pbd.LinearSVC(client=client, **kw).fit(X, y)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
     assert seeds == [1] and Spy.off == 4 and Spy.left == 0
@@ -979,7 +984,8 @@ def test_the_first_rounds_check_only_problems_whose_stale_gap_is_near_tol(monkey
     within SEEN_NEAR * tol: far from tol nothing is checked, and every check that is
     made still certifies the exact gap."""
     X, y = make_data(n=1500, d=80, classes=3)
-    kw = dict(C=1.0, tol=1e-2, engine="threads", n_partitions=2, random_state=0)
+    kw = dict(C=1.0, tol=1e-2, engine="threads", n_partitions=2, random_state=0,
+              method="ring")
     est = pbd.LinearSVC(**kw).fit(X, y)
     assert est.rounds_log_[0]["round"] > 1 and est.converged_.all()
     assert (est.duality_gap_ <= 1e-2).all()

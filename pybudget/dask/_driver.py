@@ -58,6 +58,8 @@ class FitResult:
     laps: int = 1                 # the ring's laps in its last round
     log: list = field(default_factory=list)
     steps: list = field(default_factory=list)      # (round, {problem: eta}) of bda
+    intercept: np.ndarray = None  # the intercepts as computed (method "whole"), else
+                                  # W[:, d] * bias
 
 
 class _Driver:

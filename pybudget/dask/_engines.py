@@ -29,7 +29,7 @@ import numpy as np
 
 from pybudget._core._parallel import map_threads
 from pybudget._core._progress import peak_rss_mb
-from pybudget.dask import _steps, _worker
+from pybudget.dask import _steps, _whole, _worker
 from pybudget.dask._driver import ring_groups
 from pybudget.dask._partition import add_into, first_carry
 from pybudget.dask._sources import SMALL_BYTES, build_partition, data_bytes, rows_bytes
@@ -153,6 +153,12 @@ class ThreadsEngine:
 
     def _map(self, fn, args):
         return map_threads(fn, args, self.n_threads)
+
+    def whole(self, spec, problems, tol, max_iter):
+        """Method "whole" (``_whole``): all rows here, the problems on the threads."""
+        data = _whole.assemble(spec["d"], *[(P.X, P.y, P.sw) for P in self.parts])
+        return self._map(lambda j: _whole.solve_problem(data, spec, j, tol, max_iter),
+                         [(j,) for j in problems])
 
     def ring_round(self, rnd, groups, sweeps, laps, tol=None, due=None, near=None):
         K = len(self.parts)
@@ -426,6 +432,7 @@ class DaskEngine:
                 rows[self.where[p]] = rows.get(self.where[p], 0) + s["n"]
             self._gather_on(max(sorted(rows), key=rows.get))
         self.n_rows = sum(s["n"] for s in out)
+        self.part_bytes = [rows_bytes(s["n"], s["nnz"]) for s in out]
         return out
 
     def _gather_on(self, addr):
@@ -440,6 +447,62 @@ class DaskEngine:
         self._gather([self._submit(_worker.build_task, p, self.job, p, self.sources[p],
                                    self.regression, self.names[p]) for p in away])
         self._synced()
+
+    def whole(self, spec, problems, tol, max_iter):
+        """Method "whole" (``_whole``): a copy of all rows on every worker (Dask moves
+        the partitions' rows from worker to worker), then each problem a task on a
+        worker with a free thread, dealt as threads free up, so the problems spread
+        over all the workers' threads.  A problem whose worker leaves runs again on
+        another (its bits do not depend on where); the fit fails only when no worker
+        holding the rows is left, or when no problem finished for ``timeout`` seconds."""
+        from distributed import wait
+        parts = [self._submit(_worker.partition_rows_task, p, self.job, p, track=False)
+                 for p in range(len(self.where))]
+        info = worker_info(self.client)
+        data, slots = {}, {}
+        for addr in self._live_workers():
+            data[addr] = self._on(addr, _whole.assemble, spec["d"], *parts)
+            slots[addr] = max(1, int(info.get(addr, {}).get("nthreads") or 1))
+            self.bytes["workers"] += sum(self.part_bytes[p] for p in self.where
+                                         if self.where[p] != addr)
+        self._gather(list(data.values()))
+        todo, running, outs = list(problems)[::-1], {}, {}
+        last = time.monotonic()
+        while todo or running:
+            live = set(self.workers())
+            for fut, (addr, j) in list(running.items()):
+                if addr not in live:           # (its pinned task would wait for ever)
+                    self.client.cancel([fut])
+                    del running[fut]
+                    todo.append(j)
+            for addr in [a for a in data if a not in live]:
+                del data[addr]
+            if not data:
+                raise ClusterError("every worker holding the rows left the cluster; the "
+                                   "fit is abandoned")
+            for addr in sorted(data):
+                busy = sum(1 for a, _ in running.values() if a == addr)
+                for _ in range(slots[addr] - busy):
+                    if todo:
+                        j = todo.pop()
+                        running[self._on(addr, _whole.solve_problem, data[addr], spec, j,
+                                         tol, max_iter)] = (addr, j)
+            done, _ = wait(list(running), timeout=POLL_SECONDS, return_when="FIRST_COMPLETED")
+            for fut in done:
+                addr, j = running.pop(fut)
+                if fut.status == "finished":
+                    outs[j] = fut.result()
+                    last = time.monotonic()
+                elif addr in set(self.workers()):
+                    fut.result()               # (raises the task's error)
+                else:
+                    todo.append(j)
+            if time.monotonic() - last > self.timeout:
+                self.client.cancel(list(running))
+                raise ClusterError(f"no problem of the fit finished for timeout="
+                                   f"{self.timeout:g} s; it is abandoned")
+        self.client.cancel(list(data.values()) + parts)
+        return [outs[j] for j in problems]
 
     def scales(self, spec):
         out = self._gather([self._submit(_worker.scales_task, p, self.job, p, spec)

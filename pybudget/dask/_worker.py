@@ -72,6 +72,12 @@ def drop_partition(job, part):
     REGISTRY.pop((job, part), None)
 
 
+def partition_rows_task(job, part):
+    """A partition's rows (X, y, sample weights), for method "whole" (``_whole``)."""
+    P = _get(job, part)
+    return P.X, P.y, P.sw
+
+
 def scales_task(job, part, spec):
     return _get(job, part).scales(spec)
 

@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from pybudget._core import _validation as V
 from pybudget._core._estimator import SVMBase, binary_problems
 from pybudget._core._progress import report
+from pybudget.dask import _whole
 from pybudget.dask._driver import METHODS, run
 from pybudget.dask._engines import DaskEngine, ThreadsEngine
 from pybudget.dask._sources import (SMALL_BYTES, GeneratedShards, SvmlightShards,
@@ -28,7 +29,7 @@ from pybudget.linear.svm import LinearSVC as LocalLinearSVC
 from pybudget.linear.svr import LinearSVR as LocalLinearSVR
 
 ENGINES = ("dask", "threads")
-METHOD_CHOICES = (*METHODS, "auto")
+METHOD_CHOICES = (*METHODS, "whole", "auto")
 MEMORY_PARTITIONS = 4     # default n_partitions for numpy / scipy input
 
 
@@ -177,9 +178,7 @@ class _DistributedBase(SVMBase):
             summ = engine.build(srcs, self._regression, names, locality)
             spec, n_problems, d, classes = self._spec(summ, C, bias, seed, X)
             spec["selection"] = self._resolve(engine, spec)
-            # "auto" is the ring: the fewest rounds (or the lowest gap at the cap) of the
-            # three in every cell measured (docs/benchmarks.md, section 10)
-            method = "ring" if self.method == "auto" else self.method
+            method = self._method(summ, n_problems)
             # CoCoA+'s sigma' = K, the partitions that take part (have rows)
             spec["sigma"] = sum(1 for s in summ if s["n"]) if method == "cocoa" else 1
             if verbose:
@@ -197,13 +196,18 @@ class _DistributedBase(SVMBase):
                            f"{e['bytes']['client']}, between workers {e['bytes']['workers']}"
                            f", worker peak memory [{peaks}] MiB", time.perf_counter() - t0)
 
-            # (the rows of a one-vs-rest fit on a Dask array stay where its chunks are,
-            # those of one problem, or in memory, go to one worker when small: _engines)
-            laps, max_laps = self._laps(method, sweeps, summ, n_problems, d,
-                                        movable=not _is_dask(X) or n_problems == 1)
-            res = run(engine, spec, n_problems, d, method=method, tol=tol,
-                      max_rounds=max_iter, sweeps=sweeps, checkpoint_every=ckpt,
-                      laps=laps, max_laps=max_laps, callback=progress)
+            if method == "whole":
+                outs = engine.whole(spec, range(n_problems), tol, max_iter)
+                res = _whole.result(outs, tol, engine.bytes)
+            else:
+                # (the rows of a one-vs-rest fit on a Dask array stay where its chunks
+                # are, those of one problem, or in memory, go to one worker when small:
+                # _engines)
+                laps, max_laps = self._laps(method, sweeps, summ, n_problems, d,
+                                            movable=not _is_dask(X) or n_problems == 1)
+                res = run(engine, spec, n_problems, d, method=method, tol=tol,
+                          max_rounds=max_iter, sweeps=sweeps, checkpoint_every=ckpt,
+                          laps=laps, max_laps=max_laps, callback=progress)
             peaks = engine.peak_memory()
         finally:
             engine.close()
@@ -216,6 +220,19 @@ class _DistributedBase(SVMBase):
                           f"a relative duality gap of tol={tol}; increase max_iter",
                           ConvergenceWarning)
         return self
+
+    def _method(self, summ, n_problems):
+        """``method``, or for "auto": "whole" for the several problems of a one-vs-rest
+        fit on small data (``_sources.rows_bytes`` at most SMALL_BYTES: every worker can
+        hold a copy, and each problem then runs on one worker without a hop, as
+        ``n_jobs`` runs it on one machine; docs/benchmarks.md, section 10), else the
+        ring: the fewest rounds (or the lowest gap at the cap) of the three methods in
+        every cell measured.  Decided from the data alone, never from the cluster."""
+        if self.method != "auto":
+            return self.method
+        small = rows_bytes(sum(s["n"] for s in summ),
+                           sum(s["nnz"] for s in summ)) <= SMALL_BYTES
+        return "whole" if n_problems > 1 and small else "ring"
 
     def _laps(self, method, sweeps, summ, n_problems, d, movable):
         """(laps of the ring's first round, the most it may grow to).  "auto" (with one
@@ -323,7 +340,7 @@ class _DistributedBase(SVMBase):
         self.selection_ = spec["selection"]
         self.fit_time_ = elapsed
         self.rounds_log_ = res.log
-        self.intercept_ = res.W[:, d] * bias
+        self.intercept_ = res.W[:, d] * bias if res.intercept is None else res.intercept
         self.coef_ = coef
 
     # ---- prediction -----------------------------------------------------------------
@@ -395,12 +412,14 @@ MIN_VISIT_ROWS = 256  # rows of the smallest partition per lap, at least
 MIN_VISIT_NNZ = 32768  # non-zeros per visit above which "auto" makes the laps finer
 
 _COMMON_DOC = """
-    method : {"auto", "ring", "bda", "cocoa"}, default="auto"
+    method : {"auto", "ring", "bda", "cocoa", "whole"}, default="auto"
         How the partitions share the work (docs/user_guide.md, "Training on a Dask
         cluster"): "ring", the partitions take turns within a round (one round is one
         sweep of one-machine dual CD); "bda", parallel sweeps with a line search;
-        "cocoa", parallel sweeps added with sigma' = K (CoCoA+).  "auto" chooses per fit
-        (``method_``).
+        "cocoa", parallel sweeps added with sigma' = K (CoCoA+); "whole", every worker
+        gets a copy of all rows and runs whole problems with the one-machine solver
+        (``n_rounds_`` is then the most sweeps of a problem).  "auto" chooses per fit
+        (``method_``): "whole" for one-vs-rest on data of at most 64 MiB, else "ring".
     client : distributed.Client or None, default=None
         The cluster to train on; the current client when None.
     n_partitions : int or None, default=None

@@ -1,0 +1,92 @@
+"""Method "whole": every worker holds all the rows and runs whole problems.
+
+For small data with several problems (one-vs-rest), a ring or a parallel method pays a
+hop, or a combine, per visit of every problem, where the rows would fit on every worker
+many times over.  Here each worker gets a copy of all rows (partition order: the same
+rows and order whoever runs it), and each binary problem runs start to end on one
+worker with the one-machine solver (``linear.problem._solve_binary``, the problem's
+seed as one machine gives it): the problems spread over the workers' threads as
+``n_jobs`` spreads them over one machine's.
+
+Stopping: the dask estimators' ``tol`` is a relative duality gap, the one-machine
+solver's a KKT violation.  A problem first runs to the one-machine default
+(FIRST_TOL); while its relative gap is above ``tol`` it continues from where it stopped
+at a KKT tolerance TOL_STEP times smaller, up to ``max_iter`` sweeps in all.  So a
+problem whose gap the one-machine default reaches has one machine's bits (rows in the
+same order: a Dask array's chunks, in order), and every problem ends at a gap at most
+``tol`` or reports unconverged.  Which worker or thread runs a problem never changes
+its bits.
+"""
+import numpy as np
+import scipy.sparse as sp
+
+from pybudget._core import _validation as V
+from pybudget._core._estimator import problem_seed
+from pybudget.dask._driver import FitResult
+from pybudget.linear.problem import _solve_binary, problem_costs
+
+FIRST_TOL = 0.1      # pybudget.LinearSVC's (and LogisticRegression's, LinearSVR's) tol
+TOL_STEP = 10.0
+LAST_TOL = 1e-12     # below this the KKT test is round-off: the run stops unconverged
+
+
+def assemble(d, *parts):
+    """All rows, in partition order, from the partitions' (X, y, sample_weight)."""
+    Xs = [X if X.shape[1] == d else sp.csr_matrix((X.data, X.indices, X.indptr),
+                                                  shape=(X.shape[0], d))
+          for X, _, _ in parts]
+    X = sp.vstack(Xs, format="csr") if len(Xs) > 1 else Xs[0]
+    X.sort_indices()
+    y = np.concatenate([p[1] for p in parts])
+    sw = np.concatenate([p[2] for p in parts])
+    return X, y, sw
+
+
+def solve_problem(data, spec, j, tol, max_iter):
+    """Problem j of spec on all rows ``data`` (``assemble``): a dict of its weights
+    (bias weight last), intercept, relative gap, primal, dual, KKT violation, sweeps,
+    steps."""
+    X, y, sw = data
+    bias, C = spec["bias"], spec["C"]
+    if spec.get("regression"):
+        target, cvec, seed = y, C * sw, spec["seed"]
+        extra = {"epsilon": spec["epsilon"], "tol_rule": "max"}
+    else:
+        codes = np.searchsorted(spec["classes"], y)
+        k = spec["positive"][j]
+        target = np.where(codes == k, 1.0, -1.0)
+        cvec = problem_costs(C, spec["class_weight"], codes, k, sw)
+        seed, extra = problem_seed(spec["seed"], k), {}
+    sqnorms = V.row_sqnorms(X, bias)
+    kkt_tol, start, sweeps, steps = FIRST_TOL, None, 0, 0
+    while True:
+        res = _solve_binary(X, target, cvec, C, sqnorms=sqnorms, loss=spec["loss"],
+                            selection=spec["selection"], tol=kkt_tol,
+                            max_iter=max_iter - sweeps, bias=bias, seed=seed, start=start,
+                            **extra)
+        sweeps, steps = sweeps + res.n_iter, steps + res.n_steps
+        primal, dual = res.primal_objective, res.dual_objective
+        gap = (primal - dual) / abs(primal) if primal != 0 else 0.0
+        if gap <= tol or sweeps >= max_iter or kkt_tol <= LAST_TOL:
+            break
+        start, kkt_tol = res.state, kkt_tol / TOL_STEP
+    w = np.empty(X.shape[1] + 1)
+    w[:-1] = res.coef
+    w[-1] = res.intercept / bias if bias else 0.0
+    return {"w": w, "intercept": res.intercept, "gap": gap, "primal": primal,
+            "dual": dual, "kkt": res.kkt_violation, "sweeps": sweeps, "steps": steps}
+
+
+def result(outs, tol, bytes_sent):
+    """The FitResult of the problems' ``solve_problem`` outputs (n_rounds: the most
+    sweeps a problem took)."""
+    col = {key: np.array([o[key] for o in outs]) for key in
+           ("gap", "primal", "dual", "kkt", "sweeps", "intercept")}
+    W = np.vstack([o["w"] for o in outs])
+    if not np.isfinite(W).all():
+        raise ValueError("C is too large for this data: the weights overflowed")
+    return FitResult(W=W, n_rounds=int(col["sweeps"].max()), gap=col["gap"],
+                     primal=col["primal"], dual=col["dual"], kkt=col["kkt"],
+                     converged=col["gap"] <= tol, n_steps=int(sum(o["steps"] for o in outs)),
+                     bytes_sent=dict(bytes_sent), n_checks=len(outs), recoveries=0,
+                     intercept=col["intercept"])

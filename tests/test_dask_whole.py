@@ -1,0 +1,167 @@
+"""pybudget.dask, method "whole": every worker holds all rows and runs whole problems
+with the one-machine solver.  Its bits must be one machine's where the gap allows, the
+same on any engine, worker count and thread count, and a lost worker must cost only
+the problems it was running."""
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import pybudget
+import pybudget.dask as pbd
+from pybudget.dask import _whole
+from pybudget.dask import estimators as E
+from pybudget.dask._engines import DaskEngine
+
+distributed = pytest.importorskip("distributed")
+da = pytest.importorskip("dask.array")
+
+
+def make_data(n=1500, d=300, classes=5, seed=0):
+    """Sparse rows, several classes (one-vs-rest), d > n/2 so text-like."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=0.05, format="csr", random_state=seed)
+    X.data = rng.normal(size=X.data.shape)
+    W = rng.normal(size=(d, classes))
+    y = np.argmax(X @ W + 0.5 * rng.normal(size=(n, classes)), axis=1)
+    return X, 10 * y + 3          # any label values
+
+
+def chunked(X, y, parts):
+    step = -(-X.shape[0] // parts)
+    return da.from_array(X, chunks=(step, X.shape[1])), da.from_array(y, chunks=step)
+
+
+def primal(X, y, coef, intercept, C, loss="hinge"):
+    """The one-vs-rest primal of each class, from scratch."""
+    out = []
+    for k, c in enumerate(np.unique(y)):
+        s = np.where(y == c, 1.0, -1.0)
+        m = s * (X @ coef[k] + intercept[k])
+        xi = np.maximum(0.0, 1.0 - m)
+        out.append(0.5 * (coef[k] @ coef[k] + intercept[k] ** 2)
+                   + C * np.sum(xi if loss == "hinge" else xi * xi))
+    return np.array(out)
+
+
+def test_auto_picks_whole_for_small_one_vs_rest_and_the_ring_otherwise():
+    X, y = make_data()
+    m = pbd.LinearSVC(engine="threads", random_state=0).fit(X, y)
+    assert m.method_ == "whole"
+    binary = pbd.LinearSVC(engine="threads", random_state=0, max_iter=3).fit(
+        X, (y > 20).astype(int))
+    assert binary.method_ == "ring"
+
+
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_whole_has_one_machine_bits_on_a_dask_array(client, loss):
+    """Chunks in order are the rows in order, and a tol the one-machine default meets
+    stops every problem where one machine stops: the same bits."""
+    X, y = make_data()
+    one = pybudget.LinearSVC(C=1.0, loss=loss, random_state=3).fit(X, y)
+    Xd, yd = chunked(X, y, 4)
+    m = pbd.LinearSVC(C=1.0, loss=loss, random_state=3, tol=1.0, client=client).fit(Xd, yd)
+    assert m.method_ == "whole"
+    np.testing.assert_array_equal(m.classes_, one.classes_)
+    np.testing.assert_array_equal(m.coef_, one.coef_)
+    np.testing.assert_array_equal(m.intercept_, one.intercept_)
+    assert m.bytes_sent_["workers"] > 0          # the rows were copied to both workers
+
+
+def test_whole_tightens_every_problem_to_tol():
+    """Problems the one-machine default leaves above tol go on: every gap at most tol,
+    the primal recomputed here agrees, and the result is the optimum (one machine at a
+    far tighter tol gives the same primal)."""
+    X, y = make_data(seed=2)
+    C, tol = 0.1, 1e-4
+    m = pbd.LinearSVC(C=C, tol=tol, random_state=0, engine="threads").fit(X, y)
+    assert m.converged_.all() and (m.duality_gap_ <= tol).all()
+    P = primal(X, y, m.coef_, m.intercept_, C)
+    np.testing.assert_allclose(P, m.primal_objective_, rtol=1e-9)
+    np.testing.assert_allclose(m.dual_objective_, P * (1 - m.duality_gap_), rtol=1e-9)
+    loose = pbd.LinearSVC(C=C, tol=1.0, random_state=0, engine="threads").fit(X, y)
+    assert (loose.duality_gap_ > tol).any()       # so the test tightens something
+    best = pybudget.LinearSVC(C=C, tol=1e-8, random_state=0, max_iter=100000).fit(X, y)
+    P_best = primal(X, y, best.coef_, best.intercept_, C)
+    assert np.all(P - P_best <= tol * P)
+
+
+def test_whole_same_bits_for_engines_threads_and_workers(client):
+    X, y = make_data(seed=4)
+    kw = dict(C=1.0, tol=1e-3, random_state=1)
+    ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
+    for n_jobs in (2, 3):
+        other = pbd.LinearSVC(engine="threads", n_jobs=n_jobs, **kw).fit(X, y)
+        np.testing.assert_array_equal(other.coef_, ref.coef_)
+    m = pbd.LinearSVC(client=client, **kw).fit(X, y)
+    np.testing.assert_array_equal(m.coef_, ref.coef_)
+    np.testing.assert_array_equal(m.intercept_, ref.intercept_)
+    np.testing.assert_array_equal(m.duality_gap_, ref.duality_gap_)
+    with distributed.LocalCluster(n_workers=3, threads_per_worker=2, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as c3:
+        m3 = pbd.LinearSVC(client=c3, **kw).fit(X, y)
+    np.testing.assert_array_equal(m3.coef_, ref.coef_)
+
+
+@pytest.mark.parametrize("cls,kw", [
+    (pbd.LogisticRegression, {}),
+    (pbd.LinearSVC, {"class_weight": "balanced"}),
+])
+def test_whole_other_problems_match_one_machine(client, cls, kw):
+    X, y = make_data(seed=5)
+    sw = np.random.default_rng(0).uniform(0.5, 2.0, X.shape[0])
+    local = getattr(pybudget, cls.__name__)(C=0.5, random_state=0, **kw).fit(
+        X, y, sample_weight=sw)
+    m = cls(C=0.5, random_state=0, tol=1.0, client=client, n_partitions=3, **kw).fit(
+        X, y, sample_weight=sw)
+    assert m.method_ == "whole"
+    # (in memory the partitions deal the rows p::3: the same problem, another order)
+    np.testing.assert_allclose(m.coef_, local.coef_, atol=0.05 * np.abs(local.coef_).max())
+    assert np.mean(m.predict(X) == local.predict(X)) > 0.97
+
+
+def test_whole_can_be_asked_for_a_binary_and_a_regression_problem(client):
+    X, y = make_data(seed=6)
+    yb = (y > 20).astype(int)
+    m = pbd.LinearSVC(method="whole", tol=1e-3, random_state=0, client=client).fit(X, yb)
+    assert m.method_ == "whole" and m.converged_.all() and m.duality_gap_[0] <= 1e-3
+    t = X @ np.random.default_rng(1).normal(size=X.shape[1])
+    r = pbd.LinearSVR(method="whole", tol=1e-3, random_state=0, client=client).fit(X, t)
+    one = pbd.LinearSVR(method="ring", tol=1e-3, random_state=0, engine="threads").fit(X, t)
+    assert r.converged_.all()
+    np.testing.assert_allclose(r.primal_objective_, one.primal_objective_, rtol=2e-3)
+
+
+class KillingWholeEngine(DaskEngine):
+    """Kills the worker that the first problem is sent to, right after sending it."""
+    kills = 0
+
+    def _on(self, addr, fn, *args):
+        fut = super()._on(addr, fn, *args)
+        if fn is _whole.solve_problem and type(self).kills == 0:
+            type(self).kills += 1
+            os.kill(self.client.run(os.getpid, workers=[addr])[addr], signal.SIGKILL)
+            deadline = time.monotonic() + 30
+            while addr in self.workers() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return fut
+
+
+@pytest.mark.cluster
+def test_whole_lost_worker_reruns_its_problems_to_the_same_bits(monkeypatch):
+    X, y = make_data(seed=7)
+    kw = dict(C=1.0, tol=1e-3, random_state=0)
+    ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
+    monkeypatch.setattr(E, "DaskEngine", KillingWholeEngine)
+    KillingWholeEngine.kills = 0
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as c:
+        m = pbd.LinearSVC(client=c, timeout=60, **kw).fit(X, y)
+    assert KillingWholeEngine.kills == 1
+    np.testing.assert_array_equal(m.coef_, ref.coef_)
+    np.testing.assert_array_equal(m.intercept_, ref.intercept_)
