@@ -23,9 +23,11 @@ one-machine solvers: issue 20's "done means".
   coef_/intercept_ as liblinear's 0.5 |w|^2 incl. the bias weight + C sum hinge); then
   ``pybudget.dask.LinearSVC`` on a 2-worker x 1-thread LocalCluster, data persisted on
   the workers first (2 row chunks, ``n_partitions=2``), ``tol`` = the smallest (strictest)
-  one-machine gap, so that every class is at least as tight as one machine's.  Wall
-  time of ``fit``, medians of r interleaved repeats of the Dask fit, ``n_jobs=2`` and
-  ``n_jobs=1``; target dask / n_jobs=2 <= 1.2.
+  one-machine gap, so that every class is at least as tight as one machine's; the
+  same data in memory (CSR sent by the fit); and the Dask array at each class's own
+  one-machine gap (``tol`` = the loosest: with method "whole" every class stops where
+  one machine did, the same bits, which the study checks).  Wall time of ``fit``,
+  medians of r interleaved repeats of every fit; target dask / n_jobs=2 <= 1.2.
 - ``memory``: debian-sections20 as in ``speed``: each worker's peak RSS during the fit
   (the high-water mark reset before the fit through ``/proc/self/clear_refs``, read from
   VmHWM after it) against the one-machine fit's peak measured the same way in a fresh
@@ -413,10 +415,13 @@ def speed_data(a):
 
 
 def study_speed(a, client):
-    """The Dask fit (2 workers x 1 thread) against one machine on the same cores
-    (LinearSVC(n_jobs=2)), and on one core (n_jobs=1), every class of the Dask fit
-    stopped at a gap no looser than one machine reached on any class (the strictest
-    one-machine class gap); interleaved runs, medians."""
+    """The Dask fits (2 workers x 1 thread) against one machine on the same cores
+    (LinearSVC(n_jobs=2)), and on one core (n_jobs=1); interleaved runs, medians.
+    Dask fits: the data as a Dask array persisted on the workers (2 chunks) and as
+    in-memory CSR (sent by the fit), every class stopped at a gap no looser than one
+    machine reached on any class (the strictest one-machine class gap); and the Dask
+    array at each class's own one-machine gap (tol = the loosest, so that every class
+    stops where one machine did: with method "whole" the same bits, checked here)."""
     import pybudget
     import pybudget.dask as pbd
     from distributed import wait
@@ -425,8 +430,7 @@ def study_speed(a, client):
     Xd, yd = client.persist([Xd, yd])
     wait([Xd, yd])
     reps = 1 if a.quick else a.repeats
-    times = {"local1": [], "local2": [], "dask": []}
-    # the one-machine fit first: its gaps set the Dask fit's tol
+    # the one-machine fit first: its gaps set the Dask fits' tol
     loc = pybudget.LinearSVC(C=1.0, n_jobs=2, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -434,68 +438,97 @@ def study_speed(a, client):
     primals = ovr_primals(loc, X, y)
     duals = np.asarray(loc.dual_objective_, dtype=float)
     gaps = (primals - duals) / np.abs(primals)
-    tol = float(gaps.min())
-    est = None
+    strict = float(gaps.min())
+    # (a hair above the loosest: the solver's own primal may differ in the last bits)
+    own = float(gaps.max()) * (1 + 1e-6)
+    fits = {"local1": (None, None), "local2": (None, None),
+            "dask_array": (strict, (Xd, yd)), "dask_memory": (strict, (X, y)),
+            "dask_array_own_gap": (own, (Xd, yd))}
+    times = {k: [] for k in fits}
+    ests = {}
     for r in range(reps):
-        order = ("dask", "local2", "local1")
-        for which in order[r % 3:] + order[:r % 3]:
+        order = list(fits)
+        for which in order[r % len(order):] + order[:r % len(order)]:
+            tol, data = fits[which]
+            if which.startswith("dask"):
+                # (max_iter 1500 also when quick: "whole" counts sweeps)
+                m = pbd.LinearSVC(C=1.0, tol=tol, max_iter=1500, random_state=0,
+                                  client=client, n_partitions=2, method=a.method)
+            else:
+                m = pybudget.LinearSVC(C=1.0, n_jobs=int(which[-1]), random_state=0)
+                data = (X, y)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                if which == "dask":
-                    est = pbd.LinearSVC(C=1.0, tol=tol, max_iter=a.max_rounds,
-                                        random_state=0, client=client, n_partitions=2,
-                                        method=a.method)
-                    fit = lambda: est.fit(Xd, yd)          # noqa: E731
-                else:
-                    m = pybudget.LinearSVC(C=1.0, n_jobs=int(which[-1]), random_state=0)
-                    fit = lambda: m.fit(X, y)              # noqa: E731
                 t0 = time.perf_counter()
-                fit()
+                m.fit(*data)
                 times[which].append(time.perf_counter() - t0)
+            ests[which] = m
     med = {k: float(np.median(v)) for k, v in times.items()}
-    ratio = med["dask"] / med["local2"]
-    row = {"data": "synthetic" if a.quick else "debian-sections20", "n": X.shape[0],
-           "d": X.shape[1], "n_classes": int(loc.classes_.size), "tol": tol,
-           "local_gaps": gaps.tolist(), "local_primals": primals.tolist(),
-           "local_duals": duals.tolist(), "local_sweeps": int(np.max(loc.n_iter_)),
-           "dask_gaps": est.duality_gap_.tolist(), "dask_primals":
-           est.primal_objective_.tolist(), "dask_converged": est.converged_.tolist(),
-           "dask_rounds": int(est.n_rounds_), "dask_checks": int(est.n_checks_),
-           "dask_selection": est.selection_, "local_selection": loc.selection_,
-           "times": times, "medians": med, "ratio_n_jobs_2": ratio,
-           "ratio_n_jobs_1": med["dask"] / med["local1"], "met": ratio <= 1.2,
-           "accuracy_local": float(loc.score(Xt, yt)),
-           "accuracy_dask": float(est.score(Xt, yt)), "repeats": reps,
-           "bytes_sent": est.bytes_sent_, "method": est.method_}
-    print(f"speed: n_jobs=1 {med['local1']:.2f} s, n_jobs=2 {med['local2']:.2f} s, dask "
-          f"{med['dask']:.2f} s, dask / n_jobs=2 {ratio:.2f}", flush=True)
-    return [row]
+    rows = []
+    for which in ("dask_array", "dask_memory", "dask_array_own_gap"):
+        est = ests[which]
+        ratio = med[which] / med["local2"]
+        rows.append({
+            "data": "synthetic" if a.quick else "debian-sections20", "fit": which,
+            "n": X.shape[0], "d": X.shape[1], "n_classes": int(loc.classes_.size),
+            "tol": fits[which][0], "local_gaps": gaps.tolist(),
+            "local_primals": primals.tolist(), "local_duals": duals.tolist(),
+            "local_sweeps": int(np.max(loc.n_iter_)), "dask_gaps": est.duality_gap_.tolist(),
+            "dask_primals": est.primal_objective_.tolist(),
+            "dask_converged": est.converged_.tolist(), "dask_rounds": int(est.n_rounds_),
+            "dask_checks": int(est.n_checks_), "dask_selection": est.selection_,
+            "local_selection": loc.selection_, "times": times, "medians": med,
+            "median": med[which], "ratio_n_jobs_2": ratio,
+            "ratio_n_jobs_1": med[which] / med["local1"], "met": ratio <= 1.2,
+            "same_bits_as_local": bool(np.array_equal(est.coef_, loc.coef_)
+                                       and np.array_equal(est.intercept_, loc.intercept_)),
+            "accuracy_local": float(loc.score(Xt, yt)),
+            "accuracy_dask": float(est.score(Xt, yt)), "repeats": reps,
+            "bytes_sent": est.bytes_sent_, "method": est.method_})
+        print(f"speed {which}: n_jobs=1 {med['local1']:.2f} s, n_jobs=2 "
+              f"{med['local2']:.2f} s, dask {med[which]:.2f} s, dask / n_jobs=2 "
+              f"{ratio:.2f}", flush=True)
+    return rows
 
 
 def md_speed(rows, a):
-    r = rows[0]
-    med = r["medians"]
-    lines = [f"### speed: pybudget.dask.LinearSVC (2 workers x 1 thread, data persisted, "
-             f"2 partitions) against LinearSVC(n_jobs=2) on the same 2 cores (and "
-             f"n_jobs=1), every Dask class at most the strictest one-machine class gap "
-             f"(medians of {r['repeats']}, interleaved{', quick' if a.quick else ''})", "",
-             "| data | classes | n_jobs=1 (s) | n_jobs=2 (s) | dask (s) | dask / n_jobs=2 "
-             "| target <= 1.2 | tol (strictest one-machine gap) | dask rounds (checks) | "
-             "accuracy one-machine / dask |", "|---|---|---|---|---|---|---|---|---|---|",
-             f"| {r['data']} | {r['n_classes']} | {med['local1']:.2f} | "
-             f"{med['local2']:.2f} | {med['dask']:.2f} | {r['ratio_n_jobs_2']:.2f} | "
-             f"{'met' if r['met'] else 'not met'} | {r['tol']:.2e} | {r['dask_rounds']} "
-             f"({r['dask_checks']}) | {100 * r['accuracy_local']:.2f} / "
-             f"{100 * r['accuracy_dask']:.2f} |", "",
-             "Per class: relative duality gap one-machine / dask", "",
-             "| class | one-machine gap | dask gap | dask converged |", "|---|---|---|---|"]
-    for k, (g1, g2, c) in enumerate(zip(r["local_gaps"], r["dask_gaps"],
-                                        r["dask_converged"])):
+    r0 = rows[0]
+    med = r0["medians"]
+    lines = [f"### speed: pybudget.dask.LinearSVC (2 workers x 1 thread, 2 partitions) "
+             f"against LinearSVC(n_jobs=2) on the same 2 cores (and n_jobs=1) (medians "
+             f"of {r0['repeats']}, interleaved{', quick' if a.quick else ''})", "",
+             f"One machine: n_jobs=1 {med['local1']:.2f} s, n_jobs=2 {med['local2']:.2f} s "
+             f"(spreads {_spread(r0['times']['local1'])}, "
+             f"{_spread(r0['times']['local2'])}).", "",
+             "| data | input | tol | method | dask (s), spread | dask / n_jobs=2 | target "
+             "<= 1.2 | rounds (checks) | every class <= tol | same bits as one machine | "
+             "bytes between workers | accuracy one-machine / dask |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        tol = ("strictest one-machine gap" if r["fit"] != "dask_array_own_gap"
+               else "each class's one-machine gap")
+        lines.append(
+            f"| {r['data']} | {'in-memory CSR' if 'memory' in r['fit'] else 'Dask array'} "
+            f"| {r['tol']:.2e} ({tol}) | {r['method']} | {r['median']:.2f}, "
+            f"{_spread(r['times'][r['fit']])} | {r['ratio_n_jobs_2']:.2f} | "
+            f"{'met' if r['met'] else 'not met'} | {r['dask_rounds']} ({r['dask_checks']}) | "
+            f"{'yes' if all(r['dask_converged']) else 'NO'} | "
+            f"{'yes' if r['same_bits_as_local'] else 'no'} | {r['bytes_sent']['workers']} | "
+            f"{100 * r['accuracy_local']:.2f} / {100 * r['accuracy_dask']:.2f} |")
+    lines += ["", "Per class: relative duality gap one-machine / dask (Dask array, strictest "
+              "gap)", "", "| class | one-machine gap | dask gap | dask converged |",
+              "|---|---|---|---|"]
+    for k, (g1, g2, c) in enumerate(zip(r0["local_gaps"], r0["dask_gaps"],
+                                        r0["dask_converged"])):
         lines.append(f"| {k} | {g1:.2e} | {g2:.2e} | {'yes' if c else 'NO'} |")
     lines += ["", "One-machine gap: (P - D) / P with P = 0.5 |w|^2 (bias weight included) "
-              "+ C sum hinge computed from coef_/intercept_, D = dual_objective_.  The "
-              "Dask fit stops each class at a gap <= the smallest of them.", ""]
+              "+ C sum hinge computed from coef_/intercept_, D = dual_objective_.  "
+              "\"rounds\" of method whole: the most sweeps of a class.", ""]
     return lines
+
+
+def _spread(values):
+    return f"{min(values):.2f}-{max(values):.2f}"
 
 
 # ---- peer: dask-ml --------------------------------------------------------------------

@@ -487,7 +487,11 @@ class DaskEngine:
                         j = todo.pop()
                         running[self._on(addr, _whole.solve_problem, data[addr], spec, j,
                                          tol, max_iter)] = (addr, j)
-            done, _ = wait(list(running), timeout=POLL_SECONDS, return_when="FIRST_COMPLETED")
+            try:
+                done = wait(list(running), timeout=POLL_SECONDS,
+                            return_when="FIRST_COMPLETED").done
+            except TimeoutError:           # (none finished within the poll)
+                done = ()
             for fut in done:
                 addr, j = running.pop(fut)
                 if fut.status == "finished":
