@@ -70,7 +70,7 @@ versions
 step "tests of the compiled code against the installed wheel (numpy as resolved)"
 cd "$work"
 python "$root/.ci/run_installed_tests.py" "$root" -m "not slow and not cluster" \
-    tests/test_packaging.py tests/test_csr.py tests/test_linear_solver.py \
+    -n auto --dist loadfile tests/test_packaging.py tests/test_csr.py tests/test_linear_solver.py \
     tests/test_threads.py tests/test_budget_buffer.py tests/test_merging.py \
     tests/test_float32.py tests/test_validation.py
 pybudget --help >/dev/null
@@ -115,5 +115,6 @@ python -m pip check
 versions
 
 step "tests against the installed wheel (numpy $np_old; not the slow runs, no Dask cluster)"
-python "$root/.ci/run_installed_tests.py" "$root" -m "not slow and not cluster"
+python "$root/.ci/run_installed_tests.py" "$root" -m "not slow and not cluster" \
+    -n auto --dist loadfile
 step "wheel check passed ($policy; suite passed with numpy as resolved and numpy $np_old)"

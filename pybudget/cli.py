@@ -731,10 +731,13 @@ def build_parser():
                          "(default: 64 visits a round, at least one lap per shard, "
                          "finer for visits of more than 32768 non-zeros, doubled when "
                          "the gap stalls)")
-    dk.add_argument("--method", choices=("auto", "ring", "bda", "cocoa"), default="auto",
-                    help="how the partitions share a round (default %(default)s): ring, "
+    dk.add_argument("--method", choices=("auto", "ring", "bda", "cocoa", "whole"),
+                    default="auto",
+                    help="how the partitions share a round (default %(default)s: whole "
+                         "for one-vs-rest on up to 64 MiB of rows, else ring): ring, "
                          "they take turns (one round = one sweep of one machine); bda, "
-                         "parallel sweeps with a line search; cocoa, CoCoA+ (sigma' = K)")
+                         "parallel sweeps with a line search; cocoa, CoCoA+ (sigma' = K); "
+                         "whole, all rows on every worker, each problem on one worker")
     t.set_defaults(func=_train)
 
     p = sub.add_parser("predict", help="predict a LIBSVM file with a saved model",

@@ -137,12 +137,14 @@ def test_whole_can_be_asked_for_a_binary_and_a_regression_problem(client):
 
 
 class KillingWholeEngine(DaskEngine):
-    """Kills the worker that the first problem is sent to, right after sending it."""
-    kills = 0
+    """Kills the worker that the first task of ``when`` is sent to, right after
+    sending it: a problem (``_whole.solve_problem``), or the copy of the rows
+    (``_whole.assemble``: the first goes to the worker holding every partition)."""
+    kills, when = 0, _whole.solve_problem
 
     def _on(self, addr, fn, *args):
         fut = super()._on(addr, fn, *args)
-        if fn is _whole.solve_problem and type(self).kills == 0:
+        if fn is type(self).when and type(self).kills == 0:
             type(self).kills += 1
             os.kill(self.client.run(os.getpid, workers=[addr])[addr], signal.SIGKILL)
             deadline = time.monotonic() + 30
@@ -152,11 +154,16 @@ class KillingWholeEngine(DaskEngine):
 
 
 @pytest.mark.cluster
-def test_whole_lost_worker_reruns_its_problems_to_the_same_bits(monkeypatch):
+@pytest.mark.parametrize("when", [_whole.solve_problem, _whole.assemble])
+def test_whole_lost_worker_reruns_its_problems_to_the_same_bits(monkeypatch, when):
+    """A worker lost while it runs a problem: the problem runs again on the other; lost
+    while the rows are copied, with every partition: they are rebuilt from their
+    sources and copied again.  The same bits either way."""
     X, y = make_data(seed=7)
     kw = dict(C=1.0, tol=1e-3, random_state=0)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
     monkeypatch.setattr(E, "DaskEngine", KillingWholeEngine)
+    monkeypatch.setattr(KillingWholeEngine, "when", when)
     KillingWholeEngine.kills = 0
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \

@@ -30,7 +30,7 @@ import numpy as np
 from pybudget._core._parallel import map_threads
 from pybudget._core._progress import peak_rss_mb
 from pybudget.dask import _steps, _whole, _worker
-from pybudget.dask._driver import ring_groups
+from pybudget.dask._driver import MAX_RECOVERIES, ring_groups
 from pybudget.dask._partition import add_into, first_carry
 from pybudget.dask._sources import SMALL_BYTES, build_partition, data_bytes, rows_bytes
 from pybudget.dask.errors import (CheckpointLost, ClusterError, PartitionMissing,
@@ -449,24 +449,16 @@ class DaskEngine:
         self._synced()
 
     def whole(self, spec, problems, tol, max_iter):
-        """Method "whole" (``_whole``): a copy of all rows on every worker (Dask moves
-        the partitions' rows from worker to worker), then each problem a task on a
-        worker with a free thread, dealt as threads free up, so the problems spread
-        over all the workers' threads.  A problem whose worker leaves runs again on
-        another (its bits do not depend on where); the fit fails only when no worker
-        holding the rows is left, or when no problem finished for ``timeout`` seconds."""
+        """Method "whole" (``_whole``): a copy of all rows on every worker, then each
+        problem a task on a worker with a free thread, dealt as threads free up, so the
+        problems spread over all the workers' threads.  A problem whose worker leaves
+        runs again on another (its bits do not depend on where); when no worker holding
+        the rows is left, the lost partitions are rebuilt and the rows copied again (at
+        most MAX_RECOVERIES times); a fit in which no problem finished for ``timeout``
+        seconds is abandoned."""
         from distributed import wait
-        parts = [self._submit(_worker.partition_rows_task, p, self.job, p, track=False)
-                 for p in range(len(self.where))]
-        info = worker_info(self.client)
-        data, slots = {}, {}
-        for addr in self._live_workers():
-            data[addr] = self._on(addr, _whole.assemble, spec["d"], *parts)
-            slots[addr] = max(1, int(info.get(addr, {}).get("nthreads") or 1))
-            self.bytes["workers"] += sum(self.part_bytes[p] for p in self.where
-                                         if self.where[p] != addr)
-        self._gather(list(data.values()))
-        todo, running, outs = list(problems)[::-1], {}, {}
+        data, slots = self._rows_everywhere(spec)
+        todo, running, outs, recoveries = list(problems)[::-1], {}, {}, 0
         last = time.monotonic()
         while todo or running:
             live = set(self.workers())
@@ -475,11 +467,13 @@ class DaskEngine:
                     self.client.cancel([fut])
                     del running[fut]
                     todo.append(j)
-            for addr in [a for a in data if a not in live]:
-                del data[addr]
+            data = {a: f for a, f in data.items() if a in live}
             if not data:
-                raise ClusterError("every worker holding the rows left the cluster; the "
-                                   "fit is abandoned")
+                recoveries += 1
+                if recoveries > MAX_RECOVERIES:
+                    raise ClusterError(f"every worker holding the rows left, "
+                                       f"{recoveries} times; the fit is abandoned")
+                data, slots = self._rows_everywhere(spec, rebuild=True)
             for addr in sorted(data):
                 busy = sum(1 for a, _ in running.values() if a == addr)
                 for _ in range(slots[addr] - busy):
@@ -505,8 +499,34 @@ class DaskEngine:
                 self.client.cancel(list(running))
                 raise ClusterError(f"no problem of the fit finished for timeout="
                                    f"{self.timeout:g} s; it is abandoned")
-        self.client.cancel(list(data.values()) + parts)
+        self.client.cancel(list(data.values()))
         return [outs[j] for j in problems]
+
+    def _rows_everywhere(self, spec, rebuild=False):
+        """({worker: future of all rows there (``_whole.assemble``)}, {worker: its
+        threads}) on every live worker; Dask moves the partitions' rows from worker to
+        worker.  A worker lost meanwhile: its partitions are rebuilt on the others and
+        the copies made again (``rebuild``: first of all)."""
+        for attempt in range(MAX_RECOVERIES + 1):
+            try:
+                if rebuild or attempt:
+                    self._rebuild_lost()
+                parts = [self._submit(_worker.partition_rows_task, p, self.job, p,
+                                      track=False) for p in range(len(self.where))]
+                info = worker_info(self.client)
+                data, slots = {}, {}
+                for addr in self._live_workers():
+                    data[addr] = self._on(addr, _whole.assemble, spec["d"], *parts)
+                    slots[addr] = max(1, int(info.get(addr, {}).get("nthreads") or 1))
+                    self.bytes["workers"] += sum(self.part_bytes[p] for p in self.where
+                                                 if self.where[p] != addr)
+                self._gather(list(data.values()), also=set(data))
+                # (the partitions' copies go with their futures, when this returns: a
+                # cancel would cancel the copies made from them too)
+                return data, slots
+            except PartitionsLost as exc:
+                lost = exc
+        raise ClusterError(f"workers kept leaving while the rows were copied; last: {lost}")
 
     def scales(self, spec):
         out = self._gather([self._submit(_worker.scales_task, p, self.job, p, spec)
@@ -905,24 +925,12 @@ class DaskEngine:
     def recover(self, spec, token):
         """Rebuild the lost partitions on the workers left and put every partition and
         the weights back to the checkpoint (token None: the start, set up afresh)."""
-        self._live_workers()
-        # the workers that answer (the scheduler may still list one that just died)
-        held = self.client.run(_worker.parts_here, self.job, on_error="ignore")
-        live = sorted(held)
-        if not live:
-            raise PartitionsLost("no worker answered")
-        lost = [p for p in self.where if p not in held.get(self.where[p], ())]
         # (rows the ring left on the workers are stale: the checkpoint's come back)
         self.client.run(_worker.drop_held, self.job, on_error="ignore")
         self.held, self.last_on = set(), {}
         if self.ring:
             self.client.run(_worker.install, on_error="ignore")
-        for p in lost:
-            self.where[p] = live[p % len(live)]
-        self.after = {}
-        if lost:
-            self._gather([self._submit(_worker.build_task, p, self.job, p, self.sources[p],
-                                       self.regression, self.names[p]) for p in lost])
+        live = self._rebuild_lost()
         if token is None:
             self._synced()
             self.setup(spec, self.ring)
@@ -948,6 +956,24 @@ class DaskEngine:
         # the ring gets copies, the checkpoint stays (a second loss restores it again)
         self.rows, self.loc = self._copies(rows, {k: a if a in live else live[0]
                                                   for k, a in loc.items()})
+
+    def _rebuild_lost(self):
+        """Rebuild the partitions whose workers are gone on the workers that answer,
+        from their sources; returns those workers."""
+        self._live_workers()
+        # the workers that answer (the scheduler may still list one that just died)
+        held = self.client.run(_worker.parts_here, self.job, on_error="ignore")
+        live = sorted(held)
+        if not live:
+            raise PartitionsLost("no worker answered")
+        lost = [p for p in self.where if p not in held.get(self.where[p], ())]
+        for p in lost:
+            self.where[p] = live[p % len(live)]
+        self.after = {}
+        if lost:
+            self._gather([self._submit(_worker.build_task, p, self.job, p, self.sources[p],
+                                       self.regression, self.names[p]) for p in lost])
+        return live
 
     def _kept(self, number, slots):
         """(states, rows, loc) of checkpoint ``number`` as futures of tasks that read a
