@@ -734,7 +734,7 @@ def build_parser():
     dk.add_argument("--method", choices=("auto", "ring", "bda", "cocoa", "whole"),
                     default="auto",
                     help="how the partitions share a round (default %(default)s: whole "
-                         "for one-vs-rest on up to 64 MiB of rows, else ring): ring, "
+                         "for up to 64 MiB of rows, else ring): ring, "
                          "they take turns (one round = one sweep of one machine); bda, "
                          "parallel sweeps with a line search; cocoa, CoCoA+ (sigma' = K); "
                          "whole, all rows on every worker, each problem on one worker")

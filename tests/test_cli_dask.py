@@ -16,6 +16,9 @@ distributed = pytest.importorskip("distributed")
 pbd = pytest.importorskip("pybudget.dask")
 from pybudget.dask import _engines  # noqa: E402
 
+# (these tests are about the ring and the parallel methods: conftest.ring_by_default)
+pytestmark = pytest.mark.usefixtures("ring_by_default")
+
 ROUND = re.compile(r"^\[pybudget\] round (\d+): relative duality gap ([0-9.e+-]+) "
                    r"\(largest of \d+ checked\), \d+ problems left, bytes through the "
                    r"client \d+, between workers \d+, worker peak memory "
@@ -98,6 +101,22 @@ def test_scheduler_train_predict_info(shards, scheduler, capsys, tmp_path, monke
     assert int(n) == 2000 and int(k) == int(np.sum(expected == yt))
     assert float(acc) > 80
     assert run(["info", model], capsys)[0] == 0
+
+
+def test_default_method_on_small_shards_is_whole(shards, scheduler, capsys, tmp_path,
+                                                 monkeypatch):
+    """Without --method, small shards are trained by method "whole" (the one-machine
+    solver on a worker): the model is the Python API's."""
+    from pybudget.dask import estimators
+    monkeypatch.setattr(estimators, "WHOLE_BYTES", estimators.SMALL_BYTES)
+    _, pattern, _ = shards
+    model = tmp_path / "whole.pbm"
+    code, out, err = run(["train", "--scheduler", scheduler, *FAST, pattern, model], capsys)
+    assert code == 0 and out == "", err
+    assert re.search(r"^\[pybudget\] trained by whole \(\d+ rounds", err, re.M)
+    ref = reference(pbd.LinearSVC, pattern, C=0.1, tol=0.01, fit_intercept=True)
+    assert ref.method_ == "whole"
+    np.testing.assert_array_equal(load(model).coef_, ref.coef_)
 
 
 @pytest.mark.parametrize("opts,cls,local", [
@@ -232,13 +251,14 @@ def test_local_cluster_by_subprocess(shards, tmp_path):
     _, pattern, test = shards
     model = tmp_path / "local.pbm"
     res = subprocess.run([sys.executable, "-m", "pybudget", "train", "--workers", "2",
-                          *FAST, pattern, str(model)], capture_output=True, text=True,
-                         cwd=tmp_path, timeout=120)
+                          "--method", "ring", *FAST, pattern, str(model)],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout == ""
     assert "starting a local Dask cluster of 2 worker processes" in res.stderr
     rounds = ROUND.findall(res.stderr)
-    assert rounds and all(len(mem.split(", ")) == 2 for _, _, mem in rounds)
+    # (peak memory of the fit's workers: the shards are small, on one worker)
+    assert rounds and all(len(mem.split(", ")) == 1 for _, _, mem in rounds)
     assert TRAINED.search(res.stderr) and "Traceback" not in res.stderr
     ref = reference(pbd.LinearSVC, pattern, C=0.1, tol=0.01, fit_intercept=True)
     np.testing.assert_array_equal(load(model).coef_, ref.coef_)

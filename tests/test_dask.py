@@ -25,6 +25,9 @@ from pybudget.dask._sources import build_partition, row_bounds
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
 
+# (these tests are about the ring and the parallel methods: conftest.ring_by_default)
+pytestmark = pytest.mark.usefixtures("ring_by_default")
+
 
 def make_data(n=1200, d=60, seed=0, classes=2, density=0.15):
     rng = np.random.default_rng(seed)

@@ -15,6 +15,9 @@ from pybudget.dask._sources import generate_rows
 
 distributed = pytest.importorskip("distributed")
 
+# (these tests are about the ring and the parallel methods: conftest.ring_by_default)
+pytestmark = pytest.mark.usefixtures("ring_by_default")
+
 
 def test_generated_rows_are_fixed_by_seed_and_partition():
     g = pbd.make_classification(1000, 300, nnz_per_row=7, n_partitions=3, random_state=4)
@@ -66,6 +69,7 @@ CHILD = """
 import json, resource, sys, warnings
 warnings.simplefilter("ignore")
 import pybudget.dask as pbd
+
 pbd.LinearSVC(engine="threads").fit(pbd.make_classification(200, 20, nnz_per_row=5))
 with open("/proc/self/status") as f:
     size = [int(l.split()[1]) * 1024 for l in f if l.startswith("VmSize:")][0]

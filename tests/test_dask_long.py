@@ -12,6 +12,9 @@ from pybudget.dask.errors import ClusterError
 
 from test_dask import make_data
 
+# (these tests are about the ring and the parallel methods: conftest.ring_by_default)
+pytestmark = pytest.mark.usefixtures("ring_by_default")
+
 
 def worker_tables(engine):
     """{table: entries of the engine's job, summed over the workers}."""

@@ -13,6 +13,9 @@ from pybudget.dask import estimators as E
 
 from test_dask import PlacementEngine, make_data
 
+# (these tests are about the ring and the parallel methods: conftest.ring_by_default)
+pytestmark = pytest.mark.usefixtures("ring_by_default")
+
 
 @pytest.fixture(scope="module", params=[2, 3], ids=["2 workers", "3 workers"])
 def client(request):

@@ -47,13 +47,15 @@ def primal(X, y, coef, intercept, C, loss="hinge"):
     return np.array(out)
 
 
-def test_auto_picks_whole_for_small_one_vs_rest_and_the_ring_otherwise():
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_auto_picks_whole_for_small_data_and_the_ring_otherwise(monkeypatch):
     X, y = make_data()
-    m = pbd.LinearSVC(engine="threads", random_state=0).fit(X, y)
-    assert m.method_ == "whole"
-    binary = pbd.LinearSVC(engine="threads", random_state=0, max_iter=3).fit(
-        X, (y > 20).astype(int))
-    assert binary.method_ == "ring"
+    for labels in (y, (y > 20).astype(int)):           # one-vs-rest, binary
+        m = pbd.LinearSVC(engine="threads", random_state=0).fit(X, labels)
+        assert m.method_ == "whole"
+    monkeypatch.setattr(E, "WHOLE_BYTES", 12 * X.nnz + 4 * X.shape[0] - 1)
+    big = pbd.LinearSVC(engine="threads", random_state=0, max_iter=3).fit(X, y)
+    assert big.method_ == "ring"
 
 
 @pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
@@ -119,9 +121,12 @@ def test_whole_other_problems_match_one_machine(client, cls, kw):
     m = cls(C=0.5, random_state=0, tol=1.0, client=client, n_partitions=3, **kw).fit(
         X, y, sample_weight=sw)
     assert m.method_ == "whole"
-    # (in memory the partitions deal the rows p::3: the same problem, another order)
-    np.testing.assert_allclose(m.coef_, local.coef_, atol=0.05 * np.abs(local.coef_).max())
-    assert np.mean(m.predict(X) == local.predict(X)) > 0.97
+    # (in memory the partitions are dealt the rows p::3; the copies have them in order.
+    # "balanced" sums the sample weights per partition, then over them: its class
+    # weights, and so the model, may differ from one machine's in the last bits)
+    rtol = 1e-10 if kw else 0.0
+    np.testing.assert_allclose(m.coef_, local.coef_, rtol=rtol, atol=0.0)
+    np.testing.assert_allclose(m.intercept_, local.intercept_, rtol=rtol, atol=0.0)
 
 
 def test_whole_can_be_asked_for_a_binary_and_a_regression_problem(client):

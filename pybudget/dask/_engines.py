@@ -156,7 +156,8 @@ class ThreadsEngine:
 
     def whole(self, spec, problems, tol, max_iter):
         """Method "whole" (``_whole``): all rows here, the problems on the threads."""
-        data = _whole.assemble(spec["d"], *[(P.X, P.y, P.sw) for P in self.parts])
+        data = _whole.assemble(spec["d"], spec["dealt"],
+                               *[(P.X, P.y, P.sw) for P in self.parts])
         return self._map(lambda j: _whole.solve_problem(data, spec, j, tol, max_iter),
                          [(j,) for j in problems])
 
@@ -278,6 +279,7 @@ class DaskEngine:
         self.tags = 0            # the ring's runs that leave their rows held (Held)
         self.last_on = {}        # worker -> the future of the latest run submitted there
         self.held = set()        # keys of the futures whose result is a Held
+        self.used = set()        # workers that ran a task of the fit
 
     def workers(self):
         return worker_addresses(self.client)
@@ -308,6 +310,7 @@ class DaskEngine:
         """A task that runs on worker addr only (noting when it finished there:
         ``_worker.timed``)."""
         key = f"{getattr(fn, '__name__', 'task')}-{uuid.uuid4().hex}"
+        self.used.add(addr)
         return self.client.submit(_worker.timed, self.job, fn, *args, key=key,
                                   workers=[addr], allow_other_workers=False)
 
@@ -449,15 +452,16 @@ class DaskEngine:
         self._synced()
 
     def whole(self, spec, problems, tol, max_iter):
-        """Method "whole" (``_whole``): a copy of all rows on every worker, then each
-        problem a task on a worker with a free thread, dealt as threads free up, so the
-        problems spread over all the workers' threads.  A problem whose worker leaves
+        """Method "whole" (``_whole``): a copy of all rows on each worker that will run
+        a problem (as many as there are problems), then each problem a task on a worker
+        with a free thread, dealt as threads free up, so the problems spread over the
+        workers' threads.  A problem whose worker leaves
         runs again on another (its bits do not depend on where); when no worker holding
         the rows is left, the lost partitions are rebuilt and the rows copied again (at
         most MAX_RECOVERIES times); a fit in which no problem finished for ``timeout``
         seconds is abandoned."""
         from distributed import wait
-        data, slots = self._rows_everywhere(spec)
+        data, slots = self._rows_everywhere(spec, len(problems))
         todo, running, outs, recoveries = list(problems)[::-1], {}, {}, 0
         last = time.monotonic()
         while todo or running:
@@ -473,7 +477,7 @@ class DaskEngine:
                 if recoveries > MAX_RECOVERIES:
                     raise ClusterError(f"every worker holding the rows left, "
                                        f"{recoveries} times; the fit is abandoned")
-                data, slots = self._rows_everywhere(spec, rebuild=True)
+                data, slots = self._rows_everywhere(spec, len(problems), rebuild=True)
             for addr in sorted(data):
                 busy = sum(1 for a, _ in running.values() if a == addr)
                 for _ in range(slots[addr] - busy):
@@ -502,11 +506,12 @@ class DaskEngine:
         self.client.cancel(list(data.values()))
         return [outs[j] for j in problems]
 
-    def _rows_everywhere(self, spec, rebuild=False):
+    def _rows_everywhere(self, spec, n_problems, rebuild=False):
         """({worker: future of all rows there (``_whole.assemble``)}, {worker: its
-        threads}) on every live worker; Dask moves the partitions' rows from worker to
-        worker.  A worker lost meanwhile: its partitions are rebuilt on the others and
-        the copies made again (``rebuild``: first of all)."""
+        threads}) on as many live workers as there are problems, those holding the most
+        rows first; Dask moves the partitions' rows from worker to worker.  A worker
+        lost meanwhile: its partitions are rebuilt on the others and the copies made
+        again (``rebuild``: first of all)."""
         for attempt in range(MAX_RECOVERIES + 1):
             try:
                 if rebuild or attempt:
@@ -514,12 +519,14 @@ class DaskEngine:
                 parts = [self._submit(_worker.partition_rows_task, p, self.job, p,
                                       track=False) for p in range(len(self.where))]
                 info = worker_info(self.client)
+                here = {a: sum(self.part_bytes[p] for p in self.where if self.where[p] == a)
+                        for a in self._live_workers()}
                 data, slots = {}, {}
-                for addr in self._live_workers():
-                    data[addr] = self._on(addr, _whole.assemble, spec["d"], *parts)
+                for addr in sorted(here, key=lambda a: (-here[a], a))[:n_problems]:
+                    data[addr] = self._on(addr, _whole.assemble, spec["d"], spec["dealt"],
+                                          *parts)
                     slots[addr] = max(1, int(info.get(addr, {}).get("nthreads") or 1))
-                    self.bytes["workers"] += sum(self.part_bytes[p] for p in self.where
-                                                 if self.where[p] != addr)
+                    self.bytes["workers"] += sum(self.part_bytes) - here[addr]
                 self._gather(list(data.values()), also=set(data))
                 # (the partitions' copies go with their futures, when this returns: a
                 # cancel would cancel the copies made from them too)
@@ -1000,13 +1007,20 @@ class DaskEngine:
         return states, rows, {f.key: addr for f, addr in payloads.values()}
 
     def peak_memory(self):
-        return self.client.run(peak_rss_mb, on_error="ignore")
+        # (the live workers of the fit only: an idle worker's first call imports
+        # pybudget, 2 s here; one that left would be waited for, 30 s)
+        workers = sorted(self.used & set(self.workers()))
+        if not workers:
+            return {}
+        return self.client.run(peak_rss_mb, workers=workers, on_error="ignore")
 
     def close(self):
         self.sources = None          # (their futures: the chunks on the cluster)
         self.rows = {}
         try:
-            self.client.run(_worker.drop_job, self.job)
+            workers = sorted(self.used & set(self.workers()))
+            if workers:
+                self.client.run(_worker.drop_job, self.job, workers=workers)
         except Exception:       # a closing cluster: nothing left to drop
             pass
 

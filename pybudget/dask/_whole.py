@@ -1,10 +1,10 @@
-"""Method "whole": every worker holds all the rows and runs whole problems.
+"""Method "whole": a worker holds all the rows and runs whole problems.
 
-For small data with several problems (one-vs-rest), a ring or a parallel method pays a
-hop, or a combine, per visit of every problem, where the rows would fit on every worker
-many times over.  Here each worker gets a copy of all rows (partition order: the same
-rows and order whoever runs it), and each binary problem runs start to end on one
-worker with the one-machine solver (``linear.problem._solve_binary``, the problem's
+For small data, a ring or a parallel method pays a hop, or a combine, per visit of
+every problem, where the rows would fit on a worker many times over.  Here each worker
+that runs a problem gets a copy of all rows (in their own order: the same rows and
+order whoever runs it), and each binary problem runs start to end on one worker with the
+one-machine solver (``linear.problem._solve_binary``, the problem's
 seed as one machine gives it): the problems spread over the workers' threads as
 ``n_jobs`` spreads them over one machine's.
 
@@ -12,8 +12,8 @@ Stopping: the dask estimators' ``tol`` is a relative duality gap, the one-machin
 solver's a KKT violation.  A problem first runs to the one-machine default
 (FIRST_TOL); while its relative gap is above ``tol`` it continues from where it stopped
 at a KKT tolerance TOL_STEP times smaller, up to ``max_iter`` sweeps in all.  So a
-problem whose gap the one-machine default reaches has one machine's bits (rows in the
-same order: a Dask array's chunks, in order), and every problem ends at a gap at most
+problem whose gap the one-machine default reaches has one machine's bits, and every
+problem ends at a gap at most
 ``tol`` or reports unconverged.  Which worker or thread runs a problem never changes
 its bits.
 """
@@ -30,15 +30,24 @@ TOL_STEP = 10.0
 LAST_TOL = 1e-12     # below this the KKT test is round-off: the run stops unconverged
 
 
-def assemble(d, *parts):
-    """All rows, in partition order, from the partitions' (X, y, sample_weight)."""
+def assemble(d, dealt, *parts):
+    """All rows from the partitions' (X, y, sample_weight): in partition order, or,
+    ``dealt`` (in-memory input, rows p::K to partition p), back in their own order, so
+    that the problems see the rows as one machine does."""
     Xs = [X if X.shape[1] == d else sp.csr_matrix((X.data, X.indices, X.indptr),
                                                   shape=(X.shape[0], d))
           for X, _, _ in parts]
     X = sp.vstack(Xs, format="csr") if len(Xs) > 1 else Xs[0]
-    X.sort_indices()
     y = np.concatenate([p[1] for p in parts])
     sw = np.concatenate([p[2] for p in parts])
+    if dealt and len(parts) > 1:
+        # row i is row i // K of partition i % K
+        K, n = len(parts), X.shape[0]
+        start = np.concatenate([[0], np.cumsum([p[1].shape[0] for p in parts])[:-1]])
+        i = np.arange(n)
+        order = start[i % K] + i // K
+        X, y, sw = X[order], y[order], sw[order]
+    X.sort_indices()
     return X, y, sw
 
 

@@ -31,6 +31,10 @@ from pybudget.linear.svr import LinearSVR as LocalLinearSVR
 ENGINES = ("dask", "threads")
 METHOD_CHOICES = (*METHODS, "whole", "auto")
 MEMORY_PARTITIONS = 4     # default n_partitions for numpy / scipy input
+# Rows up to this size are trained by method "whole" when method="auto" (a copy on each
+# worker that runs a problem); as SMALL_BYTES, the size at which the engine places the
+# rows on one worker.
+WHOLE_BYTES = SMALL_BYTES
 
 
 def _is_dask(x):
@@ -178,6 +182,8 @@ class _DistributedBase(SVMBase):
             summ = engine.build(srcs, self._regression, names, locality)
             spec, n_problems, d, classes = self._spec(summ, C, bias, seed, X)
             spec["selection"] = self._resolve(engine, spec)
+            # (in-memory rows are dealt to the partitions: _sources.memory_sources)
+            spec["dealt"] = srcs[0][0] == "arrays"
             method = self._method(summ, n_problems)
             # CoCoA+'s sigma' = K, the partitions that take part (have rows)
             spec["sigma"] = sum(1 for s in summ if s["n"]) if method == "cocoa" else 1
@@ -222,17 +228,16 @@ class _DistributedBase(SVMBase):
         return self
 
     def _method(self, summ, n_problems):
-        """``method``, or for "auto": "whole" for the several problems of a one-vs-rest
-        fit on small data (``_sources.rows_bytes`` at most SMALL_BYTES: every worker can
-        hold a copy, and each problem then runs on one worker without a hop, as
-        ``n_jobs`` runs it on one machine; docs/benchmarks.md, section 10), else the
-        ring: the fewest rounds (or the lowest gap at the cap) of the three methods in
-        every cell measured.  Decided from the data alone, never from the cluster."""
+        """``method``, or for "auto": "whole" for small data (``_sources.rows_bytes`` at
+        most WHOLE_BYTES: each worker that runs a problem holds a copy of the rows, and
+        the problem runs there without a hop, as on one machine: docs/benchmarks.md,
+        section 10), else the ring: the fewest rounds (or the lowest gap at the cap) of
+        the three methods that share rounds in every cell measured.  Decided from the
+        data alone, never from the cluster."""
         if self.method != "auto":
             return self.method
-        small = rows_bytes(sum(s["n"] for s in summ),
-                           sum(s["nnz"] for s in summ)) <= SMALL_BYTES
-        return "whole" if n_problems > 1 and small else "ring"
+        size = rows_bytes(sum(s["n"] for s in summ), sum(s["nnz"] for s in summ))
+        return "whole" if size <= WHOLE_BYTES else "ring"
 
     def _laps(self, method, sweeps, summ, n_problems, d, movable):
         """(laps of the ring's first round, the most it may grow to).  "auto" (with one
@@ -419,7 +424,7 @@ _COMMON_DOC = """
         "cocoa", parallel sweeps added with sigma' = K (CoCoA+); "whole", every worker
         gets a copy of all rows and runs whole problems with the one-machine solver
         (``n_rounds_`` is then the most sweeps of a problem).  "auto" chooses per fit
-        (``method_``): "whole" for one-vs-rest on data of at most 64 MiB, else "ring".
+        (``method_``): "whole" for rows of at most 64 MiB, else "ring".
     client : distributed.Client or None, default=None
         The cluster to train on; the current client when None.
     n_partitions : int or None, default=None
@@ -482,7 +487,8 @@ class LinearSVC(_DistributedClassifier):
     method_ : str
         The method used ("auto" resolved).
     worker_peak_memory_ : dict
-        Peak resident memory (MiB) of each worker process (by address) at the end of fit.
+        Peak resident memory (MiB) at the end of fit of each worker process (by address)
+        that ran a task of the fit and is still there.
     """
 
     _local_class = LocalLinearSVC
