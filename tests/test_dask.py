@@ -1,12 +1,9 @@
 """pybudget.dask: CoCoA+ on a Dask LocalCluster that the tests start themselves.
 
-The engines and worker counts must give the same bits; a killed worker must cost
-nothing but time; bad input must fail in one line and leave nothing behind."""
+The engines and worker counts must give the same bits; bad input must fail in one line
+and leave nothing behind (lost workers: test_dask_faults.py)."""
 import math
-import os
 import pickle
-import signal
-import time
 import warnings
 
 import numpy as np
@@ -17,7 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 import pybudget
 import pybudget.dask as pbd
-from pybudget.dask import _driver, _engines, _steps, _worker
+from pybudget.dask import _driver, _engines, _laps, _steps, _worker
 from pybudget.dask import estimators as E
 from pybudget.dask._partition import Partition, add_into, encode
 from pybudget.dask._sources import build_partition, row_bounds
@@ -185,7 +182,7 @@ def test_auto_laps_aim_for_min_segments_visits_whatever_the_partitions(K):
     est = pbd.LinearSVC(engine="threads")
     parts = [{"n": 16384, "nnz": 16384, "d": 1000}] * K     # (short rows: no finer laps)
     laps, _ = est._laps("ring", 1, parts, 1, 1000, True)
-    assert laps * K == max(E.MIN_SEGMENTS, K)
+    assert laps * K == max(_laps.MIN_SEGMENTS, K)
 
 
 def test_laps_share_out_one_sweep():
@@ -258,7 +255,7 @@ def test_auto_laps_grow_on_a_stalling_ring(monkeypatch):
     one lap here (data taken as large: the bytes of 20,000 weights) and grows to the
     most (4: one per 256 rows), converging in a third of the rounds of one lap
     throughout."""
-    monkeypatch.setattr(E, "SMALL_BYTES", 1000)
+    monkeypatch.setattr(_laps, "SMALL_BYTES", 1000)
     X, y = make_data(n=2048, d=20000, density=10 / 20000)
     Xd, yd = chunked(X, y, 2)
     kw = dict(loss="squared_hinge", tol=1e-5, max_iter=400, engine="threads",
@@ -364,11 +361,11 @@ def test_worker_addresses_from_a_scheduler_without_arguments(client, monkeypatch
 
 class PlacementEngine(_engines.DaskEngine):
     """Records where the partitions were built."""
-    seen = None
+    placed = None
 
     def build(self, *args, **kwargs):
         out = super().build(*args, **kwargs)
-        type(self).seen = dict(self.where)
+        type(self).placed = dict(self.where)
         return out
 
 
@@ -390,7 +387,7 @@ def test_small_dask_array_is_gathered_on_one_worker(client, monkeypatch):
     yd = client.persist(da.from_array(y, chunks=400))
     monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
     m = pbd.LinearSVC(C=0.5, tol=1e-3, random_state=0, client=client).fit(Xd, yd)
-    assert len(set(PlacementEngine.seen.values())) == 1
+    assert len(set(PlacementEngine.placed.values())) == 1
     ref = pbd.LinearSVC(C=0.5, tol=1e-3, random_state=0, engine="threads").fit(Xd, yd)
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     assert held(client) == {w: 0 for w in held(client)}
@@ -403,11 +400,11 @@ def test_small_data_is_placed_on_one_worker(client, monkeypatch):
     monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
     small = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, client=client,
                           n_partitions=4).fit(X, y)
-    assert len(set(PlacementEngine.seen.values())) == 1
+    assert len(set(PlacementEngine.placed.values())) == 1
     monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)
     spread = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, client=client,
                            n_partitions=4).fit(X, y)
-    where = PlacementEngine.seen
+    where = PlacementEngine.placed
     assert where[0] == where[1] != where[2] == where[3]
     np.testing.assert_array_equal(small.coef_, spread.coef_)
     # the ring moved its weights between the workers only when spread
@@ -586,7 +583,7 @@ def test_dask_array_partitions_are_built_where_their_chunks_live(client, monkeyp
     # (as large data: small arrays are gathered on one worker, the test above)
     monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)
     pbd.LinearSVC(C=0.1, tol=1e-2, random_state=0, client=client).fit(Xd, yd)
-    assert [PlacementEngine.seen[p] for p in range(4)] == homes
+    assert [PlacementEngine.placed[p] for p in range(4)] == homes
 
 
 @pytest.mark.cluster
@@ -612,174 +609,6 @@ def test_partitions_do_not_depend_on_chunks():
          .fit(*chunked(X, y, k)) for k in (3, 7)]
     np.testing.assert_array_equal(m[0].coef_, m[1].coef_)
     assert row_bounds(10, 4) == [0, 2, 5, 7, 10]
-
-
-# ---- faults ------------------------------------------------------------------------------
-
-class KillingEngine(_engines.DaskEngine):
-    """Kills the worker of partition 0 as round ``at`` starts (``times`` times), or
-    as the checkpoint after round ``at`` starts (``in_snapshot``); ``replaced``: waits
-    also for the nanny's new worker, so the recovery spreads the partitions over two
-    workers again."""
-    at, times, kills, replaced, in_snapshot, rnd = 6, 1, 0, False, False, None
-
-    def _kill(self, rnd):
-        """Kill the worker, then wait until the scheduler has seen it go (a kill timed
-        against the fit would land anywhere; the tests choose where)."""
-        if rnd == type(self).at and type(self).kills < type(self).times:
-            type(self).kills += 1
-            # as if seconds had passed since the checkpoint: Dask's active memory
-            # manager drops the extra replicas of task results (every 2 s by default)
-            self.client.amm.run_once()
-            addr, n = self.where[0], len(self.workers())
-            os.kill(self.client.run(os.getpid, workers=[addr])[addr], signal.SIGKILL)
-            deadline = time.monotonic() + 30
-            while addr in self.workers() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            while (type(self).replaced and len(self.client.run(os.getpid)) < n
-                   and time.monotonic() < deadline):
-                time.sleep(0.05)
-
-    def ring_round(self, rnd, *a, **k):
-        self.rnd = rnd
-        if not self.in_snapshot:
-            self._kill(rnd)
-        return super().ring_round(rnd, *a, **k)
-
-    def snapshot(self):
-        if self.in_snapshot:
-            self._kill(self.rnd)
-        return super().snapshot()
-
-    def propose(self, rnd, problems, sweeps, check):
-        self._kill(rnd)
-        return super().propose(rnd, problems, sweeps, check)
-
-
-@pytest.fixture
-def nanny_client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as c:
-        yield c
-
-
-@pytest.mark.parametrize("in_snapshot, times", [(False, 1), (True, 1), (True, 2)])
-def test_killed_worker_mid_fit_replays_to_the_same_bits(nanny_client, monkeypatch,
-                                                         in_snapshot, times):
-    """A worker killed as a round starts, the checkpoint's copies seconds old; or as
-    the checkpoint after round 7 is taken: the replay is from round 4's, which the
-    workers still hold; twice: also as the recovery copies that checkpoint anew.
-    (timeout: a recovery that waits on a lost copy fails fast.)"""
-    X, y = make_data(n=1500, seed=11)
-    Xd, yd = chunked(X, y, 4)
-    ref = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, engine="threads",
-                        checkpoint_every=4).fit(Xd, yd)
-    assert ref.converged_.all() and ref.n_rounds_ > 10
-    monkeypatch.setattr(E, "DaskEngine", KillingEngine)
-    monkeypatch.setattr(KillingEngine, "in_snapshot", in_snapshot)
-    monkeypatch.setattr(KillingEngine, "at", 7 if in_snapshot else 6)
-    monkeypatch.setattr(KillingEngine, "times", times)
-    KillingEngine.kills = 0
-    m = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, client=nanny_client,
-                      checkpoint_every=4, timeout=60).fit(Xd, yd)
-    assert KillingEngine.kills == times and m.recoveries_ >= times
-    np.testing.assert_array_equal(m.coef_, ref.coef_)
-    np.testing.assert_array_equal(m.duality_gap_, ref.duality_gap_)
-    # (the replayed rounds' checks are logged once: the log was cut at the checkpoint)
-    assert [e["round"] for e in m.rounds_log_] == [e["round"] for e in ref.rounds_log_]
-
-
-def test_killed_worker_mid_bda_fit_replays_to_the_same_bits(nanny_client, monkeypatch):
-    """The parallel methods keep their checkpoint as the ring does (all the weights in
-    one payload on partition 0's worker, the duals where the partitions are)."""
-    X, y = make_data(n=1500, seed=11)
-    Xd, yd = chunked(X, y, 4)
-    kw = dict(C=0.1, tol=1e-2, random_state=0, checkpoint_every=4, method="bda")
-    ref = pbd.LinearSVC(engine="threads", **kw).fit(Xd, yd)
-    assert ref.converged_.all() and ref.n_rounds_ > KillingEngine.at + 2
-    monkeypatch.setattr(E, "DaskEngine", KillingEngine)
-    KillingEngine.kills = 0
-    m = pbd.LinearSVC(client=nanny_client, timeout=60, **kw).fit(Xd, yd)
-    assert KillingEngine.kills == 1 and m.recoveries_ >= 1
-    np.testing.assert_array_equal(m.coef_, ref.coef_)
-    assert set(held(nanny_client).values()) == {0}
-
-
-def test_killed_worker_with_sparse_hops_replays_to_the_same_bits(nanny_client, monkeypatch):
-    """Spread partitions, 4 laps: the ring sends changes against replicas, so the
-    checkpoint's copies of the weights are read from the replicas, which the loss
-    leaves stale or gone; the replay from the copies, spread over the survivor and
-    the nanny's new worker, seeds the replicas anew and gives the same bits."""
-    X, y = make_data(n=1500, d=5000, density=10 / 5000, seed=11)
-    kw = dict(C=0.1, tol=1e-3, random_state=0, checkpoint_every=4, laps=4, n_partitions=4)
-    ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
-    assert ref.converged_.all() and ref.n_rounds_ > KillingEngine.at + 2
-    monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
-    # (changes all along: here the visits change most weights, which would stop them)
-    monkeypatch.setattr(_engines, "SPARSE_GIVE_UP", math.inf)
-    monkeypatch.setattr(E, "DaskEngine", KillingEngine)
-    monkeypatch.setattr(KillingEngine, "replaced", True)
-    seeded = []
-    seed = KillingEngine._seed
-    monkeypatch.setattr(KillingEngine, "_seed",
-                        lambda self, groups: (seeded.append(self.kills), seed(self, groups)))
-    KillingEngine.kills = 0
-    m = pbd.LinearSVC(client=nanny_client, timeout=60, **kw).fit(X, y)
-    assert KillingEngine.kills == 1 and m.recoveries_ >= 1
-    assert seeded[0] == 0 and seeded[-1] == 1               # seeded again after the loss
-    np.testing.assert_array_equal(m.coef_, ref.coef_)
-    np.testing.assert_array_equal(m.duality_gap_, ref.duality_gap_)
-
-
-def test_svmlight_shards_are_reread_after_a_loss(nanny_client, monkeypatch, tmp_path):
-    from sklearn.datasets import dump_svmlight_file
-    X, y = make_data(n=900, seed=2)
-    for p, (a, b) in enumerate(zip(row_bounds(900, 3)[:-1], row_bounds(900, 3)[1:])):
-        dump_svmlight_file(X[a:b], y[a:b], str(tmp_path / f"part-{p}.svm"),
-                           zero_based=False)
-    shards = pbd.read_svmlight(str(tmp_path / "part-*.svm"), n_features=X.shape[1])
-    ref = pbd.LinearSVC(C=0.1, tol=1e-2, random_state=0, engine="threads").fit(shards)
-    monkeypatch.setattr(E, "DaskEngine", KillingEngine)
-    KillingEngine.kills, KillingEngine.at = 0, 3
-    m = pbd.LinearSVC(C=0.1, tol=1e-2, random_state=0, client=nanny_client).fit(shards)
-    KillingEngine.at = 6
-    assert m.recoveries_ == 1
-    np.testing.assert_array_equal(m.coef_, ref.coef_)
-
-
-def test_a_worker_lost_every_round_is_a_clear_error(nanny_client, monkeypatch):
-    X, y = make_data(n=600)
-    monkeypatch.setattr(E, "DaskEngine", KillingEngine)
-    monkeypatch.setattr(KillingEngine, "at", 1)
-    monkeypatch.setattr(KillingEngine, "times", 10)
-    KillingEngine.kills = 0
-    clf = pbd.LinearSVC(tol=1e-9, random_state=0, client=nanny_client, max_iter=50)
-    with pytest.raises(RuntimeError, match="lost partitions 4 times"):
-        clf.fit(*chunked(X, y, 2))
-    assert not hasattr(clf, "coef_")
-
-
-@pytest.mark.cluster
-def test_no_worker_left_raises_within_the_timeout(monkeypatch):
-    X, y = make_data(n=600)
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cl, distributed.Client(cl) as c:
-
-        class LastWorkerLeaves(_engines.DaskEngine):
-            def ring_round(self, rnd, *a, **k):
-                if rnd == 2:
-                    cl.scale(0)
-                    while self.workers():
-                        time.sleep(0.05)
-                return super().ring_round(rnd, *a, **k)
-
-        monkeypatch.setattr(E, "DaskEngine", LastWorkerLeaves)
-        t0 = time.monotonic()
-        with pytest.raises(RuntimeError, match="no Dask worker left: none joined within 5 s"):
-            pbd.LinearSVC(tol=1e-12, max_iter=10**6, client=c, timeout=5.0,
-                          random_state=0).fit(*chunked(X, y, 2))
-        assert time.monotonic() - t0 < 30
 
 
 # ---- bad input ----------------------------------------------------------------------------

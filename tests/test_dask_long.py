@@ -37,7 +37,7 @@ class Recording(_engines.DaskEngine):
             self._gather([self._on(self.loc[f.key], _engines._barrier, f)
                           for f in self._payloads(self.rows)])
             Recording.sizes.append({"held": len(self.held), "loc": len(self.loc),
-                                    "sparse hops": bool(self.seen), **worker_tables(self)})
+                                    "sparse hops": bool(self.replica_runs), **worker_tables(self)})
         return out
 
 

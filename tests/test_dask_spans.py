@@ -41,7 +41,7 @@ def test_fit_spans_every_worker(client, spread, method):
               max_iter=300)
     m = pbd.LinearSVC(client=client, **kw).fit(X, y)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
-    assert len(set(PlacementEngine.seen.values())) == K
+    assert len(set(PlacementEngine.placed.values())) == K
     assert m.bytes_sent_["workers"] > 0
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     assert m.n_rounds_ == ref.n_rounds_

@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pybudget.dask._laps import STALL_ROUNDS, grown
 from pybudget.dask._steps import gap_of, passed
 from pybudget.dask.errors import CheckpointLost, ClusterError, PartitionsLost
 from pybudget.linear.losses import LOSS
 
 METHODS = ("ring", "bda", "cocoa")
 MAX_CHECK_INTERVAL = 10
-STALL_ROUNDS = 10         # rounds before the ring's laps may grow (_Driver.stalled)
 MAX_RECOVERIES = 3        # lost partitions survived in one fit before giving up
 ARMIJO_SIGMA = 0.01       # sufficient increase of the backtracking search
 ARMIJO_TRIALS = 30
@@ -106,13 +106,8 @@ class _Driver:
             self.stalled(max(aheads))
 
     def stalled(self, ahead):
-        """Double the ring's laps (up to max_laps) when, from round STALL_ROUNDS on, the
-        gap's latest rate predicts more rounds to tol than twice those run: the ring's
-        block order stalls so with a bias feature (its constant column couples every
-        dual variable; bench/ring_order.py), and finer laps restore the progress.  The
-        decision uses the gaps alone: the same bits on any number of workers."""
-        if self.t >= STALL_ROUNDS and ahead > 2 * self.t and self.laps < self.max_laps:
-            self.laps = min(2 * self.laps, self.max_laps)
+        """The laps after a check (``_laps.grown``)."""
+        self.laps = grown(self.laps, self.max_laps, self.t, ahead)
 
 
 def ring_groups(active, n_parts):

@@ -270,7 +270,7 @@ class DaskEngine:
         self.done = {}           # problem -> its final row, here (the ring's passed ones)
         self.n_problems = 0
         self.row_bytes = 0
-        self.seen, self.latest, self.run_no = {}, {}, 0
+        self.replica_runs, self.latest, self.run_no = {}, {}, 0
         self.as_dense = 0        # bytes the sparse hops would have taken as weights,
         self.as_sparse = 0       # and what they took (counted where they arrived)
         self.sparse_off = 1      # laps up to which the ring sends weights
@@ -558,7 +558,7 @@ class DaskEngine:
         groups = (ring_groups(range(n_problems), len(self.where)) if ring
                   else [(0, list(range(n_problems)))])
         self.row_bytes = (spec["d"] + 1 + (len(first_carry("svm", 0)) if ring else 0)) * 8
-        self.seen = {}           # sparse hops: group -> {worker: the run of its replicas}
+        self.replica_runs = {}   # sparse hops: group -> {worker: the run of its replicas}
         self.latest = {}         # group -> the number of its latest run
         self.rows, self.loc = {}, {}
         for start, problems in groups:
@@ -648,15 +648,15 @@ class DaskEngine:
         for a run that changes no weights (``changes`` false), the run of this worker's
         replicas, the oldest of the other workers', whether the payload comes from
         another worker)."""
-        seen = self.seen.get(start)
-        if seen is None:
+        runs = self.replica_runs.get(start)
+        if runs is None:
             return None
         if changes:
             self.run_no += 1
             self.latest[start] = self.run_no
-        since = seen[here]
-        seen[here] = self.latest[start]
-        keep = min((v for w, v in seen.items() if w != here), default=seen[here])
+        since = runs[here]
+        runs[here] = self.latest[start]
+        keep = min((v for w, v in runs.items() if w != here), default=runs[here])
         return (self.latest[start], since, keep, at != here)
 
     def _seed(self, groups):
@@ -669,7 +669,7 @@ class DaskEngine:
             for w in workers:
                 self._moved(len(problems) * self.row_bytes, self.loc[fut.key], w)
                 seeds.append(self._on(w, _worker.seed_task, self.job, fut, problems))
-            self.seen[start] = dict.fromkeys(workers, self.run_no)
+            self.replica_runs[start] = dict.fromkeys(workers, self.run_no)
             self.as_dense = self.as_sparse = 0
             self.latest[start] = self.run_no
         # (waited for: a run on a worker must find its replicas there)
@@ -701,7 +701,7 @@ class DaskEngine:
         checks = self._check_pass(groups, due, tol, near) if tol is not None else None
         # sparse hops when a visit covers part of a partition's rows: they change a
         # share of the weights then (and one lap's hops would each send all of them)
-        fresh = [g for g in groups if g[0] not in self.seen]
+        fresh = [g for g in groups if g[0] not in self.replica_runs]
         if laps > self.sparse_off and fresh and len(set(self.where.values())) > 1:
             self._seed(fresh)
         # (the hops before this round's: their bytes have arrived by the check's end)
@@ -726,13 +726,13 @@ class DaskEngine:
             for j in finished:
                 del self.rows[j]
             self.bytes["workers"] -= len(finished) * self.row_bytes * n
-            if start in self.seen:
+            if start in self.replica_runs:
                 passed += finished
-        if self.seen and planned and self.as_sparse >= SPARSE_GIVE_UP * planned:
+        if self.replica_runs and planned and self.as_sparse >= SPARSE_GIVE_UP * planned:
             # the visits change most of the weights: finding which costs more than it
             # saves; the weights again, until the laps grow (smaller visits)
             self.rows, self.loc = self._copies(self.rows, self.loc, copy=False)
-            self.seen, self.latest, self.sparse_off = {}, {}, laps
+            self.replica_runs, self.latest, self.sparse_off = {}, {}, laps
             self.unpolled = True         # (the round sent with the check: changes too)
             # the replicas go once the copies have read them (tokens, not the weights)
             self._drop_replicas(None, [self._on(self.loc[f.key], _barrier, f)
@@ -788,7 +788,7 @@ class DaskEngine:
     def _received(self):
         """Add the bytes of the sparse hops, counted where they arrived (asked only
         while the ring may have sent some since the last call)."""
-        if self.seen or self.unpolled:
+        if self.replica_runs or self.unpolled:
             self.unpolled = False
             got = self.client.run(_worker.take_received, self.job, on_error="ignore")
             got = sum(v for v in got.values() if isinstance(v, int))
@@ -799,10 +799,10 @@ class DaskEngine:
         """The distinct payload futures holding these problems' weights (in ``rows``,
         the engine's by default)."""
         rows = self.rows if rows is None else rows
-        seen = {}
+        distinct = {}
         for j in problems:
-            seen.setdefault(rows[j].key, rows[j])
-        return list(seen.values())
+            distinct.setdefault(rows[j].key, rows[j])
+        return list(distinct.values())
 
     def _copies(self, rows, loc, copy=True):
         """(rows, loc) of copies of the payloads with the weights themselves, each made
@@ -956,7 +956,7 @@ class DaskEngine:
                                                        hash=False)[0]
                 rows[j] = held[id(pl)]
             loc = {f.key: live[0] for f in held.values()}
-        self.seen, self.latest = {}, {}     # (replicas lost or stale: seeded anew)
+        self.replica_runs, self.latest = {}, {}     # (replicas lost or stale: seeded anew)
         # (problems passed after the checkpoint are open again: theirs come back)
         for j in rows:
             self.done.pop(j, None)

@@ -220,7 +220,7 @@ def source_bytes(source):
 
 # Data at most this size is small: its partitions go to one worker (the engine: in
 # memory, shards or a Dask array alike), and the ring's laps are not limited by the bytes
-# they move (estimators._laps).  Both measure the rows by rows_bytes once known.
+# they move (_laps.first).  Both measure the rows by rows_bytes once known.
 SMALL_BYTES = 64 * 2**20
 
 

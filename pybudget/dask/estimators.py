@@ -19,6 +19,7 @@ from pybudget._core._estimator import SVMBase, binary_problems
 from pybudget._core._progress import report
 from pybudget.dask import _whole
 from pybudget.dask._driver import METHODS, run
+from pybudget.dask._laps import first
 from pybudget.dask._engines import DaskEngine, ThreadsEngine
 from pybudget.dask._sources import (SMALL_BYTES, GeneratedShards, SvmlightShards,
                                     dask_pieces, memory_sources, rows_bytes)
@@ -240,46 +241,9 @@ class _DistributedBase(SVMBase):
         return "whole" if size <= WHOLE_BYTES else "ring"
 
     def _laps(self, method, sweeps, summ, n_problems, d, movable):
-        """(laps of the ring's first round, the most it may grow to).  "auto" (with one
-        local sweep): enough laps for at least MIN_SEGMENTS visits a round, at least one
-        per partition, and more while a visit of the smallest partition covers at least
-        MIN_VISIT_NNZ non-zeros (a visit's calls, about 40 us, are then a small share of
-        its work), at most one per MIN_VISIT_ROWS rows of the smallest partition;
-        unless the rows are small (``_sources.rows_bytes`` at most SMALL_BYTES) and
-        ``movable`` (the engine then places them on one worker: not the rows of a
-        one-vs-rest fit on a Dask array, which stay where its chunks are), only as long
-        as the weights moved in a round (a hop per visit at most) stay within the bytes
-        a sweep reads (12 per non-zero).  From there the
-        driver doubles them when the gap stalls (``_driver._Driver.stalled``), up to one
-        lap per MIN_VISIT_ROWS rows of the smallest partition.  Decided from the data
-        and the gaps alone, never from the cluster: the same bits on any number of
-        workers.
-
-        A ring whose partitions sweep all their rows in one visit needs several times
-        the rounds one machine needs sweeps, shuffled rows or not, and the finer the
-        visits the closer it gets (ijcnn1, hinge, C = 1, 2 partitions, 2/4/8/16 laps:
-        155/95/70/51 rounds against 35-49 sweeps; debian-lib, C = 10, 2 partitions,
-        32 and 64 visits: 140 and 100 rounds against 56-65; docs/benchmarks.md,
-        section 10); with a bias feature the block order can stall altogether
-        (bench/ring_order.py)."""
-        if method != "ring" or sweeps > 1:
-            return 1, 1
-        if self.laps != "auto":
-            return int(self.laps), int(self.laps)
-        K = len(summ)
-        # a visit of a few rows costs more in calls than it computes; one of many
-        # non-zeros does not (finer visits, fewer rounds)
-        most = max(1, min(s["n"] for s in summ if s["n"]) // MIN_VISIT_ROWS)
-        big = min(s["nnz"] for s in summ if s["n"]) // MIN_VISIT_NNZ
-        # (MIN_SEGMENTS visits a round: K partitions need ceil(MIN_SEGMENTS / K) laps;
-        # at least one lap, so every partition is visited)
-        want = min(max(1, -(-MIN_SEGMENTS // K), big), most)
-        nnz = sum(s["nnz"] for s in summ)
-        if movable and rows_bytes(sum(s["n"] for s in summ), nnz) <= SMALL_BYTES:
-            return want, most
-        group = -(-n_problems // min(n_problems, K))       # problems travelling together
-        fits = (12 * nnz) // (K * 8 * (d + 1) * group)
-        return int(max(1, min(want, fits))), most
+        """(laps of the ring's first round, the most they may grow to): ``_laps.first``
+        with this estimator's ``laps``."""
+        return first(self.laps, method, sweeps, summ, n_problems, d, movable)
 
     def _spec(self, summ, C, bias, seed, X):
         d = max(s["d"] for s in summ)
@@ -411,10 +375,6 @@ def _chunk_span(bounds, p, P, n):
     last = int(np.searchsorted(bounds, max(hi - 1, lo), side="right") - 1)
     return f"{first}" if first == last else f"{first}-{last}"
 
-
-MIN_SEGMENTS = 64     # visits of a ring round that "auto" laps aim for (see _laps)
-MIN_VISIT_ROWS = 256  # rows of the smallest partition per lap, at least
-MIN_VISIT_NNZ = 32768  # non-zeros per visit above which "auto" makes the laps finer
 
 _COMMON_DOC = """
     method : {"auto", "ring", "bda", "cocoa", "whole"}, default="auto"
