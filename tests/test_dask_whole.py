@@ -177,3 +177,4 @@ def test_whole_lost_worker_reruns_its_problems_to_the_same_bits(monkeypatch, whe
     assert KillingWholeEngine.kills == 1
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     np.testing.assert_array_equal(m.intercept_, ref.intercept_)
+

@@ -455,11 +455,11 @@ class DaskEngine:
         """Method "whole" (``_whole``): a copy of all rows on each worker that will run
         a problem (as many as there are problems), then each problem a task on a worker
         with a free thread, dealt as threads free up, so the problems spread over the
-        workers' threads.  A problem whose worker leaves
-        runs again on another (its bits do not depend on where); when no worker holding
-        the rows is left, the lost partitions are rebuilt and the rows copied again (at
-        most MAX_RECOVERIES times); a fit in which no problem finished for ``timeout``
-        seconds is abandoned."""
+        workers' threads.  A problem whose worker leaves runs again on another (its bits
+        do not depend on where); when no worker holding the rows is left, the lost
+        partitions are rebuilt and the rows copied again (at most MAX_RECOVERIES times);
+        a fit in which no problem finished for ``timeout`` seconds is abandoned, and a
+        problem's own error (an overflow, say) stops the others."""
         from distributed import wait
         data, slots = self._rows_everywhere(spec, len(problems))
         todo, running, outs, recoveries = list(problems)[::-1], {}, {}, 0
@@ -496,6 +496,7 @@ class DaskEngine:
                     outs[j] = fut.result()
                     last = time.monotonic()
                 elif addr in set(self.workers()):
+                    self.client.cancel(list(running))
                     fut.result()               # (raises the task's error)
                 else:
                     todo.append(j)
