@@ -19,7 +19,7 @@ from pybudget._core._estimator import SVMBase, binary_problems
 from pybudget._core._progress import report
 from pybudget.dask import _whole
 from pybudget.dask._driver import METHODS, run
-from pybudget.dask._laps import first
+from pybudget.dask._laps import first as first_laps
 from pybudget.dask._engines import DaskEngine, ThreadsEngine
 from pybudget.dask._sources import (SMALL_BYTES, GeneratedShards, SvmlightShards,
                                     dask_pieces, memory_sources, rows_bytes)
@@ -185,7 +185,7 @@ class _DistributedBase(SVMBase):
             spec["selection"] = self._resolve(engine, spec)
             # (in-memory rows are dealt to the partitions: _sources.memory_sources)
             spec["dealt"] = srcs[0][0] == "arrays"
-            method = self._method(summ, n_problems)
+            method = self._method(summ)
             # CoCoA+'s sigma' = K, the partitions that take part (have rows)
             spec["sigma"] = sum(1 for s in summ if s["n"]) if method == "cocoa" else 1
             if verbose:
@@ -229,7 +229,7 @@ class _DistributedBase(SVMBase):
                           ConvergenceWarning)
         return self
 
-    def _method(self, summ, n_problems):
+    def _method(self, summ):
         """``method``, or for "auto": "whole" for small data (``_sources.rows_bytes`` at
         most WHOLE_BYTES: each worker that runs a problem holds a copy of the rows, and
         the problem runs there without a hop, as on one machine: docs/benchmarks.md,
@@ -244,7 +244,7 @@ class _DistributedBase(SVMBase):
     def _laps(self, method, sweeps, summ, n_problems, d, movable):
         """(laps of the ring's first round, the most they may grow to): ``_laps.first``
         with this estimator's ``laps``."""
-        return first(self.laps, method, sweeps, summ, n_problems, d, movable)
+        return first_laps(self.laps, method, sweeps, summ, n_problems, d, movable)
 
     def _spec(self, summ, C, bias, seed, X):
         d = max(s["d"] for s in summ)
