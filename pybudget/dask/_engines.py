@@ -156,8 +156,7 @@ class ThreadsEngine:
 
     def whole(self, spec, problems, tol, max_iter):
         """Method "whole" (``_whole``): all rows here, the problems on the threads."""
-        data = _whole.assemble(spec["d"], spec["dealt"],
-                               *[(P.X, P.y, P.sw) for P in self.parts])
+        data = _whole.all_rows(spec, *[(P.X, P.y, P.sw) for P in self.parts])
         return self._map(lambda j: _whole.solve_problem(data, spec, j, tol, max_iter),
                          [(j,) for j in problems])
 
@@ -508,7 +507,7 @@ class DaskEngine:
         return [outs[j] for j in problems]
 
     def _rows_everywhere(self, spec, n_problems, rebuild=False):
-        """({worker: future of all rows there (``_whole.assemble``)}, {worker: its
+        """({worker: future of all rows there (``_whole.all_rows``)}, {worker: its
         threads}) on as many live workers as there are problems, those holding the most
         rows first; Dask moves the partitions' rows from worker to worker.  A worker
         lost meanwhile: its partitions are rebuilt on the others and the copies made
@@ -524,8 +523,7 @@ class DaskEngine:
                         for a in self._live_workers()}
                 data, slots = {}, {}
                 for addr in sorted(here, key=lambda a: (-here[a], a))[:n_problems]:
-                    data[addr] = self._on(addr, _whole.assemble, spec["d"], spec["dealt"],
-                                          *parts)
+                    data[addr] = self._on(addr, _whole.all_rows, spec, *parts)
                     slots[addr] = max(1, int(info.get(addr, {}).get("nthreads") or 1))
                     self.bytes["workers"] += sum(self.part_bytes) - here[addr]
                 self._gather(list(data.values()), also=set(data))

@@ -30,10 +30,12 @@ TOL_STEP = 10.0
 LAST_TOL = 1e-12     # below this the KKT test is round-off: the run stops unconverged
 
 
-def assemble(d, dealt, *parts):
-    """All rows from the partitions' (X, y, sample_weight): in partition order, or,
-    ``dealt`` (in-memory input, rows p::K to partition p), back in their own order, so
-    that the problems see the rows as one machine does."""
+def all_rows(spec, *parts):
+    """(X, y, sample weights, squared row norms with the bias) of all rows, from the
+    partitions' (X, y, sample_weight): in partition order, or, for ``spec["dealt"]``
+    (in-memory input, rows p::K to partition p), back in their own order, so that the
+    problems see the rows as one machine does.  The norms serve every problem."""
+    d, dealt = spec["d"], spec["dealt"]
     Xs = [X if X.shape[1] == d else sp.csr_matrix((X.data, X.indices, X.indptr),
                                                   shape=(X.shape[0], d))
           for X, _, _ in parts]
@@ -48,14 +50,14 @@ def assemble(d, dealt, *parts):
         order = start[i % K] + i // K
         X, y, sw = X[order], y[order], sw[order]
     X.sort_indices()
-    return X, y, sw
+    return X, y, sw, V.row_sqnorms(X, spec["bias"])
 
 
 def solve_problem(data, spec, j, tol, max_iter):
-    """Problem j of spec on all rows ``data`` (``assemble``): a dict of its weights
+    """Problem j of spec on all rows ``data`` (``all_rows``): a dict of its weights
     (bias weight last), intercept, relative gap, primal, dual, KKT violation, sweeps,
     steps."""
-    X, y, sw = data
+    X, y, sw, sqnorms = data
     bias, C = spec["bias"], spec["C"]
     if spec.get("regression"):
         target, cvec, seed = y, C * sw, spec["seed"]
@@ -66,7 +68,6 @@ def solve_problem(data, spec, j, tol, max_iter):
         target = np.where(codes == k, 1.0, -1.0)
         cvec = problem_costs(C, spec["class_weight"], codes, k, sw)
         seed, extra = problem_seed(spec["seed"], k), {}
-    sqnorms = V.row_sqnorms(X, bias)
     kkt_tol, start, sweeps, steps = FIRST_TOL, None, 0, 0
     while True:
         res = _solve_binary(X, target, cvec, C, sqnorms=sqnorms, loss=spec["loss"],
