@@ -49,6 +49,8 @@ one-machine solvers: issue 20's "done means".
         [--method auto|ring|bda|cocoa] [-r 3] [--max-rounds 1500] [--quick] [--out DIR]
 """
 import argparse
+import contextlib
+import itertools
 import json
 import math
 import os
@@ -106,6 +108,15 @@ def load_data(name, quick):
                                        n_classes=4, random_state=0)
             X = sp.csr_matrix(X)
             _CACHE[name] = (X[:2000], y[:2000], X[2000:], y[2000:])
+        elif name == "long-rows":
+            # rows of 1,000 non-zeros (the benchmark files have at most 90 on average):
+            # a set on which no lap constant was chosen (issue 38, item 7)
+            import scipy.sparse as sp
+            from sklearn.datasets import make_classification
+            X, y = make_classification(n_samples=12000, n_features=1000, n_informative=40,
+                                       flip_y=0.05, random_state=0)
+            X = sp.csr_matrix(X)
+            _CACHE[name] = (X[:8000], y[:8000], X[8000:], y[8000:])
         else:
             from pybudget.datasets import load
             X, y, Xt, yt = load(name)
@@ -310,8 +321,12 @@ def study_rounds(a):
     parts = (2, 4) if a.quick else a.parts
     seeds = a.seeds[:1] if a.quick else a.seeds
     rows = []
+    rules = [None] + [r.split("=") for r in a.lap_rules]
     for data in datas:
         X, y, _, _ = load_data(data, a.quick)
+        labels, counts = np.unique(y, return_counts=True)
+        if len(labels) > 2:          # (dna: its largest class against the rest)
+            y = np.where(y == labels[np.argmax(counts)], 1, -1)
         for C in Cs:
             loc = pybudget.solve_linear(X, y, C=C, loss="hinge", max_iter=1,
                                         fit_intercept=True, random_state=0)
@@ -323,7 +338,10 @@ def study_rounds(a):
             m = _median([x[0] for x in ms])
             for method in a.methods:
                 for K in parts:
-                    for laps in (a.laps if method == "ring" else ["auto"]):
+                    for laps, rule in itertools.product(
+                            a.laps if method == "ring" else ["auto"], rules):
+                        if rule is not None and (laps != "auto" or method != "ring"):
+                            continue
                         fits = []
                         t0 = time.perf_counter()
                         for seed in seeds:
@@ -332,7 +350,7 @@ def study_rounds(a):
                                                 random_state=seed, n_partitions=K,
                                                 method=method, engine="threads", n_jobs=2,
                                                 laps=laps if laps == "auto" else int(laps))
-                            with warnings.catch_warnings():
+                            with warnings.catch_warnings(), lap_rule(rule):
                                 warnings.simplefilter("ignore")
                                 est.fit(X, y)
                             fits.append(est)
@@ -342,6 +360,10 @@ def study_rounds(a):
                         ratio = rounds / m if (m and rounds) else None
                         row = {"data": data, "C": C, "method": method, "K": K,
                                "laps": int(fits[0].laps_), "seeds": list(seeds),
+                               "lap_rule": "=".join(rule) if rule else "default",
+                               "first_laps_each": [e.rounds_log_[0]["laps"]
+                                                   if e.rounds_log_ else int(e.laps_)
+                                                   for e in fits],
                                "laps_each": [int(e.laps_) for e in fits],
                                "selection": fits[0].selection_,
                                "local_sweeps_to_gap": m,
@@ -359,10 +381,28 @@ def study_rounds(a):
                                "gap_log": [(e["round"], e["gap"])
                                            for e in fits[0].rounds_log_]}
                         rows.append(row)
-                        print(f"rounds {data} C={C} {method} K={K} laps={row['laps']}: one "
+                        print(f"rounds {data} C={C} {method} K={K} laps={row['laps']} "
+                              f"({row['lap_rule']}, first {row['first_laps_each']}): one "
                               f"machine {row['local_sweeps_each']} sweeps ({sel}), rounds "
                               f"{per}", flush=True)
     return rows
+
+
+@contextlib.contextmanager
+def lap_rule(rule):
+    """One of _laps' constants changed for the fits inside (engine "threads": the
+    estimator runs _laps.first in this process); rule None: as shipped."""
+    from pybudget.dask import _laps
+    if rule is None:
+        yield
+        return
+    name, value = rule
+    old = getattr(_laps, name)
+    setattr(_laps, name, int(value))
+    try:
+        yield
+    finally:
+        setattr(_laps, name, old)
 
 
 def md_rounds(rows, a):
@@ -370,9 +410,9 @@ def md_rounds(rows, a):
              f"gap of {a.rounds_tol:g} (engine \"threads\", bit-identical to the Dask "
              f"engine) against the one-machine sweeps to the same gap, medians over seeds "
              f"{a.seeds[:1] if a.quick else a.seeds}{', quick' if a.quick else ''}", "",
-             "| data | C | selection | one machine (sweeps, each seed) | method | K | laps "
-             "| rounds (each seed) | ratio of medians | <= 2x |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| data | C | selection | one machine (sweeps, each seed) | method | K | lap rule "
+             "| laps (first, last) | rounds (each seed) | ratio of medians | <= 2x |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def each(v):
         return ", ".join(">cap" if x is None else str(x) for x in v)
@@ -384,7 +424,8 @@ def md_rounds(rows, a):
         local = (f"{r['local_sweeps_to_gap']:g} ({each(r['local_sweeps_each'])})"
                  if r["local_sweeps_to_gap"] else f"> cap ({each(r['local_sweeps_each'])})")
         lines.append(f"| {r['data']} | {r['C']:g} | {r['selection']} | {local} | "
-                     f"{r['method']} | {r['K']} | {r['laps']} | {rounds} | {ratio} | "
+                     f"{r['method']} | {r['K']} | {r.get('lap_rule', 'default')} | "
+                     f"{r.get('first_laps_each', ['?'])[0]}, {r['laps']} | {rounds} | {ratio} | "
                      f"{'met' if r['met'] else 'not met'} |")
     lines += ["", "One machine: `solve_linear(selection=auto)` with max_iter = m sweeps at "
               "tol 1e-12, the smallest m found (doubling, then bisection) whose relative gap "
@@ -889,11 +930,15 @@ def main():
     ap.add_argument("--parts", type=int, nargs="+", default=[2, 4, 8],
                     help="partitions K of the rounds study")
     ap.add_argument("--rounds-data", nargs="+", default=["a9a", "ijcnn1", "debian-lib"],
-                    help="data sets of the rounds study")
+                    help="data sets of the rounds study (also long-rows: synthetic, 1,000 "
+                         "non-zeros a row; more than 2 classes: the largest against the rest)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
                     help="random_state values of the rounds study (medians reported)")
     ap.add_argument("--laps", nargs="+", default=["auto"],
                     help="laps of the ring in the rounds study (auto or integers)")
+    ap.add_argument("--lap-rules", nargs="*", default=[],
+                    help="the rounds study again with one of _laps' constants changed, "
+                         "e.g. MIN_SEGMENTS=32 MIN_VISIT_NNZ=8192 (with laps auto)")
     ap.add_argument("--engine", choices=("dask", "threads"), default="dask",
                     help="engine of the correct study (default dask)")
     ap.add_argument("--big-C", type=float, default=0.1, help="C of the big study")
