@@ -731,7 +731,8 @@ def build_parser():
                          "(default: 64 visits a round, at least one lap per shard, "
                          "finer for visits of more than 32768 non-zeros, doubled when "
                          "the gap stalls)")
-    dk.add_argument("--method", choices=("auto", "ring", "bda", "cocoa", "whole"),
+    from pybudget.dask._methods import METHODS      # (imports no Dask)
+    dk.add_argument("--method", choices=("auto", *METHODS),
                     default="auto",
                     help="how the partitions share a round (default %(default)s: whole "
                          "for up to 64 MiB of rows, else ring): ring, "

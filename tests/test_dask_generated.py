@@ -114,7 +114,7 @@ def test_bda_step_maximises_the_dual_along_the_summed_change(loss):
     definition: D(eta) = sum a - 1/2 sum D_ii a^2 - 1/2 |sum_i a_i y_i x_i|^2 at
     a = alpha + eta dalpha is largest at the step taken (within the box)."""
     import scipy.sparse as sp
-    from pybudget.dask import _driver
+    from pybudget.dask import _methods
     from pybudget.dask._engines import ThreadsEngine
     g = pbd.make_classification(2_000, 200, nnz_per_row=8, n_partitions=2)
     e = ThreadsEngine(1)
@@ -126,7 +126,7 @@ def test_bda_step_maximises_the_dual_along_the_summed_change(loss):
     e.setup(spec, False)
     for rnd in range(3):
         small = e.propose(rnd, [0], 1, False)[0]
-        eta = _driver.line_search_exact(small)
+        eta = _methods.line_search_exact(small)
         X = sp.vstack([P.Xk for P in e.parts]).tocsr()
         Xb = sp.hstack([X, np.ones((X.shape[0], 1))]).tocsr()
         y = np.concatenate([P.problems[0]["y"] for P in e.parts])

@@ -34,7 +34,7 @@ class Recording(_engines.DaskEngine):
     def ring_round(self, rnd, *args, **kwargs):
         out = super().ring_round(rnd, *args, **kwargs)
         if rnd % self.EVERY == self.EVERY - 1:
-            self._gather([self._on(self.loc[f.key], _engines._barrier, f)
+            self._gather([self._on(self.loc[f.key], _worker.barrier, f)
                           for f in self._payloads(self.rows)])
             Recording.sizes.append({"held": len(self.held), "loc": len(self.loc),
                                     "sparse hops": bool(self.replica_runs), **worker_tables(self)})

@@ -1,16 +1,5 @@
-"""The methods of a distributed fit and the driver that runs them on any engine, for
-every binary problem of a fit at once.
-
-- ``ring``: the partitions take turns within a round; each runs its local sweeps on the
-  current weights with sigma' = 1 and passes them on, so a round is one sweep of
-  one-machine dual CD in a block-wise order (the same convergence; hard shrinking's
-  thresholds and AVSF's reference gain are carried along).  Problem j starts its rounds
-  at partition j mod K, so the problems of a one-vs-rest fit keep several workers busy.
-- ``bda``: every partition runs its sweeps against the same weights with sigma' = 1;
-  the changes are added and scaled by a step eta: the exact line search for the
-  quadratic duals (hinge, squared hinge, SVR with epsilon = 0), Armijo backtracking for
-  logistic regression and SVR with epsilon > 0 (Lee & Roth, ICML 2015; Lee & Chang, 2020).
-- ``cocoa``: CoCoA+ (Ma et al. 2015): the same with sigma' = K and eta = 1.
+"""The driver of the methods with rounds (``_methods``: ring, bda, cocoa), on any
+engine, for every binary problem of a fit at once.
 
 The stopping rule is the relative duality gap (P(w) - D(alpha)) / P(w) <= tol, from the
 partitions' check pass; a check at round t certifies the weights after t rounds, and a
@@ -19,27 +8,22 @@ recent rate of decrease (at least every MAX_CHECK_INTERVAL rounds), since checki
 problem costs about half a sweep of it.  On the ring the round after a check is
 submitted with it, and the workers leave out the problems it passed
 (``_steps.passed_in``), so the ring never waits for the client.  Checkpoints are
-taken every ``checkpoint_every`` rounds, on the workers; after a lost partition the
+taken every ``checkpoint_every`` rounds (``_recovery``); after a lost partition the
 engine rebuilds it and the fit replays from the last checkpoint, which gives the same
 bits as a run without the loss.
 """
-import copy
 import math
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from pybudget.dask._laps import STALL_ROUNDS, grown
+from pybudget.dask._laps import grown
+from pybudget.dask._recovery import Checkpoints
 from pybudget.dask._steps import gap_of, passed
-from pybudget.dask.errors import CheckpointLost, ClusterError, PartitionsLost
-from pybudget.linear.losses import LOSS
+from pybudget.dask.errors import PartitionsLost
 
-METHODS = ("ring", "bda", "cocoa")
 MAX_CHECK_INTERVAL = 10
-MAX_RECOVERIES = 3        # lost partitions survived in one fit before giving up
-ARMIJO_SIGMA = 0.01       # sufficient increase of the backtracking search
-ARMIJO_TRIALS = 30
 
 
 @dataclass
@@ -110,78 +94,28 @@ class _Driver:
         self.laps = grown(self.laps, self.max_laps, self.t, ahead)
 
 
-def ring_groups(active, n_parts):
-    """The ring's groups: (start partition, problems), problem j starting at j mod K."""
-    groups = {}
-    for j in active:
-        groups.setdefault(j % n_parts, []).append(j)
-    return sorted(groups.items())
+class _Fit:
+    """What a method's round works with: the engine, the spec, the partitions' count
+    K, the local sweeps, tol, and ``check`` (the driver's answer to a check's sums)."""
 
+    def __init__(self, engine, spec, sweeps, tol, drv, callback):
+        self.engine, self.spec, self.sweeps, self.tol = engine, spec, sweeps, tol
+        self.K = spec["n_parts"]
+        self.drv, self.callback = drv, callback
+        self.log = []
+        self.t_start = time.perf_counter()
 
-def line_search_exact(s):
-    """The step maximising a quadratic dual along the summed change (s: the combined
-    scalars), within the box."""
-    num = s["lin"] - s["dcross"] - s["wdw"]
-    den = s["dquad"] + s["dw2"]
-    if den <= 0.0 or num <= 0.0:
-        return 0.0
-    return float(min(num / den, s["max_step"]))
-
-
-def armijo(engine, small, problems):
-    """Backtracking from eta = min(1, max_step) until the dual increases by at least
-    ARMIJO_SIGMA eta times its slope at 0; one evaluation round per trial."""
-    etas = {j: min(1.0, small[j]["max_step"]) for j in problems}
-    slope = {j: small[j]["slope"] - small[j]["wdw"] for j in problems}
-    todo = [j for j in problems if slope[j] > 0.0]
-    for j in problems:
-        if slope[j] <= 0.0:
-            etas[j] = 0.0
-    for _ in range(ARMIJO_TRIALS):
-        if not todo:
-            break
-        T = engine.terms_at({j: etas[j] for j in todo})
-        left = []
-        for j in todo:
-            s, e = small[j], etas[j]
-            gain = (T[j] - s["terms"]) - e * s["wdw"] - 0.5 * e * e * s["dw2"]
-            if not gain >= ARMIJO_SIGMA * e * slope[j]:
-                etas[j] = 0.5 * e
-                left.append(j)
-        todo = left
-    for j in todo:
-        etas[j] = 0.0
-    return etas
-
-
-def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpoint_every,
-        laps=1, max_laps=1, callback=None):
-    """Run ``method`` on the engine's partitions (built already); returns a FitResult.
-    The ring starts with ``laps`` laps a round and may go up to ``max_laps``."""
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    ring = method == "ring"
-    K = spec["n_parts"]
-    engine.setup(spec, ring)
-    exact = LOSS[spec["loss"]].exact_line_search(spec.get("epsilon", 0.0))
-    # the ring checks after a round (its first check after round 1); the parallel methods
-    # check in the pass that starts a round
-    drv = _Driver(n_problems, 1 if ring else 0, laps, max_laps)
-    # the first checkpoint is the start itself: a recovery to it sets up afresh
-    start = ckpt = (copy.deepcopy(drv), None)
-    recoveries = 0
-    log = []
-    t_start = time.perf_counter()
-
-    def check_now(sums):
+    def check(self, sums):
         """Finish the checked problems (those of sums) whose gap passed; returns the
         problems still open.  A due problem missing from sums was not checked (the
         ring's stale gap was far from tol): it stays due."""
+        drv = self.drv
         if not sums:
             return list(drv.active)
         drv.n_checks += 1
-        # (the workers' rule for the round that went with the check: the same decision)
-        done = passed(sums, tol)
+        # (the workers' rule for the ring's round that went with the check: the same
+        # decision)
+        done = passed(sums, self.tol)
         gaps = {}
         for j in sums:
             loss, terms, kkt, w2 = sums[j][:4]
@@ -191,97 +125,42 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
                 drv.final[j] = (*g, drv.t)
         still = [j for j in drv.active if j not in done]
         entry = {"round": drv.t, "gap": max(gaps.values()), "checked": len(sums),
-                 "active": len(still), "elapsed": time.perf_counter() - t_start,
-                 "bytes": dict(engine.bytes), "laps": drv.laps}
-        log.append(entry)
-        if callback is not None:
-            callback(entry)
-        drv.schedule({j: gaps[j] for j in still if j in gaps}, tol)
+                 "active": len(still), "elapsed": time.perf_counter() - self.t_start,
+                 "bytes": dict(self.engine.bytes), "laps": drv.laps}
+        self.log.append(entry)
+        if self.callback is not None:
+            self.callback(entry)
+        drv.schedule({j: gaps[j] for j in still if j in gaps}, self.tol)
         return still
 
+
+def run(engine, spec, n_problems, d, method, *, tol, max_rounds, sweeps, checkpoint_every,
+        laps=1, max_laps=1, callback=None):
+    """Run ``method`` (a ``_methods`` object with rounds) on the engine's partitions
+    (built already); returns a FitResult.  The ring starts with ``laps`` laps a round
+    and may go up to ``max_laps``."""
+    engine.setup(spec, method.ring)
+    drv = _Driver(n_problems, method.first_check, laps, max_laps)
+    fit = _Fit(engine, spec, sweeps, tol, drv, callback)
+    ckpts = Checkpoints(engine, spec, drv, checkpoint_every)
     while drv.active and drv.t < max_rounds:
-        want_state = checkpoint_every > 0 and drv.t > 0 and drv.t % checkpoint_every == 0
         try:
-            if want_state and ckpt[0].t != drv.t:
-                ckpt = (copy.deepcopy(drv), engine.snapshot())
-            # in the ring's first rounds the workers check a due problem only when its
-            # stale gap (_steps.seen_gap, free with the visits) is near tol: a problem
-            # left unchecked stays due.  From half the rounds before the laps may grow
-            # on, every due problem is checked, so that the exact gaps' rate is known
-            # by then (_Driver.schedule, _Driver.stalled)
-            near = ring and drv.t < STALL_ROUNDS // 2
-            due = drv.due()
-            if ring and due:
-                # the check pass of the due problems and this round together: the round
-                # visits the problems that the check leaves open (decided on the
-                # workers, from the same sums as here), so the ring does not wait for
-                # the client; the laps doubled by this check apply from the next round
-                sums = engine.ring_round(drv.t, ring_groups(drv.active, K), sweeps,
-                                         drv.laps, tol, due, tol if near else None)
-                still = check_now(sums)
-                drv.n_steps += sum(sums[j][4] for j in drv.active if j not in still)
-                drv.active = still
-                if not drv.active:
-                    break
-            elif ring:
-                engine.ring_round(drv.t, ring_groups(drv.active, K), sweeps, drv.laps)
-            else:
-                # (the parallel methods' check is part of the proposals: all problems)
-                check = bool(due)
-                small = engine.propose(drv.t, drv.active, sweeps, check)
-                still = drv.active
-                if check:
-                    still = check_now({j: (*small[j]["check"][:2], small[j]["check"][2],
-                                           small[j]["w2"]) for j in drv.active})
-                for j in drv.active:
-                    drv.n_steps += small[j]["steps"]
-                if method == "cocoa":
-                    etas = {j: 1.0 for j in still}
-                elif exact:
-                    etas = {j: line_search_exact(small[j]) for j in still}
-                else:
-                    etas = armijo(engine, small, still)
-                etas.update({j: 0.0 for j in drv.active if j not in still})
-                engine.commit(etas)
-                if method == "bda":
-                    drv.etas.append((drv.t, {j: etas[j] for j in still}))
-                drv.active = still
-                if not still:
-                    break
-        except PartitionsLost as exc:
-            lost = exc
-            while True:                    # (a recovery can lose a worker too)
-                recoveries += 1
-                if recoveries > MAX_RECOVERIES:
-                    raise ClusterError(f"the fit lost partitions {recoveries} times; "
-                                       f"last: {lost}") from None
-                try:
-                    engine.recover(spec, ckpt[1])
-                    # copies of the checkpoint on today's workers: the old ones may have
-                    # lived on the worker lost (a second loss would have nothing to
-                    # restore); a loss while they are made is a loss like any other
-                    fresh = engine.snapshot() if ckpt[1] is not None else None
-                    break
-                except PartitionsLost as again:
-                    lost = again
-                    if isinstance(again, CheckpointLost):
-                        # (no new loss: the same recovery, from the start)
-                        ckpt, recoveries = start, recoveries - 1
-            drv = copy.deepcopy(ckpt[0])
-            ckpt = (ckpt[0], fresh)
+            ckpts.take(drv)
+            method.round(fit, drv)
+            if not drv.active:
+                break
+        except PartitionsLost as lost:
+            drv = fit.drv = ckpts.restore(lost)
             # the rounds from the checkpoint on run again: their log entries too
-            del log[sum(1 for e in log if e["round"] < drv.t):]
+            del fit.log[sum(1 for e in fit.log if e["round"] < drv.t):]
             continue
         drv.t += 1
     if drv.active:
         # max_rounds reached: one check-only pass certifies the final weights
-        sums = (engine.ring_check(ring_groups(drv.active, K)) if ring
-                else engine.check(drv.active))
+        sums = method.last_check(fit, drv)
         for j in drv.active:
             loss, terms, kkt, w2 = sums[j][:4]
             drv.final[j] = (*gap_of(w2, loss, terms, kkt), drv.t)
-            if ring:
-                drv.n_steps += sums[j][4]
     W = engine.weights(n_problems, d)
     if not np.isfinite(W).all():
         raise ValueError(f"C={spec['C']:g} is too large for this data: the weights "
@@ -291,4 +170,5 @@ def run(engine, spec, n_problems, d, *, method, tol, max_rounds, sweeps, checkpo
     return FitResult(W=W, n_rounds=int(rounds.max()), gap=gap, primal=primal, dual=dual,
                      kkt=kkt, converged=gap <= tol, n_steps=int(drv.n_steps),
                      bytes_sent=dict(engine.bytes), n_checks=drv.n_checks,
-                     recoveries=recoveries, laps=drv.laps, log=log, steps=drv.etas)
+                     recoveries=ckpts.recoveries, laps=drv.laps, log=fit.log,
+                     steps=drv.etas)

@@ -18,6 +18,14 @@ from pybudget.linear._dual_cd import sum_of_squares
 SEEN_NEAR = 4.0
 
 
+def ring_groups(active, n_parts):
+    """The ring's groups: (start partition, problems), problem j starting at j mod K."""
+    groups = {}
+    for j in active:
+        groups.setdefault(j % n_parts, []).append(j)
+    return sorted(groups.items())
+
+
 def ring_visit(P, rnd, payload, problems, sweeps, first, lap=0, laps=1, emit=None):
     """Partition P's visit of one group: the payload {j: (w, carry)} of ``problems``
     (rows of payload) after P's sweeps (or its lap-th share of one sweep); ``first``:

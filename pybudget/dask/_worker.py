@@ -358,6 +358,11 @@ def commit_task(job, part, etas):
     _steps.commit_partition(_get(job, part), etas)
 
 
+def barrier(payload):
+    """A token where a payload is, once it is there (waits for the tasks making it)."""
+    return None
+
+
 def snapshot_task(job, part, problems, *after):
     P = _get(job, part)
     return {j: P.state(j) for j in problems}

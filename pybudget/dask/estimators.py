@@ -17,8 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from pybudget._core import _validation as V
 from pybudget._core._estimator import SVMBase, binary_problems
 from pybudget._core._progress import report
-from pybudget.dask import _whole
-from pybudget.dask._driver import METHODS, run
+from pybudget.dask._methods import METHODS
 from pybudget.dask._laps import first as first_laps
 from pybudget.dask._engines import DaskEngine, ThreadsEngine
 from pybudget.dask._sources import (SMALL_BYTES, GeneratedShards, SvmlightShards,
@@ -30,7 +29,6 @@ from pybudget.linear.svm import LinearSVC as LocalLinearSVC
 from pybudget.linear.svr import LinearSVR as LocalLinearSVR
 
 ENGINES = ("dask", "threads")
-METHOD_CHOICES = (*METHODS, "whole", "auto")
 MEMORY_PARTITIONS = 4     # default n_partitions for numpy / scipy input
 # Rows up to this size are trained by method "whole" when method="auto" (a copy on each
 # worker that runs a problem); as SMALL_BYTES, the size at which the engine places the
@@ -72,7 +70,7 @@ class _DistributedBase(SVMBase):
             self.C, self.loss, self.selection, self.tol, self.max_iter, self.fit_intercept,
             self.intercept_scaling, self._loss_choices)
         V.choice("engine", self.engine, ENGINES)
-        V.choice("method", self.method, METHOD_CHOICES)
+        V.choice("method", self.method, (*METHODS, "auto"))
         sweeps = V.positive_int("local_sweeps", self.local_sweeps)
         if self.laps != "auto":
             V.positive_int("laps", self.laps)
@@ -186,8 +184,8 @@ class _DistributedBase(SVMBase):
             # (in-memory rows are dealt to the partitions: _sources.memory_sources)
             spec["dealt"] = srcs[0][0] == "arrays"
             method = self._method(summ)
-            # CoCoA+'s sigma' = K, the partitions that take part (have rows)
-            spec["sigma"] = sum(1 for s in summ if s["n"]) if method == "cocoa" else 1
+            # (K: the partitions that take part, those with rows)
+            spec["sigma"] = METHODS[method].sigma(sum(1 for s in summ if s["n"]))
             if verbose:
                 report(f"{len(srcs)} partitions, {sum(s['n'] for s in summ)} rows, {d} "
                        f"columns, {n_problems} problems, method {method}, selection "
@@ -203,18 +201,14 @@ class _DistributedBase(SVMBase):
                            f"{e['bytes']['client']}, between workers {e['bytes']['workers']}"
                            f", worker peak memory [{peaks}] MiB", time.perf_counter() - t0)
 
-            if method == "whole":
-                outs = engine.whole(spec, range(n_problems), tol, max_iter)
-                res = _whole.result(outs, tol, engine.bytes)
-            else:
-                # (the rows of a one-vs-rest fit on a Dask array stay where its chunks
-                # are, those of one problem, or in memory, go to one worker when small:
-                # _engines)
-                laps, max_laps = self._laps(method, sweeps, summ, n_problems, d,
-                                            movable=not _is_dask(X) or n_problems == 1)
-                res = run(engine, spec, n_problems, d, method=method, tol=tol,
-                          max_rounds=max_iter, sweeps=sweeps, checkpoint_every=ckpt,
-                          laps=laps, max_laps=max_laps, callback=progress)
+            # (the rows of a one-vs-rest fit on a Dask array stay where its chunks are,
+            # those of one problem, or in memory, go to one worker when small: _engines)
+            laps, max_laps = self._laps(method, sweeps, summ, n_problems, d,
+                                        movable=not _is_dask(X) or n_problems == 1)
+            res = METHODS[method].fit(engine, spec, n_problems, d, tol=tol,
+                                      max_rounds=max_iter, sweeps=sweeps,
+                                      checkpoint_every=ckpt, laps=laps, max_laps=max_laps,
+                                      callback=progress)
             peaks = engine.peak_memory()
         finally:
             engine.close()

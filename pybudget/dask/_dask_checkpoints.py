@@ -1,0 +1,139 @@
+"""DaskEngine's checkpoints and recovery (a mixin of ``_engines.DaskEngine``, apart so
+that each file holds one concern; it works on the engine's tables).
+
+A checkpoint is each partition's duals and the weights, held by two workers in
+``_worker.KEPT`` (never through the client, unless one worker is left).  ``recover``
+rebuilds the lost partitions from their sources on the workers left and restores every
+partition and the weights from a checkpoint; the driver's side (when to take one, the
+replay) is ``_recovery``.
+"""
+from pybudget.dask import _steps, _worker
+from pybudget.dask.errors import CheckpointLost, PartitionsLost
+
+
+class Checkpointing:
+    """snapshot, recover and their helpers, for DaskEngine."""
+
+    def snapshot(self):
+        """Each partition's duals and the weights, held by two workers (the partition's
+        own or the payload's, and a peer) in ``_worker.KEPT``, never through the
+        client.  Not as replicated task results: Dask's active memory manager drops a
+        result's extra replicas within seconds, and a result lost with its only holder
+        is recomputed by Dask against the partitions as they are then."""
+        n_problems = self.n_problems
+        rows, loc = self._copies(self.rows, self.loc)
+        pls = self._payloads(rows, rows)
+        # after the ring's visits: small tokens where the payloads are, not the payloads
+        done = [self._on(loc[f.key], _worker.barrier, f)
+                for f in pls]
+        states = [self._submit(_worker.snapshot_task, p, self.job, p, range(n_problems),
+                               *self.after.get(p, ()), *done) for p in self.where]
+        live = self.workers()
+        if len(live) > 1:
+            number = self.kept_no = self.kept_no + 1
+            items = ([(("state", p), st, self.where[p]) for p, st in zip(self.where, states)]
+                     + [(("rows", i), f, loc[f.key]) for i, f in enumerate(pls)])
+            peers = {a: live[(live.index(a) + 1) % len(live)] if a in live else live[0]
+                     for a in set(self.where.values()) | set(loc.values())}
+            keeps = [self._on(at, _worker.keep_task, self.job, number, name, fut)
+                     for name, fut, home in items for at in {home, peers[home]}]
+            # (the round's tasks, errors included, are waited for with them)
+            self._gather(keeps, also=set(peers.values()) | set(loc.values()))
+            self._synced()
+            self.client.run(_worker.drop_kept, self.job, number, on_error="ignore")
+            self.bytes["workers"] += self.state_bytes + len(rows) * self.row_bytes
+            slots = {f.key: i for i, f in enumerate(pls)}
+            return number, {j: slots[f.key] for j, f in rows.items()}, None
+        # one worker (say, while a lost one restarts): no peer to copy to, and a copy
+        # lost with its only holder could not be restored, so the client keeps this
+        # checkpoint
+        got = self._gather(states)
+        self._synced()
+        payloads = dict(zip((f.key for f in pls), self._gather(pls)))
+        self.bytes["client"] += self.state_bytes + sum(_steps.payload_nbytes(pl)
+                                                       for pl in payloads.values())
+        return got, {j: payloads[f.key] for j, f in rows.items()}, None
+
+    @property
+    def state_bytes(self):
+        """Bytes of one copy of every partition's duals (u, preferences, order, stale
+        losses and the logistic complements): 32 per row per problem, an estimate from
+        the arrays."""
+        return 32 * self.n_rows * self.n_problems
+
+    def recover(self, spec, token):
+        """Rebuild the lost partitions on the workers left and put every partition and
+        the weights back to the checkpoint (token None: the start, set up afresh)."""
+        # (rows the ring left on the workers are stale: the checkpoint's come back)
+        self.client.run(_worker.drop_held, self.job, on_error="ignore")
+        self.held, self.last_on = set(), {}
+        if self.ring:
+            self.client.run(_worker.install, on_error="ignore")
+        live = self._rebuild_lost()
+        if token is None:
+            self._synced()
+            self.setup(spec, self.ring)
+            return
+        states, rows, loc = token
+        if isinstance(states, int):          # kept by the workers: read where it is
+            states, rows, loc = self._kept(states, rows)
+        self._gather([self._submit(_worker.restore_task, p, self.job, p, spec, states[p])
+                      for p in self.where], also=set(live))
+        self._synced()
+        if loc is None:               # kept by the client: back to a worker
+            held, rows = {}, dict(rows)
+            for j, pl in rows.items():
+                if id(pl) not in held:      # (a list: a dict would be scattered by key)
+                    held[id(pl)] = self.client.scatter([pl], workers=[live[0]],
+                                                       hash=False)[0]
+                rows[j] = held[id(pl)]
+            loc = {f.key: live[0] for f in held.values()}
+        self.replica_runs, self.latest = {}, {}     # (replicas lost or stale: seeded anew)
+        # (problems passed after the checkpoint are open again: theirs come back)
+        for j in rows:
+            self.done.pop(j, None)
+        # the ring gets copies, the checkpoint stays (a second loss restores it again)
+        self.rows, self.loc = self._copies(rows, {k: a if a in live else live[0]
+                                                  for k, a in loc.items()})
+
+    def _rebuild_lost(self):
+        """Rebuild the partitions whose workers are gone on the workers that answer,
+        from their sources; returns those workers."""
+        self._live_workers()
+        # the workers that answer (the scheduler may still list one that just died)
+        held = self.client.run(_worker.parts_here, self.job, on_error="ignore")
+        live = sorted(held)
+        if not live:
+            raise PartitionsLost("no worker answered")
+        lost = [p for p in self.where if p not in held.get(self.where[p], ())]
+        for p in lost:
+            self.where[p] = live[p % len(live)]
+        self.after = {}
+        if lost:
+            self._gather([self._submit(_worker.build_task, p, self.job, p, self.sources[p],
+                                       self.regression, self.names[p]) for p in lost])
+        return live
+
+    def _kept(self, number, slots):
+        """(states, rows, loc) of checkpoint ``number`` as futures of tasks that read a
+        surviving copy where it is held (a partition's state from its own worker when
+        that one holds it)."""
+        # (on_error="ignore": the workers that fail to answer are left out)
+        have = self.client.run(_worker.kept_here, self.job, number, on_error="ignore")
+        holders = {}
+        for addr, names in have.items():
+            for name in names:
+                holders.setdefault(tuple(name), []).append(addr)
+
+        def read(name, prefer):
+            at = holders.get(name, [])
+            if not at:
+                raise CheckpointLost(f"both copies of checkpoint {number}'s {name} "
+                                     "are lost")
+            addr = prefer if prefer in at else at[0]
+            return self._on(addr, _worker.kept_task, self.job, number, name), addr
+
+        states = {p: read(("state", p), self.where[p])[0] for p in self.where}
+        payloads = {i: read(("rows", i), None) for i in sorted(set(slots.values()))}
+        rows = {j: payloads[i][0] for j, i in slots.items()}
+        return states, rows, {f.key: addr for f, addr in payloads.values()}
