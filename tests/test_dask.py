@@ -160,19 +160,24 @@ def test_local_sweeps_and_max_iter_warn():
 def test_auto_laps_are_finer_when_visits_cover_many_non_zeros():
     """64 visits a round for short rows (a visit's calls would outweigh its work);
     visits of long rows are cut finer, down to MIN_VISIT_NNZ non-zeros each, and never
-    below MIN_VISIT_ROWS rows; spread data keeps the bytes' bound."""
+    below MIN_VISIT_ROWS rows unless they cover MIN_VISIT_NNZ non-zeros; spread data
+    keeps the bytes' bound."""
     est = pbd.LinearSVC(engine="threads")
     part = lambda n, per_row: {"n": n, "nnz": n * per_row, "d": 1000}   # noqa: E731
     assert est._laps("ring", 1, [part(16384, 14)] * 2, 1, 1000, True) == (32, 64)
     # 16384 * 100 / 32768 = 50 laps of 328 rows
     assert est._laps("ring", 1, [part(16384, 100)] * 2, 1, 1000, True) == (50, 64)
-    assert est._laps("ring", 1, [part(16384, 1000)] * 2, 1, 1000, True) == (64, 64)
+    # 16384 * 1000 / 32768 = 500 laps of 33 rows: many non-zeros however few rows
+    assert est._laps("ring", 1, [part(16384, 1000)] * 2, 1, 1000, True) == (500, 500)
+    # (issue 38: 8 partitions of 500 rows of 1,000 non-zeros had one lap)
+    assert est._laps("ring", 1, [part(500, 1000)] * 8, 1, 1000, True) == (15, 15)
+    assert est._laps("ring", 1, [part(500, 45)] * 8, 1, 1000, True) == (1, 1)
     # not movable, or above SMALL_BYTES (spread over the workers): as many as keep a
     # round's weights within a sweep's bytes
     laps, most = est._laps("ring", 1, [part(16384, 100)] * 2, 1, 10**6, False)
     assert most == 64 and laps == 12 * 2 * 16384 * 100 // (2 * 8 * (10**6 + 1))
     laps, most = est._laps("ring", 1, [part(16384, 300)] * 2, 1, 10**6, True)
-    assert most == 64 and laps == 12 * 2 * 16384 * 300 // (2 * 8 * (10**6 + 1))
+    assert most == 150 and laps == 12 * 2 * 16384 * 300 // (2 * 8 * (10**6 + 1))
 
 
 @pytest.mark.parametrize("K", [2, 8, 16, 32])

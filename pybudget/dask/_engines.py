@@ -421,8 +421,8 @@ class DaskEngine(Checkpointing):
             pref = locality[p] if locality and not small(size) else None
             self.where[p] = (pref if pref in live else
                              live[0] if small(size) else live[p * len(live) // K])
-        out = self._gather([self._submit(_worker.build_task, p, self.job, p, sources[p],
-                                         regression, names[p])
+        out = self._gather([self._submit(_worker.build_task, p, self.job, p,
+                                         self._sent(sources[p], p), regression, names[p])
                             for p in range(len(sources))])
         self._synced()
         # (one problem only: the problems of a one-vs-rest fit keep the workers busy
@@ -437,6 +437,18 @@ class DaskEngine(Checkpointing):
         self.n_rows = sum(s["n"] for s in out)
         self.part_bytes = [rows_bytes(s["n"], s["nnz"]) for s in out]
         return out
+
+    def _sent(self, source, part):
+        """In-memory rows as a future on the partition's worker, sent there directly;
+        as a task argument they would pass through the scheduler.  (A rebuild after a
+        loss sends them again from ``self.sources``.)  Other sources as they are."""
+        if source[0] != "arrays":
+            return source
+        try:
+            return self.client.scatter([source], workers=[self.where[part]], direct=True,
+                                       hash=False)[0]
+        except OSError:          # (no direct connection to the workers: as an argument)
+            return source
 
     def _gather_on(self, addr):
         """Move every partition to worker addr: dropped where it was, then built there

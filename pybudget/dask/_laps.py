@@ -7,7 +7,7 @@ bits on any number of workers.  (What a lap is: a round goes round the partition
 from pybudget.dask._sources import SMALL_BYTES, rows_bytes
 
 MIN_SEGMENTS = 64       # visits of a ring round that "auto" laps aim for
-MIN_VISIT_ROWS = 256    # rows of the smallest partition per lap, at least
+MIN_VISIT_ROWS = 256    # rows per visit of the smallest partition, at least (or:)
 MIN_VISIT_NNZ = 32768   # non-zeros per visit above which "auto" makes the laps finer
 STALL_ROUNDS = 10       # rounds before the laps may grow (``grown``)
 
@@ -20,12 +20,12 @@ def first(laps, method, sweeps, summ, n_problems, d, movable):
     round, at least one per partition, and more while a visit of the smallest partition
     covers at least MIN_VISIT_NNZ non-zeros (a visit's calls, about 40 us, are then a
     small share of its work), at most one per MIN_VISIT_ROWS rows of the smallest
-    partition; unless the rows are small (``_sources.rows_bytes`` at most SMALL_BYTES)
+    partition, or one per MIN_VISIT_NNZ non-zeros where that allows more (a visit of
+    long rows is mostly work however few they are); unless the rows are small (``_sources.rows_bytes`` at most SMALL_BYTES)
     and ``movable`` (the engine then places them on one worker: not the rows of a
     one-vs-rest fit on a Dask array, which stay where its chunks are), only as long as
     the weights moved in a round (a hop per visit at most) stay within the bytes a
-    sweep reads (12 per non-zero).  The most: one lap per MIN_VISIT_ROWS rows of the
-    smallest partition.
+    sweep reads (12 per non-zero).  The most: the same cap.
 
     A ring whose partitions sweep all their rows in one visit needs several times the
     rounds one machine needs sweeps, shuffled rows or not, and the finer the visits the
@@ -40,8 +40,11 @@ def first(laps, method, sweeps, summ, n_problems, d, movable):
     K = len(summ)
     # a visit of a few rows costs more in calls than it computes; one of many
     # non-zeros does not (finer visits, fewer rounds)
-    most = max(1, min(s["n"] for s in summ if s["n"]) // MIN_VISIT_ROWS)
     big = min(s["nnz"] for s in summ if s["n"]) // MIN_VISIT_NNZ
+    # (rows of more than MIN_VISIT_NNZ / MIN_VISIT_ROWS = 128 non-zeros: the rows' cap
+    # alone left 8 partitions of 500 rows of 1,000 non-zeros at one lap, 8.6 times one
+    # machine's sweeps; docs/benchmarks.md, section 10)
+    most = max(1, min(s["n"] for s in summ if s["n"]) // MIN_VISIT_ROWS, big)
     # (MIN_SEGMENTS visits a round: K partitions need ceil(MIN_SEGMENTS / K) laps;
     # at least one lap, so every partition is visited)
     want = min(max(1, -(-MIN_SEGMENTS // K), big), most)
