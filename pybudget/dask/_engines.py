@@ -467,8 +467,10 @@ class DaskEngine(Checkpointing):
         """Method "whole" (``_whole``): a copy of all rows on each worker that will run
         a problem (as many as there are problems), then each problem a task on a worker
         with a free thread, dealt as threads free up, so the problems spread over the
-        workers' threads.  A problem whose worker leaves runs again on another (its bits
-        do not depend on where); when no worker holding the rows is left, the lost
+        workers' threads; while more are left than the workers have threads, one more
+        waits on each worker, so that a thread does not wait for the client between two
+        problems.  A problem whose worker leaves runs again on another (its bits do not
+        depend on where); when no worker holding the rows is left, the lost
         partitions are rebuilt and the rows copied again (at most MAX_RECOVERIES times);
         a fit in which no problem finished for ``timeout`` seconds is abandoned, and a
         problem's own error (an overflow, say) stops the others."""
@@ -490,9 +492,12 @@ class DaskEngine(Checkpointing):
                     raise ClusterError(f"every worker holding the rows left, "
                                        f"{recoveries} times; the fit is abandoned")
                 data, slots = self._rows_everywhere(spec, len(problems), rebuild=True)
+            # (not near the end: a problem queued behind a long one would wait there
+            # while another worker's thread is free)
+            ahead = int(len(todo) > sum(slots[a] for a in data))
             for addr in sorted(data):
                 busy = sum(1 for a, _ in running.values() if a == addr)
-                for _ in range(slots[addr] - busy):
+                for _ in range(slots[addr] + ahead - busy):
                     if todo:
                         j = todo.pop()
                         running[self._on(addr, _whole.solve_problem, data[addr], spec, j,
