@@ -503,8 +503,9 @@ class DaskEngine(Checkpointing):
                         running[self._on(addr, _whole.solve_problem, data[addr], spec, j,
                                          tol, max_iter)] = (addr, j)
             try:
-                done = wait(list(running), timeout=POLL_SECONDS,
-                            return_when="FIRST_COMPLETED").done
+                with self.client.as_current():     # (wait() asks the default client)
+                    done = wait(list(running), timeout=POLL_SECONDS,
+                                return_when="FIRST_COMPLETED").done
             except TimeoutError:           # (none finished within the poll)
                 done = ()
             for fut in done:

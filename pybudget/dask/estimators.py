@@ -144,9 +144,11 @@ class _DistributedBase(SVMBase):
         if engine == "dask":
             client = _client(self.client)
             futs = client.compute(flat)
-            # (the scheduler knows where a chunk lives once it is computed)
+            # (the scheduler knows where a chunk lives once it is computed; as_current:
+            # the estimator's client, which need not be the default one)
             from distributed import wait
-            wait(futs)
+            with client.as_current():
+                wait(futs)
             who = client.who_has(futs)
             done = iter(futs)
         else:
