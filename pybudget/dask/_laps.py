@@ -21,11 +21,12 @@ def first(laps, method, sweeps, summ, n_problems, d, movable):
     covers at least MIN_VISIT_NNZ non-zeros (a visit's calls, about 40 us, are then a
     small share of its work), at most one per MIN_VISIT_ROWS rows of the smallest
     partition, or one per MIN_VISIT_NNZ non-zeros where that allows more (a visit of
-    long rows is mostly work however few they are); unless the rows are small (``_sources.rows_bytes`` at most SMALL_BYTES)
-    and ``movable`` (the engine then places them on one worker: not the rows of a
-    one-vs-rest fit on a Dask array, which stay where its chunks are), only as long as
-    the weights moved in a round (a hop per visit at most) stay within the bytes a
-    sweep reads (12 per non-zero).  The most: the same cap.
+    long rows is mostly work however few they are); unless the rows are small
+    (``_sources.rows_bytes`` at most SMALL_BYTES) and ``movable`` (the engine then
+    places them on one worker: not the rows of a one-vs-rest fit on a Dask array,
+    which stay where its chunks are), only as long as the weights moved in a round (a
+    hop per visit at most) stay within the bytes a sweep reads (12 per non-zero).  The
+    most: the same cap.
 
     A ring whose partitions sweep all their rows in one visit needs several times the
     rounds one machine needs sweeps, shuffled rows or not, and the finer the visits the
