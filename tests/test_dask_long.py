@@ -36,6 +36,9 @@ class Recording(_engines.DaskEngine):
         if rnd % self.EVERY == self.EVERY - 1:
             self._gather([self._on(self.loc[f.key], _worker.barrier, f)
                           for f in self._payloads(self.rows)])
+            # (and each worker's latest task: a replicas' drop on a worker that holds no
+            # payload runs after the round, and a read before it would still count them)
+            self._gather([self._on(w, _worker.barrier, f) for w, f in self.last_on.items()])
             Recording.sizes.append({"held": len(self.held), "loc": len(self.loc),
                                     "sparse hops": bool(self.replica_runs), **worker_tables(self)})
         return out
