@@ -113,7 +113,7 @@ def test_default_method_on_small_shards_is_whole(shards, scheduler, capsys, tmp_
     model = tmp_path / "whole.pbm"
     code, out, err = run(["train", "--scheduler", scheduler, *FAST, pattern, model], capsys)
     assert code == 0 and out == "", err
-    assert re.search(r"^\[pybudget\] trained by whole \(\d+ rounds", err, re.M)
+    assert re.search(r"^\[pybudget\] trained by whole \(\d+ sweeps of a problem", err, re.M)
     ref = reference(pbd.LinearSVC, pattern, C=0.1, tol=0.01, fit_intercept=True)
     assert ref.method_ == "whole"
     np.testing.assert_array_equal(load(model).coef_, ref.coef_)
