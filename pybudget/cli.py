@@ -413,8 +413,8 @@ def _train_cluster(args):
                 raise CLIError(f"Dask: {type(e).__name__}: {e}") from None
         est.set_params(client=None)
         sent = est.bytes_sent_
-        # ("whole" has no rounds: n_rounds_ is the most sweeps of a problem)
-        unit = "sweeps of a problem" if est.method_ == "whole" else "rounds"
+        from pybudget.dask._methods import METHODS
+        unit = METHODS[est.method_].unit        # ("whole" counts sweeps of a problem)
         _log(args, f"trained by {est.method_} ({est.n_rounds_} {unit}, relative duality gap "
                    f"{np.max(est.duality_gap_):.3g}, KKT violation "
                    f"{np.max(est.kkt_violation_):.3g}, bytes through the client "

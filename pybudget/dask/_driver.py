@@ -96,20 +96,20 @@ class _Driver:
 
 class _Fit:
     """What a method's round works with: the engine, the spec, the partitions' count
-    K, the local sweeps, tol, and ``check`` (the driver's answer to a check's sums)."""
+    K, the local sweeps, tol, and ``check`` (the driver's answer to a check's sums).
+    The driver's state (``_Driver``) is not here: a replay replaces it."""
 
-    def __init__(self, engine, spec, sweeps, tol, drv, callback):
+    def __init__(self, engine, spec, sweeps, tol, callback):
         self.engine, self.spec, self.sweeps, self.tol = engine, spec, sweeps, tol
         self.K = spec["n_parts"]
-        self.drv, self.callback = drv, callback
+        self.callback = callback
         self.log = []
         self.t_start = time.perf_counter()
 
-    def check(self, sums):
+    def check(self, drv, sums):
         """Finish the checked problems (those of sums) whose gap passed; returns the
         problems still open.  A due problem missing from sums was not checked (the
         ring's stale gap was far from tol): it stays due."""
-        drv = self.drv
         if not sums:
             return list(drv.active)
         drv.n_checks += 1
@@ -141,7 +141,7 @@ def run(engine, spec, n_problems, d, method, *, tol, max_rounds, sweeps, checkpo
     and may go up to ``max_laps``."""
     engine.setup(spec, method.ring)
     drv = _Driver(n_problems, method.first_check, laps, max_laps)
-    fit = _Fit(engine, spec, sweeps, tol, drv, callback)
+    fit = _Fit(engine, spec, sweeps, tol, callback)
     ckpts = Checkpoints(engine, spec, drv, checkpoint_every)
     while drv.active and drv.t < max_rounds:
         try:
@@ -150,7 +150,7 @@ def run(engine, spec, n_problems, d, method, *, tol, max_rounds, sweeps, checkpo
             if not drv.active:
                 break
         except PartitionsLost as lost:
-            drv = fit.drv = ckpts.restore(lost)
+            drv = ckpts.restore(lost)
             # the rounds from the checkpoint on run again: their log entries too
             del fit.log[sum(1 for e in fit.log if e["round"] < drv.t):]
             continue

@@ -22,9 +22,9 @@ The methods with rounds share the driver (``_driver.run``: the stopping rule, th
 checks' schedule, checkpoints and replay) and give it two more things:
 
 - ``round(fit, drv)``: run round ``drv.t`` of ``drv.active`` on ``fit.engine``, with a
-  check of the problems due (``drv.due()``), passed to ``fit.check``, which finishes
-  those that passed and returns those still open; the round sets ``drv.active`` to them
-  and adds its coordinate steps to ``drv.n_steps``;
+  check of the problems due (``drv.due()``), passed to ``fit.check(drv, sums)``, which
+  finishes those that passed and returns those still open; the round sets
+  ``drv.active`` to them and adds its coordinate steps to ``drv.n_steps``;
 - ``last_check(fit, drv)``: a check-only pass of the open problems after the last
   round: {problem: (loss, terms, kkt, |w|^2, steps)}.
 
@@ -43,6 +43,7 @@ ARMIJO_TRIALS = 30
 
 class Method:
     name = None
+    unit = "rounds"        # what n_rounds_ counts (messages and warnings)
 
     def sigma(self, n_parts):
         """sigma' of the local subproblems, for ``n_parts`` partitions with rows: how
@@ -82,7 +83,7 @@ class Ring(_WithRounds):
         near = fit.tol if drv.t < STALL_ROUNDS // 2 else None
         sums = fit.engine.ring_round(drv.t, groups, fit.sweeps, drv.laps, fit.tol, due,
                                      near)
-        still = fit.check(sums)
+        still = fit.check(drv, sums)
         drv.n_steps += sum(sums[j][4] for j in drv.active if j not in still)
         drv.active = still
 
@@ -109,8 +110,8 @@ class Parallel(_WithRounds):
         small = fit.engine.propose(drv.t, drv.active, fit.sweeps, check)
         still = drv.active
         if check:
-            still = fit.check({j: (*small[j]["check"][:3], small[j]["w2"])
-                               for j in drv.active})
+            still = fit.check(drv, {j: (*small[j]["check"][:3], small[j]["w2"])
+                                    for j in drv.active})
         for j in drv.active:
             drv.n_steps += small[j]["steps"]
         etas = self.step(fit, small, still)
@@ -126,7 +127,7 @@ class Parallel(_WithRounds):
 
 class Whole(Method):
     """``_whole``: no rounds, no driver; the engine runs the problems."""
-    name = "whole"
+    name, unit = "whole", "sweeps of a problem"
 
     def fit(self, engine, spec, n_problems, d, *, tol, max_rounds, **_ring_options):
         outs = engine.whole(spec, range(n_problems), tol, max_rounds)

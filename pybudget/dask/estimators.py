@@ -219,8 +219,8 @@ class _DistributedBase(SVMBase):
         self._set_result(res, bias, d, classes, spec, len(srcs), time.perf_counter() - t0)
         self.worker_peak_memory_ = peaks
         if not res.converged.all():
-            unit = "sweeps of a problem" if method == "whole" else "rounds"
-            warnings.warn(f"{type(self).__name__} reached max_iter={max_iter} {unit} before "
+            warnings.warn(f"{type(self).__name__} reached max_iter={max_iter} "
+                          f"{METHODS[method].unit} before "
                           f"a relative duality gap of tol={tol}; increase max_iter",
                           ConvergenceWarning)
         return self
