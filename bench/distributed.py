@@ -157,7 +157,9 @@ def on_workers(client, X, y, chunks_n):
     per worker in turn (from_array would ship the whole X inside the graph to whichever
     worker slices it, which then holds it as well)."""
     import dask.array as da
-    workers = sorted(client.scheduler_info()["workers"])
+
+    from pybudget.dask._engines import worker_addresses
+    workers = worker_addresses(client)
     n, d = X.shape
     rows = math.ceil(n / chunks_n)
     xs, ys = [], []

@@ -381,7 +381,7 @@ def test_small_dask_array_is_gathered_on_one_worker(client, monkeypatch):
     with the laps of any small data; the threads engine fits a persisted array too (it
     raised a KeyError), with the same bits."""
     X, y = make_data(n=1600, d=300, density=0.05, seed=6)
-    w0, w1 = sorted(client.scheduler_info()["workers"])
+    w0, w1 = _engines.worker_addresses(client)
     blocks = []
     for k in range(4):
         rows = slice(400 * k, 400 * (k + 1))

@@ -35,7 +35,7 @@ def spread(monkeypatch):
 
 @pytest.mark.parametrize("method", ["ring", "bda", "cocoa"])
 def test_fit_spans_every_worker(client, spread, method):
-    K = len(client.scheduler_info()["workers"])
+    K = len(_engines.worker_addresses(client))
     X, y = make_data(n=900, classes=3, seed=4)
     kw = dict(C=0.1, tol=1e-2, random_state=0, method=method, n_partitions=2 * K,
               max_iter=300)
