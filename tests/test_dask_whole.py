@@ -73,6 +73,21 @@ def test_whole_has_one_machine_bits_on_a_dask_array(client, loss):
     assert m.bytes_sent_["workers"] > 0          # the rows were copied to both workers
 
 
+def test_whole_follows_one_machine_to_the_primal_newton_solver():
+    """Where "auto" sends one machine to the primal Newton solver (many rows per column,
+    a smooth loss), "whole" runs it too: one machine's bits; the ring keeps dual CD."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1500, 4)) * [1, 10, 100, 1000]
+    y = np.where(X @ [1, 0.1, 0.01, -0.001] + rng.logistic(size=1500) > 0, 2, 7)
+    one = pybudget.LogisticRegression(random_state=0).fit(X, y)
+    m = pbd.LogisticRegression(tol=1.0, random_state=0, engine="threads").fit(X, y)
+    assert one.selection_ == m.selection_ == "newton" and m.method_ == "whole"
+    np.testing.assert_array_equal(m.coef_, one.coef_)
+    np.testing.assert_array_equal(m.intercept_, one.intercept_)
+    ring = pbd.LogisticRegression(tol=1.0, random_state=0, engine="threads", method="ring")
+    assert ring.fit(X, y).selection_ == "shrinking"
+
+
 def test_whole_tightens_every_problem_to_tol():
     """Problems the one-machine default leaves above tol go on: every gap at most tol,
     the primal recomputed here agrees, and the result is the optimum (one machine at a

@@ -24,7 +24,7 @@ from pybudget.dask._sources import (SMALL_BYTES, GeneratedShards, SvmlightShards
                                     dask_pieces, memory_sources, rows_bytes)
 from pybudget.linear.logistic import LogisticRegression as LocalLogisticRegression
 from pybudget.linear.problem import (LOSSES, REGRESSION_LOSSES, auto_selection,
-                                     check_linear_params, class_weight_vector)
+                                     check_linear_params, class_weight_vector, primal_pays)
 from pybudget.linear.svm import LinearSVC as LocalLinearSVC
 from pybudget.linear.svr import LinearSVR as LocalLinearSVR
 
@@ -182,10 +182,10 @@ class _DistributedBase(SVMBase):
             srcs, names, locality = self._sources(X, y, sample_weight, self.engine)
             summ = engine.build(srcs, self._regression, names, locality)
             spec, n_problems, d, classes = self._spec(summ, C, bias, seed, X)
-            spec["selection"] = self._resolve(engine, spec)
+            method = self._method(summ)
+            spec["selection"] = self._resolve(engine, spec, method)
             # (in-memory rows are dealt to the partitions: _sources.memory_sources)
             spec["dealt"] = srcs[0][0] == "arrays"
-            method = self._method(summ)
             # (K: the partitions that take part, those with rows)
             spec["sigma"] = METHODS[method].sigma(sum(1 for s in summ if s["n"]))
             if verbose:
@@ -272,9 +272,11 @@ class _DistributedBase(SVMBase):
             n_problems = len(spec["positive"])
         return spec, n_problems, d, classes
 
-    def _resolve(self, engine, spec):
-        """selection="auto" by the one-machine rule (linear.problem.auto_selection) on the
-        same statistics, gathered from the partitions."""
+    def _resolve(self, engine, spec, method):
+        """selection="auto" by the one-machine rule (linear.problem.resolve_selection) on
+        the same statistics, gathered from the partitions: the primal Newton solver
+        where it pays, for method "whole" (which runs the one-machine solver; the
+        others run dual CD on partitions), else auto_selection's dual CD strategy."""
         if self.selection != "auto":
             return self.selection
         got = engine.scales(spec)
@@ -283,6 +285,8 @@ class _DistributedBase(SVMBase):
         for _, columns in got:
             used[columns] = True
         used = int(used.sum())
+        if method == "whole" and used and primal_pays(spec["loss"], scales.shape[0], used):
+            return "newton"
         return auto_selection(scales.shape[0], used, scales)
 
     def _set_result(self, res, bias, d, classes, spec, n_parts, elapsed):

@@ -24,7 +24,8 @@ class LogisticRegression(LinearClassifierBase):
         Coordinate selection.  No dual variable of this problem ever reaches a bound, so
         "shrinking" drops nothing: it is liblinear's plain loop, whose one-variable
         Newton solves start loose and tighten as the sweeps get cheap; "uniform" and
-        "avsf" solve every subproblem tightly.  "auto" as in :class:`pybudget.LinearSVC`.
+        "avsf" solve every subproblem tightly.  "auto" as in :class:`pybudget.LinearSVC`:
+        the primal Newton solver on rows that outnumber the columns 100 times.
     tol : float, default=0.1
         Stop when the largest absolute dual gradient, over all variables, is below
         ``tol`` (liblinear's ``-e`` for ``-s 7``).
@@ -65,7 +66,8 @@ class LogisticRegression(LinearClassifierBase):
         Final dual objective (maximised; equals the primal objective at the optimum),
         largest dual gradient and convergence flag per problem.
     selection_ : str
-        The strategy used ("auto" resolved).
+        The strategy used ("auto" resolved; "newton": the primal Newton solver, whose
+        ``n_iter_`` counts Newton iterations).
     fit_time_ : float
         Optimisation seconds, summed over problems (more than the wall time with
         ``n_jobs > 1``).

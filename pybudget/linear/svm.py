@@ -51,7 +51,7 @@ class LinearClassifierBase(SparseCoefMixin, SVMClassifierBase):
             return self
         V.linear_weights_fit(len(binary_problems(K)), X.shape[1])
         sqnorms = V.row_sqnorms(X, bias)
-        selection = _resolve_once(self.selection, X, cvec, bias, sqnorms)
+        selection = _resolve_once(self.selection, X, cvec, bias, sqnorms, loss)
         starts = dict(zip(binary_problems(K),
                           self._warm_starts(X, classes, cvec, C, len(binary_problems(K)))))
 
@@ -147,9 +147,10 @@ class LinearSVC(LinearClassifierBase):
         ``loss="hinge"``.  As in scikit-learn, two classes then give one weight vector,
         ``coef_[1] - coef_[0]`` of the two fitted ones.
     selection : {"auto", "avsf", "shrinking", "uniform"}, default="auto"
-        Coordinate selection: "auto" (hard shrinking or AVSF chosen from the data and C,
-        see :func:`resolve_selection`), "avsf" (adaptive variable selection
-        frequencies), "shrinking" (liblinear's hard shrinking) or "uniform".
+        Coordinate selection: "auto" (hard shrinking or AVSF chosen from the data and C;
+        the primal Newton solver for the squared hinge on rows that outnumber the
+        columns 100 times; see :func:`resolve_selection`), "avsf" (adaptive variable
+        selection frequencies), "shrinking" (liblinear's hard shrinking) or "uniform".
     tol : float, default=0.1
         Stopping tolerance on the maximal projected gradient (KKT violation); relative
         to ``max_i |y_i| - epsilon`` for the regression losses, as in
@@ -204,8 +205,8 @@ class LinearSVC(LinearClassifierBase):
         Final dual objective, KKT violation and convergence flag per problem (one entry
         with crammer_singer).
     selection_ : str
-        The strategy used ("auto" resolved; "newton" or "pairs" for a dominant bias
-        column, see :func:`~pybudget.linear.problem.bias_dominated`).
+        The strategy used ("auto" resolved, "newton" included; "newton" or "pairs" for
+        a dominant bias column, see :func:`~pybudget.linear.problem.bias_dominated`).
     fit_time_ : float
         Optimisation seconds, summed over problems (more than the wall time with
         ``n_jobs > 1``).
