@@ -514,7 +514,9 @@ def test_held_rows_and_task_results_give_the_same_bits(client, monkeypatch, laps
     the threads engine."""
     X, y = make_data(n=800, classes=4, seed=5)
     monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
-    kw = dict(C=1.0, tol=1e-2, random_state=0, max_iter=300, n_partitions=4, laps=laps,
+    # (tol 3e-2: 32 rounds, the four problems still passing at different checks; at
+    # 1e-2, 54-56 rounds of hops made this the suite's slowest test)
+    kw = dict(C=1.0, tol=3e-2, random_state=0, max_iter=300, n_partitions=4, laps=laps,
               method="ring")
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
     assert len({e["active"] for e in ref.rounds_log_} - {0}) >= 2
