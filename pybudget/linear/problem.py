@@ -356,7 +356,7 @@ def primal_pays(loss, n, d_used):
 AUTO_MIN_DIM_RATIO = 0.5
 AUTO_MIN_SCALE = 1.0
 # Measured on the binary problems of the benchmark data (docs/benchmarks.md, section 8):
-# from 165 rows per column up (a9a, ijcnn1, w8a, pendigits, svmguide1, a dense 200,000 x
+# from 166 rows per column up (a9a, ijcnn1, w8a, pendigits, svmguide1, a dense 200,000 x
 # 50 set) the primal Newton solver beat dual CD in every cell (1.05-49 times faster,
 # C = 1 and 100); below 100 the dual won on mushrooms and on dna.scale at C = 1 and lost
 # on german.numer and splice; on text (fewer rows than columns) the dual won by 3-64
