@@ -23,11 +23,11 @@ def make_data(n=600, d=80, seed=0):
 
 
 def test_every_estimator_method_is_an_object_of_the_registry():
-    assert set(_methods.METHODS) == {"ring", "bda", "cocoa", "whole"}
+    assert set(_methods.METHODS) == {"ring", "bda", "cocoa", "whole", "newton"}
     for name, m in _methods.METHODS.items():
         assert m.name == name and callable(m.fit)
     assert _methods.METHODS["cocoa"].sigma(5) == 5
-    assert all(_methods.METHODS[k].sigma(5) == 1 for k in ("ring", "bda", "whole"))
+    assert all(_methods.METHODS[k].sigma(5) == 1 for k in ("ring", "bda", "whole", "newton"))
 
 
 def test_a_new_method_registered_in_methods_alone_trains(monkeypatch):

@@ -11,7 +11,8 @@ import pybudget.dask as pbd
 from pybudget.dask import _engines
 from pybudget.dask import estimators as E
 
-from test_dask import PlacementEngine, make_data
+from test_dask import PlacementEngine, chunked, make_data
+from test_dask_newton import tall
 
 # (these tests are about the ring and the parallel methods: conftest.ring_by_default)
 pytestmark = pytest.mark.usefixtures("ring_by_default")
@@ -45,6 +46,22 @@ def test_fit_spans_every_worker(client, spread, method):
     assert m.bytes_sent_["workers"] > 0
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     assert m.n_rounds_ == ref.n_rounds_
+
+
+def test_newton_spans_every_worker(client, spread):
+    """Method "newton": every worker holds partitions, nothing moves between them, and
+    the partitions' sums, added in partition order, give the threads engine's bits."""
+    K = len(_engines.worker_addresses(client))
+    X, y = tall(n=4000, classes=3, seed=5)
+    Xd, yd = chunked(X, y, 2 * K)
+    kw = dict(method="newton", tol=1e-6, C=0.5)
+    m = pbd.LogisticRegression(client=client, **kw).fit(Xd, yd)
+    ref = pbd.LogisticRegression(engine="threads", **kw).fit(Xd, yd)
+    assert len(set(PlacementEngine.placed.values())) == K
+    np.testing.assert_array_equal(m.coef_, ref.coef_)
+    np.testing.assert_array_equal(m.intercept_, ref.intercept_)
+    assert m.n_iter_ == ref.n_iter_ and m.recoveries_ == 0
+    assert m.bytes_sent_["client"] > 0 and m.bytes_sent_["workers"] == 0
 
 
 def test_no_recovery_under_load(client, spread):

@@ -69,7 +69,7 @@ class Checkpointing:
         self.held, self.last_on = set(), {}
         if self.ring:
             self.client.run(_worker.install, on_error="ignore")
-        live = self._rebuild_lost()
+        live = self._rebuild_lost()[0]
         if token is None:
             self._synced()
             self.setup(spec, self.ring)
@@ -98,7 +98,7 @@ class Checkpointing:
 
     def _rebuild_lost(self):
         """Rebuild the partitions whose workers are gone on the workers that answer,
-        from their sources; returns those workers."""
+        from their sources; returns those workers and the partitions rebuilt."""
         self._live_workers()
         # the workers that answer (the scheduler may still list one that just died)
         held = self.client.run(_worker.parts_here, self.job, on_error="ignore")
@@ -112,7 +112,7 @@ class Checkpointing:
         if lost:
             self._gather([self._submit(_worker.build_task, p, self.job, p, self.sources[p],
                                        self.regression, self.names[p]) for p in lost])
-        return live
+        return live, lost
 
     def _kept(self, number, slots):
         """(states, rows, loc) of checkpoint ``number`` as futures of tasks that read a

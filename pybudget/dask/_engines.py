@@ -90,6 +90,19 @@ class Engine(Protocol):
     def weights(self, n_problems, d) -> np.ndarray:
         """The weights, (n_problems, d + 1)."""
 
+    def primal_setup(self, spec) -> None:
+        """Method "newton": every problem's primal on every partition."""
+
+    def primal(self, what, j, *args):
+        """Method "newton": ``Partition.primal_<what>(j, *args)`` of every partition,
+        summed in partition order (``_steps.sum_in_order``)."""
+
+    def primal_recover(self, spec) -> None:
+        """Method "newton": the lost partitions rebuilt and set up (the others kept)."""
+
+    def concurrency(self, n_problems) -> int:
+        """How many problems of method "newton" run at the same time."""
+
     def snapshot(self):
         """A checkpoint of the partitions' duals and the weights."""
 
@@ -218,6 +231,20 @@ class ThreadsEngine:
 
     def weights(self, n_problems, d):
         return assemble(self.rows, n_problems, d)
+
+    def primal_setup(self, spec):
+        for P in self.parts:
+            P.primal_setup(spec)
+
+    def primal(self, what, j, *args):
+        return _steps.sum_in_order([getattr(P, "primal_" + what)(j, *args)
+                                    for P in self.parts])
+
+    def primal_recover(self, spec):
+        raise ClusterError("the threads engine cannot lose a partition")
+
+    def concurrency(self, n_problems):
+        return min(self.n_threads, n_problems)
 
     def snapshot(self):
         return None         # (nothing here can be lost: no copy to keep)
@@ -899,6 +926,34 @@ class DaskEngine(Checkpointing):
         self._received()
         self._finished(got)
         return assemble(self.done, n_problems, d)
+
+    def primal_setup(self, spec):
+        self._gather([self._submit(_worker.primal_setup_task, p, self.job, p, spec)
+                      for p in self.where])
+        self._synced()
+
+    def primal(self, what, j, *args):
+        # (not tracked: the problems' calls run from several client threads, and each
+        # waits for its own; also=: another thread's recovery may move a partition while
+        # this call waits on its old worker)
+        where = dict(self.where)
+        per = self._gather([self._on(where[p], _worker.primal_task, self.job, p, what, j,
+                                     *args) for p in where], also=set(where.values()))
+        sent = sum(a.nbytes for a in args if isinstance(a, np.ndarray)) * len(self.where)
+        got = sum(x.nbytes for r in per for x in (r if isinstance(r, tuple) else (r,))
+                  if isinstance(x, np.ndarray))
+        self.bytes["client"] += sent + got
+        return _steps.sum_in_order(per)
+
+    def primal_recover(self, spec):
+        lost = self._rebuild_lost()[1]
+        self._gather([self._submit(_worker.primal_setup_task, p, self.job, p, spec)
+                      for p in lost])
+        self._synced()
+
+    def concurrency(self, n_problems):
+        threads = sum(w.get("nthreads", 1) for w in worker_info(self.client).values())
+        return max(1, min(threads, n_problems))
 
     def peak_memory(self):
         # (the live workers of the fit only: an idle worker's first call imports

@@ -17,6 +17,8 @@ sigma') and ``fit(engine, spec, n_problems, d, **options)``, which returns a
 - ``cocoa``: CoCoA+ (Ma et al. 2015): the same with sigma' = K and eta = 1.
 - ``whole``: every worker that runs a problem holds all rows and runs whole problems
   with the one-machine solver (``_whole``); no rounds.
+- ``newton`` (the smooth losses): the primal Newton solver on the client, the sums it
+  needs over the partitions (``_newton``); no rounds.
 
 The methods with rounds share the driver (``_driver.run``: the stopping rule, the
 checks' schedule, checkpoints and replay) and give it two more things:
@@ -32,7 +34,7 @@ A new method is a class here with these, in ``METHODS``; what a partition comput
 it goes in ``_steps`` (the same function on either engine gives the same bits), the
 engines' calls in the ``Engine`` protocol and both engines (docs/architecture.md).
 """
-from pybudget.dask import _driver, _whole
+from pybudget.dask import _driver, _newton, _whole
 from pybudget.dask._laps import STALL_ROUNDS
 from pybudget.dask._steps import ring_groups
 from pybudget.linear.losses import LOSS
@@ -134,6 +136,14 @@ class Whole(Method):
         return _whole.result(outs, tol, engine.bytes)
 
 
+class Newton(Method):
+    """``_newton``: the primal Newton solver, its sums over the partitions; no rounds."""
+    name, unit = "newton", "Newton iterations"
+
+    def fit(self, engine, spec, n_problems, d, *, tol, max_rounds, **_ring_options):
+        return _newton.fit(engine, spec, n_problems, d, tol, max_rounds)
+
+
 def unit_step(fit, small, problems):
     """CoCoA+'s step: 1."""
     return {j: 1.0 for j in problems}
@@ -183,4 +193,5 @@ def armijo(engine, small, problems):
 
 
 METHODS = {m.name: m for m in (Ring(), Parallel("bda", line_search),
-                               Parallel("cocoa", unit_step, added=True), Whole())}
+                               Parallel("cocoa", unit_step, added=True), Whole(),
+                               Newton())}

@@ -11,7 +11,10 @@ A partition never leaves the process that built it (a Dask worker, or the client
   runs its sweeps against the same weights on the local problem with sigma' (K for
   CoCoA+, 1 for BDA), keeps its dual change and returns its weight change dw_k and the
   scalars of the line search; the driver picks the step eta and the partitions commit
-  alpha += eta dalpha.
+  alpha += eta dalpha;
+- the primal Newton method (``primal_setup``, then ``primal_at``, ``primal_value``,
+  ``primal_hessp``): the partition's sums of the primal's loss terms, which the client
+  adds up for its Newton iterations (``_newton``).
 
 In the duals u = sigma' alpha with box sigma' C_i, the local problem is the dual of the
 same loss at sigma' C_i (``linear._dual_cd.dcd_round``), so the unchanged strategies
@@ -24,6 +27,7 @@ import scipy.sparse as sp
 from pybudget._core import _validation as V
 from pybudget.linear._dual_cd import SELECTIONS, dcd_round, fresh_carry, roll_carried
 from pybudget.linear.losses import LOSS
+from pybudget.linear.primal import _Primal
 from pybudget.linear.problem import problem_costs
 
 # A weight change is sent as (indices, values) when fewer than this share of its
@@ -97,6 +101,7 @@ class Partition:
         self.sw = (np.ones(X.shape[0]) if sample_weight is None
                    else np.asarray(sample_weight, dtype=np.float64))
         self.problems = None
+        self.primals = None       # method "newton"'s problems (primal_setup)
 
     @property
     def n(self):
@@ -135,27 +140,11 @@ class Partition:
         positive class of each problem, or regression=True).  Returns the encoded initial
         contribution of each problem to w (non-zero only for the logistic loss, whose
         duals start inside their box)."""
-        d = spec["d"]
-        if self.X.shape[1] < d:     # shards may use fewer columns than the widest one
-            self.X.resize((self.n, d))
+        targets, costs = self._problems(spec)
+        Xk = self.Xk
         self.loss = LOSS[spec["loss"]]
         kind, squared = self.loss.kind, self.loss.squared
         sigma = spec["sigma"]
-        keep = self.sw > 0
-        self.keep = None if keep.all() else np.flatnonzero(keep)
-        Xk = self.X if self.keep is None else self.X[self.keep]
-        V.check_squares(Xk, spec["bias"])    # (as on one machine: no overflowing |x|^2)
-        sw = self.sw[keep]
-        if spec.get("regression"):
-            targets = [self.y[keep].astype(np.float64)]
-            costs = [spec["C"] * sw]
-        else:
-            # the costs of one-vs-rest as liblinear sets them (as on one machine)
-            codes = np.searchsorted(spec["classes"], self.y[keep])
-            targets = [np.where(codes == k, 1.0, -1.0) for k in spec["positive"]]
-            costs = [problem_costs(spec["C"], spec["class_weight"], codes, k, sw)
-                     for k in spec["positive"]]
-        self.Xk = Xk
         self.kind, self.squared, self.sigma = kind, squared, sigma
         self.bias, self.epsilon = spec["bias"], spec.get("epsilon", 0.0)
         self.selection = SELECTIONS[spec["selection"]]
@@ -170,6 +159,56 @@ class Partition:
             self.costs.append(shared[key])
         self.problems = [self._fresh(t, c) for t, c in zip(targets, self.costs)]
         return [self._initial(st) for st in self.problems]
+
+    def _problems(self, spec):
+        """The rows with positive weight (self.Xk) and every problem's targets and
+        costs, as one machine sets them."""
+        d = spec["d"]
+        if self.X.shape[1] < d:     # shards may use fewer columns than the widest one
+            self.X.resize((self.n, d))
+        keep = self.sw > 0
+        self.keep = None if keep.all() else np.flatnonzero(keep)
+        self.Xk = self.X if self.keep is None else self.X[self.keep]
+        V.check_squares(self.Xk, spec["bias"])  # (as on one machine: no overflowing |x|^2)
+        sw = self.sw[keep]
+        if spec.get("regression"):
+            return [self.y[keep].astype(np.float64)], [spec["C"] * sw]
+        # the costs of one-vs-rest as liblinear sets them (as on one machine)
+        codes = np.searchsorted(spec["classes"], self.y[keep])
+        targets = [np.where(codes == k, 1.0, -1.0) for k in spec["positive"]]
+        costs = [problem_costs(spec["C"], spec["class_weight"], codes, k, sw)
+                 for k in spec["positive"]]
+        return targets, costs
+
+    # ---- method "newton": the primal's sums over these rows ---------------------------
+
+    def primal_setup(self, spec):
+        """Every problem's primal on these rows (``linear.primal._Primal``; X's squares
+        shared by the problems)."""
+        targets, costs = self._problems(spec)
+        Xsq = self.Xk.multiply(self.Xk).tocsr()
+        eps = spec.get("epsilon", 0.0)
+        self.primals = [_Primal(self.Xk, t, c, spec["loss"], spec["bias"], eps, Xsq)
+                        for t, c in zip(targets, costs)]
+        self.curvature = {}
+
+    def primal_at(self, j, v, tag):
+        """Problem j's loss sum, gradient part and Hessian diagonal part at v; keeps the
+        curvature weights for ``primal_hessp`` under ``tag``."""
+        lo, grad, _, h = self.primals[j].local_at(v)
+        self.curvature[j] = (tag, h)
+        return lo, grad, self.primals[j].local_hdiag(h)
+
+    def primal_value(self, j, v):
+        return self.primals[j].local_value(v)
+
+    def primal_hessp(self, j, p, v, tag):
+        """The Hessian part A' diag(h) A p at v, the point of ``primal_at`` call ``tag``
+        (its curvature computed again if this partition does not hold it: rebuilt after
+        a loss)."""
+        if self.curvature.get(j, (None,))[0] != tag:
+            self.curvature[j] = (tag, self.primals[j].local_at(v)[3])
+        return self.primals[j].local_hessp(self.curvature[j][1], p)
 
     def _fresh(self, y, cost):
         n = y.shape[0]

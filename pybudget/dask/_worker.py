@@ -358,6 +358,18 @@ def commit_task(job, part, etas):
     _steps.commit_partition(_get(job, part), etas)
 
 
+def primal_setup_task(job, part, spec):
+    _get(job, part).primal_setup(spec)
+
+
+def primal_task(job, part, what, j, *args):
+    """Method "newton": ``Partition.primal_<what>`` (at, value or hessp)."""
+    P = _get(job, part)
+    if P.primals is None:         # rebuilt after a loss, not yet set up: sent again later
+        raise PartitionMissing(f"partition {part} of job {job} is not set up here")
+    return getattr(P, "primal_" + what)(j, *args)
+
+
 def barrier(payload):
     """A token where a payload is, once it is there (waits for the tasks making it)."""
     return None

@@ -26,6 +26,7 @@ from pybudget.linear.logistic import LogisticRegression as LocalLogisticRegressi
 from pybudget.linear.problem import (LOSSES, REGRESSION_LOSSES, auto_selection,
                                      check_linear_params, class_weight_vector, primal_pays)
 from pybudget.linear.svm import LinearSVC as LocalLinearSVC
+from pybudget.linear.primal import SMOOTH_LOSSES
 from pybudget.linear.svr import LinearSVR as LocalLinearSVR
 
 ENGINES = ("dask", "threads")
@@ -71,6 +72,14 @@ class _DistributedBase(SVMBase):
             self.intercept_scaling, self._loss_choices)
         V.choice("engine", self.engine, ENGINES)
         V.choice("method", self.method, (*METHODS, "auto"))
+        if self.method == "newton":
+            if self.loss not in SMOOTH_LOSSES:
+                raise ValueError(f"method='newton' needs a smooth loss {SMOOTH_LOSSES}, "
+                                 f"got loss={self.loss!r}")
+            if self.selection != "auto":
+                raise ValueError(f"method='newton' runs the primal Newton solver, not "
+                                 f"dual CD: selection={self.selection!r} has no meaning "
+                                 "there; leave it 'auto'")
         sweeps = V.positive_int("local_sweeps", self.local_sweeps)
         if self.laps != "auto":
             V.positive_int("laps", self.laps)
@@ -182,8 +191,7 @@ class _DistributedBase(SVMBase):
             srcs, names, locality = self._sources(X, y, sample_weight, self.engine)
             summ = engine.build(srcs, self._regression, names, locality)
             spec, n_problems, d, classes = self._spec(summ, C, bias, seed, X)
-            method = self._method(summ)
-            spec["selection"] = self._resolve(engine, spec, method)
+            method, spec["selection"] = self._method(engine, spec, summ)
             # (in-memory rows are dealt to the partitions: _sources.memory_sources)
             spec["dealt"] = srcs[0][0] == "arrays"
             # (K: the partitions that take part, those with rows)
@@ -225,17 +233,39 @@ class _DistributedBase(SVMBase):
                           ConvergenceWarning)
         return self
 
-    def _method(self, summ):
-        """``method``, or for "auto": "whole" for small data (``_sources.rows_bytes`` at
-        most WHOLE_BYTES: each worker that runs a problem holds a copy of the rows, and
-        the problem runs there without a hop, as on one machine: docs/benchmarks.md,
-        section 10), else the ring: the fewest rounds (or the lowest gap at the cap) of
-        the three methods that share rounds in every cell measured.  Decided from the
-        data alone, never from the cluster."""
-        if self.method != "auto":
-            return self.method
-        size = rows_bytes(sum(s["n"] for s in summ), sum(s["nnz"] for s in summ))
-        return "whole" if size <= WHOLE_BYTES else "ring"
+    def _method(self, engine, spec, summ):
+        """(method, selection): ``method`` and ``selection``, or for "auto" by the data
+        alone, never the cluster.  The method: "whole" for small data
+        (``_sources.rows_bytes`` at most WHOLE_BYTES: each worker that runs a problem
+        holds a copy of the rows, and the problem runs there without a hop, as on one
+        machine: docs/benchmarks.md, section 10); else "newton" where one machine's
+        ``selection="auto"`` would run the primal Newton solver
+        (``linear.problem.primal_pays``: a smooth loss, many more rows than columns in
+        use); else the ring: the fewest rounds (or the lowest gap at the cap) of the three
+        methods that share rounds in every cell measured.  The selection: one machine's
+        rule (``linear.problem.resolve_selection``) on the same statistics, gathered from
+        the partitions: "newton" for the methods that run the Newton solver ("whole"
+        runs the one-machine solver), else ``auto_selection``'s dual CD strategy."""
+        method = self.method
+        if method == "newton":
+            return "newton", "newton"
+        if method == "auto":
+            size = rows_bytes(sum(s["n"] for s in summ), sum(s["nnz"] for s in summ))
+            method = "whole" if size <= WHOLE_BYTES else None
+        if self.selection != "auto":
+            return method or "ring", self.selection
+        got = engine.scales(spec)
+        scales = np.concatenate([a for a, _ in got])
+        used = np.zeros(spec["d"], dtype=bool)
+        for _, columns in got:
+            used[columns] = True
+        used = int(used.sum())
+        pays = bool(used) and primal_pays(spec["loss"], scales.shape[0], used)
+        if method is None:
+            method = "newton" if pays else "ring"
+        if pays and method in ("whole", "newton"):
+            return method, "newton"
+        return method, auto_selection(scales.shape[0], used, scales)
 
     def _laps(self, method, sweeps, summ, n_problems, d, movable):
         """(laps of the ring's first round, the most they may grow to): ``_laps.first``
@@ -271,23 +301,6 @@ class _DistributedBase(SVMBase):
             spec["positive"] = binary_problems(classes.shape[0])
             n_problems = len(spec["positive"])
         return spec, n_problems, d, classes
-
-    def _resolve(self, engine, spec, method):
-        """selection="auto" by the one-machine rule (linear.problem.resolve_selection) on
-        the same statistics, gathered from the partitions: the primal Newton solver
-        where it pays, for method "whole" (which runs the one-machine solver; the
-        others run dual CD on partitions), else auto_selection's dual CD strategy."""
-        if self.selection != "auto":
-            return self.selection
-        got = engine.scales(spec)
-        scales = np.concatenate([a for a, _ in got])
-        used = np.zeros(spec["d"], dtype=bool)
-        for _, columns in got:
-            used[columns] = True
-        used = int(used.sum())
-        if method == "whole" and used and primal_pays(spec["loss"], scales.shape[0], used):
-            return "newton"
-        return auto_selection(scales.shape[0], used, scales)
 
     def _set_result(self, res, bias, d, classes, spec, n_parts, elapsed):
         coef = res.W[:, :d]
@@ -378,14 +391,20 @@ def _chunk_span(bounds, p, P, n):
 
 
 _COMMON_DOC = """
-    method : {"auto", "ring", "bda", "cocoa", "whole"}, default="auto"
+    method : {"auto", "ring", "bda", "cocoa", "whole", "newton"}, default="auto"
         How the partitions share the work (docs/user_guide.md, "Training on a Dask
         cluster"): "ring", the partitions take turns within a round (one round is one
         sweep of one-machine dual CD); "bda", parallel sweeps with a line search;
         "cocoa", parallel sweeps added with sigma' = K (CoCoA+); "whole", every worker
         gets a copy of all rows and runs whole problems with the one-machine solver
-        (``n_rounds_`` is then the most sweeps of a problem).  "auto" chooses per fit
-        (``method_``): "whole" for rows of at most 64 MiB, else "ring".
+        (``n_rounds_`` is then the most sweeps of a problem); "newton" (squared hinge,
+        logistic and squared epsilon-insensitive losses, ``selection="auto"``), the
+        primal Newton solver on the client with its sums over the partitions
+        (``n_rounds_``: the most Newton iterations of a problem, ``n_steps_``: the
+        Hessian-vector products).  "auto" chooses per fit (``method_``): "whole" for
+        rows of at most 64 MiB, else "newton" where one machine's ``selection="auto"``
+        runs the primal Newton solver (a smooth classification loss, at least 100 rows
+        per column in use), else "ring".
     client : distributed.Client or None, default=None
         The cluster to train on; the current client when None.
     n_partitions : int or None, default=None

@@ -49,12 +49,15 @@ def _pieces(loss, y, z, epsilon):
 
 
 class _Primal:
-    """f, its gradient and Hessian-vector products at v, on A = [X, bias * 1]."""
+    """f, its gradient and Hessian-vector products at v, on A = [X, bias * 1].  The
+    ``local_*`` parts are the loss terms' sums over these rows alone, which a cluster
+    adds over its partitions (``pybudget.dask``); Xsq (X's squares) may be shared by
+    the problems on the same rows."""
 
-    def __init__(self, X, y, cvec, loss, bias, epsilon):
+    def __init__(self, X, y, cvec, loss, bias, epsilon, Xsq=None):
         self.X, self.y, self.c, self.loss = X, y, cvec, loss
         self.bias, self.eps, self.d = bias, epsilon, X.shape[1]
-        self.Xsq = X.multiply(X).tocsr()
+        self.Xsq = X.multiply(X).tocsr() if Xsq is None else Xsq
 
     def margins(self, v):
         return self.X @ v[:self.d] + self.bias * v[self.d]
@@ -62,21 +65,36 @@ class _Primal:
     def adjoint(self, u):
         return np.append(self.X.T @ u, self.bias * u.sum())
 
+    def local_value(self, v):
+        """sum_i C_i l(z_i)."""
+        return fixed_dot(self.c, _pieces(self.loss, self.y, self.margins(v), self.eps)[0])
+
+    def local_at(self, v):
+        """(sum_i C_i l(z_i), A' (C l'), dl/dz, the curvature weights C l'')."""
+        lo, d1, d2 = _pieces(self.loss, self.y, self.margins(v), self.eps)
+        return fixed_dot(self.c, lo), self.adjoint(self.c * d1), d1, self.c * d2
+
+    def local_hessp(self, h, p):
+        """A' diag(h) A p."""
+        return self.adjoint(h * self.margins(p))
+
+    def local_hdiag(self, h):
+        """The diagonal of A' diag(h) A."""
+        return np.append(self.Xsq.T @ h, self.bias * self.bias * h.sum())
+
     def value(self, v):
-        lo = _pieces(self.loss, self.y, self.margins(v), self.eps)[0]
-        return 0.5 * fixed_dot(v, v) + fixed_dot(self.c, lo)
+        return 0.5 * fixed_dot(v, v) + self.local_value(v)
 
     def at(self, v):
         """(f, gradient, dl/dz, curvature weights C l'') at v."""
-        lo, d1, d2 = _pieces(self.loss, self.y, self.margins(v), self.eps)
-        return (0.5 * fixed_dot(v, v) + fixed_dot(self.c, lo), v + self.adjoint(self.c * d1), d1,
-                self.c * d2)
+        lo, grad, d1, h = self.local_at(v)
+        return 0.5 * fixed_dot(v, v) + lo, v + grad, d1, h
 
     def hessp(self, h, p):
-        return p + self.adjoint(h * self.margins(p))
+        return p + self.local_hessp(h, p)
 
     def hdiag(self, h):
-        return 1.0 + np.append(self.Xsq.T @ h, self.bias * self.bias * h.sum())
+        return 1.0 + self.local_hdiag(h)
 
 
 def _dual_of(P, v, d1):
@@ -100,12 +118,29 @@ def primal_newton(X, y, cvec, *, loss, bias, tol, max_iter, epsilon=0.0):
     (the dual variables it implies), comp (C - alpha for the logistic loss, else None),
     n_iter, converged, primal and dual (the objectives at w and alpha), gap (their
     difference, relative to the primal), kkt_violation (max |grad f(w)|), loss_sum (at w)."""
+    check_smooth(loss)
+    P = _Primal(X, y, cvec, loss, bias, epsilon)
+    out = newton(P, X.shape[1] + 1, tol, max_iter)
+    # The weights are the Newton iterate v, not w(alpha): w(alpha)'s bias weight is
+    # B sum_i y_i alpha_i, a sum that cancels to ~1/B of its terms, so its round-off,
+    # times B^2 in the intercept, moved it by up to 580 on 200 rows at B = 1e4, C = 1e3.
+    out["alpha"], out["comp"] = _dual_of(P, out["w"], out.pop("d1"))
+    return out
+
+
+def check_smooth(loss):
     if loss not in SMOOTH_LOSSES:
         raise ValueError(f"the primal solver needs a smooth loss {SMOOTH_LOSSES}, got {loss!r}")
-    P = _Primal(X, y, cvec, loss, bias, epsilon)
-    v = np.zeros(X.shape[1] + 1)
+
+
+def newton(P, n_weights, tol, max_iter):
+    """The Newton iterations from v = 0 on an oracle P (``_Primal``'s ``at``, ``value``,
+    ``hessp``, ``hdiag``; ``pybudget.dask`` gives one whose rows are on a cluster).
+    Returns a dict: w, n_iter, converged, primal, dual, gap, kkt_violation, loss_sum,
+    n_products (Hessian-vector products) and d1 (dl/dz at w, as P.at gave it)."""
+    v = np.zeros(n_weights)
     f, g, d1, h = P.at(v)
-    it, best, stalls, f_old = 0, np.inf, 0, np.inf
+    it, best, stalls, f_old, products = 0, np.inf, 0, np.inf, 0
     while True:
         gap = 0.5 * fixed_dot(g, g)
         rel = gap / f if f > 0.0 else 0.0
@@ -114,25 +149,29 @@ def primal_newton(X, y, cvec, *, loss, bias, tol, max_iter, epsilon=0.0):
         best = min(best, rel)
         if rel <= tol or stalls >= STALLS or it >= max_iter:
             break
-        step = _newton_direction(P, g, h)
+        step, n = _newton_direction(P, g, h)
+        products += n
         f_old = f
         v, f, g, d1, h = _line_search(P, v, f, g, step)
         it += 1
-    alpha, comp = _dual_of(P, v, d1)
-    # The weights are the Newton iterate v, not w(alpha): w(alpha)'s bias weight is
-    # B sum_i y_i alpha_i, a sum that cancels to ~1/B of its terms, so its round-off,
-    # times B^2 in the intercept, moved it by up to 580 on 200 rows at B = 1e4, C = 1e3.
-    return {"w": v, "alpha": alpha, "comp": comp, "n_iter": it, "converged": rel <= tol,
+    return {"w": v, "d1": d1, "n_iter": it, "converged": rel <= tol,
             "primal": f, "dual": f - gap, "gap": rel,
             "kkt_violation": float(np.max(np.abs(g))),
-            "loss_sum": f - 0.5 * fixed_dot(v, v)}
+            "loss_sum": f - 0.5 * fixed_dot(v, v), "n_products": products}
 
 
 def _newton_direction(P, g, h):
     """An approximate solution of H s = -g by preconditioned CG, solved more exactly as
-    the gradient shrinks (forcing term min(0.1, |g|))."""
+    the gradient shrinks (forcing term min(0.1, |g|)), and the Hessian-vector products
+    it took."""
     n = g.shape[0]
-    H = spla.LinearOperator((n, n), matvec=lambda p: P.hessp(h, p), dtype=np.float64)
+    count = [0]
+
+    def hessp(p):
+        count[0] += 1
+        return P.hessp(h, p)
+
+    H = spla.LinearOperator((n, n), matvec=hessp, dtype=np.float64)
     inv = 1.0 / P.hdiag(h)
     M = spla.LinearOperator((n, n), matvec=lambda r: inv * r, dtype=np.float64)
     rtol = min(0.1, float(np.linalg.norm(g)))
@@ -140,7 +179,7 @@ def _newton_direction(P, g, h):
     # the machine's thread count; _core._reduce)
     with threadpool_limits(limits=1, user_api="blas"):
         step, _ = spla.cg(H, -g, M=M, rtol=max(rtol, 1e-14), maxiter=max(2 * n, 50))
-    return step
+    return step, count[0]
 
 
 def _line_search(P, v, f, g, step):
