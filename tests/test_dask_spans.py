@@ -11,7 +11,7 @@ import pybudget.dask as pbd
 from pybudget.dask import _engines
 from pybudget.dask import estimators as E
 
-from test_dask import PlacementEngine, chunked, make_data
+from test_dask import PlacementEngine, make_data
 from test_dask_newton import tall
 
 # (these tests are about the ring and the parallel methods: conftest.ring_by_default)
@@ -53,10 +53,9 @@ def test_newton_spans_every_worker(client, spread):
     the partitions' sums, added in partition order, give the threads engine's bits."""
     K = len(_engines.worker_addresses(client))
     X, y = tall(n=4000, classes=3, seed=5)
-    Xd, yd = chunked(X, y, 2 * K)
-    kw = dict(method="newton", tol=1e-6, C=0.5)
-    m = pbd.LogisticRegression(client=client, **kw).fit(Xd, yd)
-    ref = pbd.LogisticRegression(engine="threads", **kw).fit(Xd, yd)
+    kw = dict(method="newton", tol=1e-6, C=0.5, n_partitions=2 * K)
+    m = pbd.LogisticRegression(client=client, **kw).fit(X, y)
+    ref = pbd.LogisticRegression(engine="threads", **kw).fit(X, y)
     assert len(set(PlacementEngine.placed.values())) == K
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     np.testing.assert_array_equal(m.intercept_, ref.intercept_)
