@@ -15,6 +15,9 @@ Studies:
   (pybudget: ``res.time``; liblinear: around ``train``); primal objectives
   ``1/2 |w|^2 + C sum loss`` with the bias weight regularised, both computed here from
   the returned weights.
+- ``newton``: the same comparison for the smooth losses where ``selection="auto"`` runs
+  the primal Newton solver (a9a, ijcnn1, w8a; squared hinge and logistic, C = 1), against
+  liblinear-multicore's primal Newton solvers (``-s 2`` and ``-s 0``).
 - ``fallback``: ``LinearSVC()`` defaults (``LinearSVR()`` on the regression set) with
   ``n_jobs=-1`` against ``n_jobs=1`` on every training set of ``$PYBUDGET_DATA`` (the
   "never slower" check).
@@ -22,7 +25,7 @@ Studies:
 Medians of r repetitions with their spread.  ``--quick``: a synthetic problem, seconds.
 Writes bench/results/threads/.
 
-    PYBUDGET_DATA=... python bench/threads.py [--study speed fallback] [-r 7]
+    PYBUDGET_DATA=... python bench/threads.py [--study speed newton fallback] [-r 7]
         [--multicore-python VENV/bin/python] [--quick] [--out DIR]
 """
 import argparse
@@ -48,7 +51,10 @@ SPEED_CELLS = [  # (data, loss, C, selection)
     ("ijcnn1", "hinge", 1.0, "auto"),
     ("w8a", "hinge", 1.0, "auto"),
 ]
-LIBLINEAR_SOLVER = {"hinge": 3, "squared_hinge": 1}
+NEWTON_CELLS = [(data, loss, 1.0, "auto") for data in ("a9a", "ijcnn1", "w8a")
+                for loss in ("squared_hinge", "logistic")]
+LIBLINEAR_SOLVER = {"hinge": 3, "squared_hinge": 1}          # the duals
+PRIMAL_SOLVER = {"squared_hinge": 2, "logistic": 0}         # the primal Newton solvers
 
 # Run by the peer's Python: reads X, y from an .npz, trains, prints the time and w.
 PEER = r"""
@@ -86,6 +92,8 @@ def primal(X, y, coef, intercept, C, loss):
     loss_sum = np.maximum(margin, 0.0)
     if loss == "squared_hinge":
         loss_sum = loss_sum ** 2
+    elif loss == "logistic":
+        loss_sum = np.logaddexp(0.0, margin - 1.0)
     return float(0.5 * (coef @ coef + intercept ** 2) + C * loss_sum.sum())
 
 
@@ -103,8 +111,8 @@ def pybudget_fit(X, y, loss, C, selection, n_jobs):
 PEER_EPS = (0.1, 0.01, 0.001, 0.0001)
 
 
-def peer_fit(python, npz, X, y, loss, C, threads, eps=0.1):
-    opts = f"-s {LIBLINEAR_SOLVER[loss]} -c {C:g} -e {eps:g} -B 1 -m {threads} -q"
+def peer_fit(python, npz, X, y, loss, C, threads, eps=0.1, solvers=LIBLINEAR_SOLVER):
+    opts = f"-s {solvers[loss]} -c {C:g} -e {eps:g} -B 1 -m {threads} -q"
     out = subprocess.run([python, "-c", PEER, npz, opts], capture_output=True, text=True,
                          timeout=3600)
     if out.returncode:
@@ -118,7 +126,7 @@ def summary(runs):
     return {"median": med, "min": lo, "max": hi, "primal": runs[0]["primal"]}
 
 
-def speed(cells, reps, python, quick):
+def speed(cells, reps, python, quick, solvers=LIBLINEAR_SOLVER):
     rows = []
     for data, loss, C, selection in cells:
         X, y = load_binary(data)
@@ -134,7 +142,8 @@ def speed(cells, reps, python, quick):
             eps = None
             for e in PEER_EPS if python else ():
                 eps = e
-                if peer_fit(python, npz, X, y, loss, C, 2, e)["primal"] <= target * (1 + 1e-6):
+                if (peer_fit(python, npz, X, y, loss, C, 2, e, solvers)["primal"]
+                        <= target * (1 + 1e-6)):
                     break
             for r in range(reps):
                 order = ["pb1", "pb2", "mc1", "mc2"]
@@ -142,7 +151,8 @@ def speed(cells, reps, python, quick):
                     if k.startswith("pb"):
                         runs[k].append(pybudget_fit(X, y, loss, C, selection, int(k[2])))
                     elif python:
-                        runs[k].append(peer_fit(python, npz, X, y, loss, C, int(k[2]), eps))
+                        runs[k].append(peer_fit(python, npz, X, y, loss, C, int(k[2]), eps,
+                                                solvers))
         row = {"data": data, "loss": loss, "C": C, "selection": selection,
                "used": runs["pb2"][0]["selection"], "threads": runs["pb2"][0]["threads"],
                "sweeps_1": runs["pb1"][0]["sweeps"], "sweeps_2": runs["pb2"][0]["sweeps"],
@@ -163,43 +173,53 @@ def speed(cells, reps, python, quick):
 
 
 def fallback(names, reps):
-    from pybudget import LinearSVC, LinearSVR
+    from pybudget import LinearSVC, LinearSVR, LogisticRegression
     from pybudget.datasets import load
     rows = []
     for name in names:
         X, y, _, _ = load(name)
-        # (real-valued targets: the regression set, LinearSVR's defaults)
+        # (real-valued targets: the regression set, LinearSVR's defaults; classification:
+        # LinearSVC's and LogisticRegression's, whose "auto" may run the Newton route)
         regression = not np.array_equal(y, np.round(y)) or np.unique(y).size > 100
-        make = LinearSVR if regression else LinearSVC
-        times = {1: [], -1: []}
-        for r in range(reps):
-            for n_jobs in ((1, -1) if r % 2 == 0 else (-1, 1)):
-                est = make(random_state=0, n_jobs=n_jobs)
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    t0 = time.perf_counter()
-                    est.fit(X, y)
-                    times[n_jobs].append(time.perf_counter() - t0)
-        m1, ma = np.median(times[1]), np.median(times[-1])
-        rows.append({"data": name, "estimator": make.__name__,
-                     "classes": 0 if regression else int(np.unique(y).size), "times_1": times[1],
-                     "times_all": times[-1], "median_1": float(m1), "median_all": float(ma),
-                     "ratio": float(ma / m1)})
-        print(f"{name}: n_jobs=1 {m1:.3f} s, n_jobs=-1 {ma:.3f} s, ratio {ma / m1:.2f}",
-              flush=True)
+        for make in (LinearSVR,) if regression else (LinearSVC, LogisticRegression):
+            rows.append(_fallback_one(name, X, y, make, regression, reps))
     return rows
+
+
+def _fallback_one(name, X, y, make, regression, reps):
+    """n_jobs=-1 against n_jobs=1 with the defaults of ``make``, interleaved."""
+    times = {1: [], -1: []}
+    for r in range(reps):
+        for n_jobs in ((1, -1) if r % 2 == 0 else (-1, 1)):
+            est = make(random_state=0, n_jobs=n_jobs)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                t0 = time.perf_counter()
+                est.fit(X, y)
+                times[n_jobs].append(time.perf_counter() - t0)
+    m1, ma = np.median(times[1]), np.median(times[-1])
+    print(f"{name} {make.__name__}: n_jobs=1 {m1:.3f} s, n_jobs=-1 {ma:.3f} s, ratio "
+          f"{ma / m1:.2f}", flush=True)
+    return {"data": name, "estimator": make.__name__,
+            "classes": 0 if regression else int(np.unique(y).size), "times_1": times[1],
+            "times_all": times[-1], "median_1": float(m1), "median_all": float(ma),
+            "ratio": float(ma / m1)}
 
 
 def markdown(record):
     reps, lines = record["repeats"], []
-    if record.get("speed"):
-        lines += [f"### One binary problem on 1 and 2 threads (training time, medians of {reps} "
+    for study, title in (("speed", "One binary problem on 1 and 2 threads"),
+                         ("newton", "The primal Newton route on 1 and 2 threads, against "
+                          "liblinear-multicore's primal solvers (-s 2, -s 0)")):
+        if not record.get(study):
+            continue
+        lines += [f"### {title} (training time, medians of {reps} "
                   "interleaved runs, min-max in brackets)", "",
                   "| data, loss, C, strategy | pybudget n_jobs=1 (s) | n_jobs=2 (s) | "
-                  "threads | speed-up | sweeps 1 / 2 | liblinear-multicore -e | -m 1 (s) | "
+                  "threads | speed-up | iterations 1 / 2 | liblinear-multicore -e | -m 1 (s) | "
                   "-m 2 (s) | its speed-up | pybudget 2 / mc 2 | primal: pybudget 2, mc 2 |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for r in record["speed"]:
+        for r in record[study]:
             def cell(k):
                 s = r.get(k)
                 return f"{s['median']:.3f} [{s['min']:.3f}-{s['max']:.3f}]" if s else "-"
@@ -241,7 +261,8 @@ def data_names():
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--study", nargs="+", default=["speed"], choices=["speed", "fallback"])
+    ap.add_argument("--study", nargs="+", default=["speed"],
+                    choices=["speed", "newton", "fallback"])
     ap.add_argument("-r", "--repeats", type=int, default=7)
     ap.add_argument("--multicore-python", default=os.environ.get("LIBLINEAR_MULTICORE_PYTHON"),
                     help="a Python with liblinear-multicore installed")
@@ -259,6 +280,10 @@ def main():
                  [c for c in SPEED_CELLS
                   if not a.only or c[0] in a.only or f"{c[0]}:{c[2]:g}" in a.only])
         record["speed"] = speed(cells, reps, a.multicore_python, a.quick)
+    if "newton" in a.study:
+        cells = ([("synthetic", "logistic", 1.0, "auto")] if a.quick else
+                 [c for c in NEWTON_CELLS if not a.only or c[0] in a.only])
+        record["newton"] = speed(cells, reps, a.multicore_python, a.quick, PRIMAL_SOLVER)
     if "fallback" in a.study:
         record["fallback"] = fallback(["a9a"] if a.quick else data_names(), reps)
     record["load"] = [load0, os.getloadavg()[0]]

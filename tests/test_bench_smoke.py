@@ -36,6 +36,15 @@ def test_bench_quick(script, tmp_path):
     assert "machine" in record
 
 
+def test_threads_newton_and_fallback_quick(tmp_path):
+    run_bench([BENCH / "threads.py", "--quick", "--study", "newton", "fallback", "--out",
+               tmp_path])
+    record = json.loads(next(tmp_path.glob("*.json")).read_text())
+    assert record["newton"][0]["used"] == "newton"
+    assert {r["estimator"] for r in record["fallback"]} == {"LinearSVC",
+                                                            "LogisticRegression"}
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="bench reads /proc")
 @pytest.mark.parametrize("script", ["robustness.py", "streaming.py", "float32.py"])
 def test_bench_scripts_quick(script, tmp_path):

@@ -12,3 +12,15 @@ import numpy as np
 def fixed_dot(a, b):
     """a.b as float(np.sum(a * b)): the same bits for any BLAS thread count."""
     return float(np.sum(a * b))
+
+
+def add_in_order(parts):
+    """Results of blocks of rows (numbers, arrays, or tuples of them) added in block
+    order: the same bits whichever thread or worker computed each block."""
+    first = parts[0]
+    if isinstance(first, tuple):
+        return tuple(add_in_order([r[i] for r in parts]) for i in range(len(first)))
+    total = first
+    for r in parts[1:]:
+        total = total + r
+    return total

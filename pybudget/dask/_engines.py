@@ -30,6 +30,7 @@ import numpy as np
 
 from pybudget._core._parallel import map_threads
 from pybudget._core._progress import peak_rss_mb
+from pybudget._core._reduce import add_in_order
 from pybudget.dask import _steps, _whole, _worker
 from pybudget.dask._dask_checkpoints import Checkpointing
 from pybudget.dask._partition import add_into, first_carry
@@ -95,7 +96,7 @@ class Engine(Protocol):
 
     def primal(self, what, j, *args):
         """Method "newton": ``Partition.primal_<what>(j, *args)`` of every partition,
-        summed in partition order (``_steps.sum_in_order``)."""
+        summed in partition order (``_core._reduce.add_in_order``)."""
 
     def primal_recover(self, spec) -> None:
         """Method "newton": the lost partitions rebuilt and set up (the others kept)."""
@@ -237,7 +238,7 @@ class ThreadsEngine:
             P.primal_setup(spec)
 
     def primal(self, what, j, *args):
-        return _steps.sum_in_order([getattr(P, "primal_" + what)(j, *args)
+        return add_in_order([getattr(P, "primal_" + what)(j, *args)
                                     for P in self.parts])
 
     def primal_recover(self, spec):
@@ -943,7 +944,7 @@ class DaskEngine(Checkpointing):
         got = sum(x.nbytes for r in per for x in (r if isinstance(r, tuple) else (r,))
                   if isinstance(x, np.ndarray))
         self.bytes["client"] += sent + got
-        return _steps.sum_in_order(per)
+        return add_in_order(per)
 
     def primal_recover(self, spec):
         lost = self._rebuild_lost()[1]

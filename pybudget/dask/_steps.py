@@ -307,18 +307,6 @@ def sum_terms(per_part, etas):
     return out
 
 
-def sum_in_order(per_part):
-    """The partitions' results (numbers, arrays, or tuples of them) added in partition
-    order: the same bits whichever workers computed them."""
-    first = per_part[0]
-    if isinstance(first, tuple):
-        return tuple(sum_in_order([r[i] for r in per_part]) for i in range(len(first)))
-    total = first
-    for r in per_part[1:]:
-        total = total + r
-    return total
-
-
 def apply_step(W, dW, etas):
     """New weights {j: w_j + eta_j dw_j}; the others (eta = 0 among them) unchanged,
     not copied."""

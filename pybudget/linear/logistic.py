@@ -45,8 +45,11 @@ class LogisticRegression(LinearClassifierBase):
     n_jobs : int or None, default=None
         Threads solving the one-vs-rest problems at once (None: 1, -1: every core), as
         in :class:`pybudget.LinearSVC`; the results are the same for every ``n_jobs``.
-        One logistic problem runs on one thread (no team yet: the dual's inner Newton
-        steps keep per-solver state).
+        One logistic problem on the primal Newton route (``selection_ == "newton"``)
+        uses the threads left over on blocks of rows (data of at least 200,000
+        non-zeros; same bits run to run for a fixed ``n_jobs``, other bits within the
+        tolerance for another); on dual CD it runs on one thread (no team yet: the
+        dual's inner Newton steps keep per-solver state).
     verbose : int or bool, default=0
         Progress on stderr: one line per binary problem (with the elapsed time and the
         peak memory), per-sweep detail from 2 on.

@@ -21,18 +21,24 @@ reported unconverged.  The KKT violation reported is the primal's, max_j |grad f
 (stationarity): the dual solver's check of (alpha, w(alpha)) certifies nothing here, its
 round-off floor at a large B being far above any tol.
 """
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
+import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from joblib import cpu_count
 from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
-from pybudget._core._reduce import fixed_dot
+from pybudget._core._reduce import add_in_order, fixed_dot
 
 
 # Newton iterations with neither a smaller gap nor a decrease of f (relative 1e-12):
 # the floating-point floor is reached, and the run stops there unconverged
 STALLS = 3
 SMOOTH_LOSSES = ("squared_hinge", "logistic", "squared_epsilon_insensitive")
+# Fewer non-zeros: one thread (newton_threads)
+NEWTON_MIN_NNZ = 200_000
 
 
 def _pieces(loss, y, z, epsilon):
@@ -57,7 +63,14 @@ class _Primal:
     def __init__(self, X, y, cvec, loss, bias, epsilon, Xsq=None):
         self.X, self.y, self.c, self.loss = X, y, cvec, loss
         self.bias, self.eps, self.d = bias, epsilon, X.shape[1]
-        self.Xsq = X.multiply(X).tocsr() if Xsq is None else Xsq
+        self._Xsq = Xsq
+
+    @property
+    def Xsq(self):
+        """X's squares (the Hessian's diagonal), made when first needed."""
+        if self._Xsq is None:
+            self._Xsq = self.X.multiply(self.X).tocsr()
+        return self._Xsq
 
     def margins(self, v):
         return self.X @ v[:self.d] + self.bias * v[self.d]
@@ -97,6 +110,61 @@ class _Primal:
         return 1.0 + self.local_hdiag(h)
 
 
+class _RowBlocks:
+    """The same oracle as ``_Primal`` (f, gradient, Hessian products), as a sum over
+    contiguous blocks of rows with about equal non-zeros, each block's terms on a thread
+    of ``pool`` (scipy's sparse products and numpy's element-wise functions release the
+    GIL), added in block order: the same bits run to run for a number of blocks, other
+    bits (the same optimum within tol) for another."""
+
+    def __init__(self, X, y, cvec, loss, bias, epsilon, n_blocks, pool):
+        cuts = np.searchsorted(X.indptr, X.nnz * np.arange(1, n_blocks) / n_blocks)
+        bounds = [0, *np.minimum(cuts, X.shape[0]).tolist(), X.shape[0]]
+        self.blocks = [_Primal(_row_view(X, a, b), y[a:b], cvec[a:b], loss, bias, epsilon)
+                       for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+        self.whole = _Primal(X, y, cvec, loss, bias, epsilon)    # (for _dual_of)
+        self.y, self.c, self.loss = y, cvec, loss
+        self.pool = pool
+
+    def _each(self, fn, *args):
+        return add_in_order(list(self.pool.map(lambda b: fn(b, *args), self.blocks)))
+
+    def margins(self, v):
+        return self.whole.margins(v)
+
+    def value(self, v):
+        return 0.5 * fixed_dot(v, v) + self._each(_Primal.local_value, v)
+
+    def at(self, v):
+        parts = list(self.pool.map(lambda b: b.local_at(v), self.blocks))
+        lo, grad = add_in_order([(p[0], p[1]) for p in parts])
+        return (0.5 * fixed_dot(v, v) + lo, v + grad, np.concatenate([p[2] for p in parts]),
+                [p[3] for p in parts])
+
+    def hessp(self, h, p):
+        parts = self.pool.map(lambda b, hb: b.local_hessp(hb, p), self.blocks, h)
+        return p + add_in_order(list(parts))
+
+    def hdiag(self, h):
+        return 1.0 + add_in_order(list(self.pool.map(_Primal.local_hdiag, self.blocks, h)))
+
+
+def _row_view(X, a, b):
+    """Rows a:b of canonical CSR X, sharing its values and indices."""
+    lo, hi = X.indptr[a], X.indptr[b]
+    return sp.csr_matrix((X.data[lo:hi], X.indices[lo:hi], X.indptr[a:b + 1] - lo),
+                         shape=(b - a, X.shape[1]))
+
+
+def newton_threads(X, n_threads):
+    """Threads for the Newton route of one problem on X when ``n_threads`` may be used:
+    1 below MIN_NNZ non-zeros (a call's hand-over to the threads, ~0.1 ms, then
+    outweighs its share of the work), else up to the cores."""
+    if n_threads < 2 or X.nnz < NEWTON_MIN_NNZ:
+        return 1
+    return max(1, min(n_threads, cpu_count()))
+
+
 def _dual_of(P, v, d1):
     """The dual variables v implies (alpha for classification, beta for regression) and,
     for the logistic loss, C - alpha computed without cancellation."""
@@ -109,7 +177,7 @@ def _dual_of(P, v, d1):
     return -P.c * d1 * P.y, None
 
 
-def primal_newton(X, y, cvec, *, loss, bias, tol, max_iter, epsilon=0.0):
+def primal_newton(X, y, cvec, *, loss, bias, tol, max_iter, epsilon=0.0, n_threads=1):
     """Minimise the primal of a smooth loss by truncated Newton.
 
     X canonical CSR, y +-1 (classification) or targets, cvec the C_i > 0, bias the
@@ -117,10 +185,18 @@ def primal_newton(X, y, cvec, *, loss, bias, tol, max_iter, epsilon=0.0):
     the Newton iterations.  Returns a dict: w (d + 1 weights, the primal iterate), alpha
     (the dual variables it implies), comp (C - alpha for the logistic loss, else None),
     n_iter, converged, primal and dual (the objectives at w and alpha), gap (their
-    difference, relative to the primal), kkt_violation (max |grad f(w)|), loss_sum (at w)."""
+    difference, relative to the primal), kkt_violation (max |grad f(w)|), loss_sum (at w),
+    threads (``newton_threads``: up to ``n_threads``, on blocks of rows)."""
     check_smooth(loss)
-    P = _Primal(X, y, cvec, loss, bias, epsilon)
-    out = newton(P, X.shape[1] + 1, tol, max_iter)
+    threads = newton_threads(X, n_threads)
+    if threads == 1:
+        P = _Primal(X, y, cvec, loss, bias, epsilon)
+        out = newton(P, X.shape[1] + 1, tol, max_iter)
+    else:
+        with ThreadPoolExecutor(threads, thread_name_prefix="pybudget-newton") as pool:
+            P = _RowBlocks(X, y, cvec, loss, bias, epsilon, threads, pool)
+            out = newton(P, X.shape[1] + 1, tol, max_iter)
+    out["threads"] = threads
     # The weights are the Newton iterate v, not w(alpha): w(alpha)'s bias weight is
     # B sum_i y_i alpha_i, a sum that cancels to ~1/B of its terms, so its round-off,
     # times B^2 in the intercept, moved it by up to 580 on 200 rows at B = 1e4, C = 1e3.
@@ -138,6 +214,14 @@ def newton(P, n_weights, tol, max_iter):
     ``hessp``, ``hdiag``; ``pybudget.dask`` gives one whose rows are on a cluster).
     Returns a dict: w, n_iter, converged, primal, dual, gap, kkt_violation, loss_sum,
     n_products (Hessian-vector products) and d1 (dl/dz at w, as P.at gave it)."""
+    # (CG's dot products are BLAS calls: on one BLAS thread their bits do not depend on
+    # the machine's thread count, _core._reduce; limited once per run, each limit
+    # costing ~6 ms of library discovery)
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _newton(P, n_weights, tol, max_iter)
+
+
+def _newton(P, n_weights, tol, max_iter):
     v = np.zeros(n_weights)
     f, g, d1, h = P.at(v)
     it, best, stalls, f_old, products = 0, np.inf, 0, np.inf, 0
@@ -175,10 +259,7 @@ def _newton_direction(P, g, h):
     inv = 1.0 / P.hdiag(h)
     M = spla.LinearOperator((n, n), matvec=lambda r: inv * r, dtype=np.float64)
     rtol = min(0.1, float(np.linalg.norm(g)))
-    # (CG's dot products are BLAS calls: on one BLAS thread their bits do not depend on
-    # the machine's thread count; _core._reduce)
-    with threadpool_limits(limits=1, user_api="blas"):
-        step, _ = spla.cg(H, -g, M=M, rtol=max(rtol, 1e-14), maxiter=max(2 * n, 50))
+    step, _ = spla.cg(H, -g, M=M, rtol=max(rtol, 1e-14), maxiter=max(2 * n, 50))
     return step, count[0]
 
 

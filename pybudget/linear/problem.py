@@ -228,8 +228,8 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
     t0 = time.perf_counter()
     if selection == "newton":
         out = primal_newton(X, y, cvec, loss=loss, bias=bias, tol=tol, max_iter=max_iter,
-                            epsilon=epsilon)
-        alpha, comp, w = out["alpha"], out["comp"], out["w"]
+                            epsilon=epsilon, n_threads=n_threads)
+        alpha, comp, w, threads = out["alpha"], out["comp"], out["w"], out["threads"]
         prefs, perm, n_active = np.ones(n), np.arange(n, dtype=np.int32), n
         out["n_steps"], out["n_active"], out["dref"] = 0, n, 0.0
     else:
@@ -490,7 +490,8 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
         ``selection``.
     n_jobs : int or None, default=None
         Threads the problem may use (None: 1, -1: every core), as in
-        :class:`LinearSVC`: a team where one is measured to pay, else one thread.
+        :class:`LinearSVC`: a team where one is measured to pay, blocks of rows on the
+        primal Newton route, else one thread.
 
     Returns
     -------

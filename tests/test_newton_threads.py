@@ -1,0 +1,87 @@
+"""One problem's primal Newton route on several threads (n_jobs): row blocks, each
+block's sums on its own thread, added in block order.  The same bits run to run for a
+fixed n_jobs, the same optimum within the tolerance for another, one thread on small
+data, and any thread count works (the blocks do not need a core each)."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import pybudget
+from pybudget.linear import primal
+
+
+def tall(n=6000, d=12, seed=0):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=0.6, format="csr", random_state=seed)
+    X.data = rng.normal(size=X.data.shape)
+    y = np.where(X @ rng.normal(size=d) + rng.logistic(size=n) > 0, 3, 8)
+    return X, y
+
+
+@pytest.fixture
+def threaded(monkeypatch):
+    """Threads on this small data, and up to 8 of them whatever the machine."""
+    monkeypatch.setattr(primal, "NEWTON_MIN_NNZ", 1000)
+    monkeypatch.setattr(primal, "cpu_count", lambda: 8)
+
+
+def objective(m, X, y, C, loss):
+    w, b = m.coef_[0], m.intercept_[0]
+    s = np.where(y == m.classes_[1], 1.0, -1.0) * (X @ w + b)
+    lo = np.logaddexp(0.0, -s) if loss == "logistic" else np.maximum(0.0, 1.0 - s) ** 2
+    return 0.5 * (w @ w + b * b) + C * lo.sum()
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
+def test_threads_give_their_own_bits_at_the_same_optimum(threaded, loss):
+    X, y = tall()
+    est = (pybudget.LogisticRegression if loss == "logistic"
+           else lambda **k: pybudget.LinearSVC(loss="squared_hinge", **k))
+    one = est(C=3.0, tol=1e-6).fit(X, y)
+    assert one.selection_ == "newton"
+    f1 = objective(one, X, y, 3.0, loss)
+    for jobs in (2, 4, 8):
+        a = est(C=3.0, tol=1e-6, n_jobs=jobs).fit(X, y)
+        b = est(C=3.0, tol=1e-6, n_jobs=jobs).fit(X, y)
+        np.testing.assert_array_equal(a.coef_, b.coef_)      # run to run
+        np.testing.assert_array_equal(a.intercept_, b.intercept_)
+        assert not np.array_equal(a.coef_, one.coef_)        # (it did run on blocks)
+        assert abs(objective(a, X, y, 3.0, loss) - f1) <= 1e-6 * f1
+
+
+def test_the_result_reports_the_threads_and_small_data_stays_on_one(monkeypatch):
+    X, y = tall()
+    target = np.where(y == 8, 1.0, -1.0)
+    kw = dict(loss="logistic", C=1.0, tol=1e-6)          # ("auto": Newton here)
+    monkeypatch.setattr(primal, "cpu_count", lambda: 8)
+    assert pybudget.solve_linear(X, target, n_jobs=4, **kw).threads == 1     # < MIN_NNZ
+    ref = pybudget.solve_linear(X, target, n_jobs=1, **kw)
+    assert ref.selection == "newton"
+    same = pybudget.solve_linear(X, target, n_jobs=4, **kw)
+    np.testing.assert_array_equal(same.coef, ref.coef)
+    monkeypatch.setattr(primal, "NEWTON_MIN_NNZ", 1000)
+    assert pybudget.solve_linear(X, target, n_jobs=4, **kw).threads == 4
+    monkeypatch.setattr(primal, "cpu_count", lambda: 1)
+    assert pybudget.solve_linear(X, target, n_jobs=4, **kw).threads == 1
+
+
+def test_blocks_cover_every_row_once_with_empty_rows_and_more_blocks_than_rows():
+    X, y = tall(n=40)
+    X = sp.vstack([X, sp.csr_matrix((5, X.shape[1]))], format="csr")   # empty rows last
+    t = np.where(np.append(y, [3] * 5) == 8, 1.0, -1.0)
+    c = np.ones(X.shape[0])
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(2) as pool:
+        for blocks in (2, 7, 64):
+            P = primal._RowBlocks(X, t, c, "logistic", 1.0, 0.0, blocks, pool)
+            assert sum(b.X.shape[0] for b in P.blocks) == X.shape[0]
+            assert sum(b.X.nnz for b in P.blocks) == X.nnz
+            one = primal._Primal(X, t, c, "logistic", 1.0, 0.0)
+            v = np.random.default_rng(blocks).normal(size=X.shape[1] + 1)
+            f, g, d1, h = P.at(v)
+            f1, g1, d11, h1 = one.at(v)
+            assert f == pytest.approx(f1, rel=1e-13)
+            np.testing.assert_allclose(g, g1, rtol=1e-12, atol=1e-12)
+            np.testing.assert_array_equal(d1, d11)
+            np.testing.assert_allclose(P.hessp(h, v), one.hessp(h1, v), rtol=1e-12)
+            np.testing.assert_allclose(P.hdiag(h), one.hdiag(h1), rtol=1e-12)
