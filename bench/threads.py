@@ -16,7 +16,8 @@ Studies:
   ``1/2 |w|^2 + C sum loss`` with the bias weight regularised, both computed here from
   the returned weights.
 - ``newton``: the same comparison for the smooth losses where ``selection="auto"`` runs
-  the primal Newton solver (a9a, ijcnn1, w8a; squared hinge and logistic, C = 1), against
+  the primal Newton solver (a9a, ijcnn1, w8a, and two synthetic 200,000-row sets above
+  its threads threshold; squared hinge and logistic, C = 1), against
   liblinear-multicore's primal Newton solvers (``-s 2`` and ``-s 0``).
 - ``fallback``: ``LinearSVC()`` defaults (``LinearSVR()`` on the regression set) with
   ``n_jobs=-1`` against ``n_jobs=1`` on every training set of ``$PYBUDGET_DATA`` (the
@@ -51,7 +52,8 @@ SPEED_CELLS = [  # (data, loss, C, selection)
     ("ijcnn1", "hinge", 1.0, "auto"),
     ("w8a", "hinge", 1.0, "auto"),
 ]
-NEWTON_CELLS = [(data, loss, 1.0, "auto") for data in ("a9a", "ijcnn1", "w8a")
+NEWTON_CELLS = [(data, loss, 1.0, "auto")
+                for data in ("a9a", "ijcnn1", "w8a", "dense-200k", "sparse-200k")
                 for loss in ("squared_hinge", "logistic")]
 LIBLINEAR_SOLVER = {"hinge": 3, "squared_hinge": 1}          # the duals
 PRIMAL_SOLVER = {"squared_hinge": 2, "logistic": 0}         # the primal Newton solvers
@@ -77,6 +79,17 @@ print(json.dumps({"time": t, "w": (sign * w).tolist(), "b": sign * b}))
 
 
 def load_binary(name):
+    if name in ("dense-200k", "sparse-200k"):
+        # above the Newton route's threads threshold: 200,000 x 50 dense (the cluster's
+        # peer study's set) and 200,000 x 100 at 30 % (6 M non-zeros)
+        rng = np.random.default_rng(0)
+        if name == "dense-200k":
+            X = sp.csr_matrix(rng.standard_normal((200_000, 50)))
+        else:
+            X = sp.random(200_000, 100, density=0.3, format="csr", random_state=0)
+            X.data = rng.normal(size=X.data.shape)
+        z = X @ rng.standard_normal(X.shape[1]) + rng.logistic(size=X.shape[0])
+        return X, np.where(z > 0, 1.0, -1.0)
     if name == "synthetic":
         from sklearn.datasets import make_classification
         X, y = make_classification(n_samples=12000, n_features=40, n_informative=20,

@@ -238,8 +238,7 @@ class ThreadsEngine:
             P.primal_setup(spec)
 
     def primal(self, what, j, *args):
-        return add_in_order([getattr(P, "primal_" + what)(j, *args)
-                                    for P in self.parts])
+        return add_in_order([getattr(P, "primal_" + what)(j, *args) for P in self.parts])
 
     def primal_recover(self, spec):
         raise ClusterError("the threads engine cannot lose a partition")
@@ -308,6 +307,7 @@ class DaskEngine(Checkpointing):
         self.last_on = {}        # worker -> the future of the latest run submitted there
         self.held = set()        # keys of the futures whose result is a Held
         self.used = set()        # workers that ran a task of the fit
+        self.counting = threading.Lock()     # (method "newton" counts from several threads)
 
     def workers(self):
         return worker_addresses(self.client)
@@ -943,7 +943,8 @@ class DaskEngine(Checkpointing):
         sent = sum(a.nbytes for a in args if isinstance(a, np.ndarray)) * len(self.where)
         got = sum(x.nbytes for r in per for x in (r if isinstance(r, tuple) else (r,))
                   if isinstance(x, np.ndarray))
-        self.bytes["client"] += sent + got
+        with self.counting:
+            self.bytes["client"] += sent + got
         return add_in_order(per)
 
     def primal_recover(self, spec):

@@ -188,8 +188,8 @@ class Partition:
         targets, costs = self._problems(spec)
         Xsq = self.Xk.multiply(self.Xk).tocsr()
         eps = spec.get("epsilon", 0.0)
-        self.primals = [_Primal(self.Xk, t, c, spec["loss"], spec["bias"], eps, Xsq)
-                        for t, c in zip(targets, costs)]
+        self.primals = [_Primal(self.Xk, t, c, spec["loss"], spec["bias"], eps, Xsq,
+                                gather=False) for t, c in zip(targets, costs)]
         self.curvature = {}
 
     def primal_at(self, j, v, tag):

@@ -46,7 +46,7 @@ class LogisticRegression(LinearClassifierBase):
         Threads solving the one-vs-rest problems at once (None: 1, -1: every core), as
         in :class:`pybudget.LinearSVC`; the results are the same for every ``n_jobs``.
         One logistic problem on the primal Newton route (``selection_ == "newton"``)
-        uses the threads left over on blocks of rows (data of at least 200,000
+        uses the threads left over on blocks of rows (data of at least 1,000,000
         non-zeros; same bits run to run for a fixed ``n_jobs``, other bits within the
         tolerance for another); on dual CD it runs on one thread (no team yet: the
         dual's inner Newton steps keep per-solver state).

@@ -37,8 +37,15 @@ from pybudget._core._reduce import add_in_order, fixed_dot
 # the floating-point floor is reached, and the run stops there unconverged
 STALLS = 3
 SMOOTH_LOSSES = ("squared_hinge", "logistic", "squared_epsilon_insensitive")
-# Fewer non-zeros: one thread (newton_threads)
-NEWTON_MIN_NNZ = 200_000
+# Fewer non-zeros: one thread (newton_threads).  Two threads against one on synthetic
+# sets, medians of 7 (docs/benchmarks.md, section 11): 0.86-1.21x at 0.6 M non-zeros,
+# 1.28-1.65x from 1.5 M to 6 M.
+NEWTON_MIN_NNZ = 1_000_000
+# The squared losses' Hessian products run on a copy of the rows with curvature when
+# they are at most this share of the rows: 1.8-2.0x on w8a (22 %), about 1.0x at 44-60 %
+# (ijcnn1, a9a, synthetic sets); checked on two imbalanced synthetic sets: 1.2x at 30 %,
+# 1.6-2.3x at 2-7 %.
+ACTIVE_SHARE = 0.3
 
 
 def _pieces(loss, y, z, epsilon):
@@ -60,10 +67,15 @@ class _Primal:
     adds over its partitions (``pybudget.dask``); Xsq (X's squares) may be shared by
     the problems on the same rows."""
 
-    def __init__(self, X, y, cvec, loss, bias, epsilon, Xsq=None):
+    def __init__(self, X, y, cvec, loss, bias, epsilon, Xsq=None, gather=True):
         self.X, self.y, self.c, self.loss = X, y, cvec, loss
         self.bias, self.eps, self.d = bias, epsilon, X.shape[1]
         self._Xsq = Xsq
+        # the squared losses' Hessian products on the rows with curvature only (gather:
+        # a copy of them per Newton iteration; the cluster's partitions, which keep
+        # every problem's curvature between calls, do without)
+        self.gather = gather and loss != "logistic"
+        self._active = (None, None, None)
 
     @property
     def Xsq(self):
@@ -88,8 +100,21 @@ class _Primal:
         return fixed_dot(self.c, lo), self.adjoint(self.c * d1), d1, self.c * d2
 
     def local_hessp(self, h, p):
-        """A' diag(h) A p."""
-        return self.adjoint(h * self.margins(p))
+        """A' diag(h) A p; for the squared losses, whose h is 0 on every row past its
+        margin, on the others only (their rows copied once per h: liblinear's primal
+        solvers do the same)."""
+        if not self.gather:
+            return self.adjoint(h * self.margins(p))
+        if self._active[0] is not h:
+            rows = np.flatnonzero(h)
+            if rows.size > ACTIVE_SHARE * h.size:
+                rows = None
+            self._active = (h, rows, None if rows is None else self.X[rows])
+        _, rows, Xa = self._active
+        if rows is None:
+            return self.adjoint(h * self.margins(p))
+        u = h[rows] * (Xa @ p[:self.d] + self.bias * p[self.d])
+        return np.append(Xa.T @ u, self.bias * u.sum())
 
     def local_hdiag(self, h):
         """The diagonal of A' diag(h) A."""
@@ -158,7 +183,7 @@ def _row_view(X, a, b):
 
 def newton_threads(X, n_threads):
     """Threads for the Newton route of one problem on X when ``n_threads`` may be used:
-    1 below MIN_NNZ non-zeros (a call's hand-over to the threads, ~0.1 ms, then
+    1 below NEWTON_MIN_NNZ non-zeros (each product's hand-over to the threads then
     outweighs its share of the work), else up to the cores."""
     if n_threads < 2 or X.nnz < NEWTON_MIN_NNZ:
         return 1

@@ -182,7 +182,7 @@ class LinearSVC(LinearClassifierBase):
         squared hinge, data of at least 200,000 non-zeros in few columns;
         :func:`~pybudget.linear._team.team_size`), otherwise one thread; the primal
         Newton route (``selection_ == "newton"``) splits the rows into blocks, one per
-        thread, on data of at least 200,000 non-zeros.  A team's (or the blocks')
+        thread, on data of at least 1,000,000 non-zeros.  A team's (or the blocks')
         result is the same bits run to run for a fixed ``n_jobs`` and ``random_state``,
         and within the tolerance of the one-thread result (other bits).
         crammer_singer runs on one thread.
