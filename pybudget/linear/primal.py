@@ -20,6 +20,11 @@ most ``tol`` times P(v), and is converged only then; an iterate that stalls abov
 reported unconverged.  The KKT violation reported is the primal's, max_j |grad f(v)_j|
 (stationarity): the dual solver's check of (alpha, w(alpha)) certifies nothing here, its
 round-off floor at a large B being far above any tol.
+
+The iterations (``newton``) ask an oracle for f, its gradient and Hessian products:
+``_Primal`` on one thread; ``_RowBlocks`` on several (``n_threads``: contiguous blocks of
+rows, their sums added in block order); ``pybudget.dask`` gives one whose rows are on a
+cluster's partitions.
 """
 from concurrent.futures import ThreadPoolExecutor
 
