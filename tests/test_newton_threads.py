@@ -85,3 +85,31 @@ def test_blocks_cover_every_row_once_with_empty_rows_and_more_blocks_than_rows()
             np.testing.assert_array_equal(d1, d11)
             np.testing.assert_allclose(P.hessp(h, v), one.hessp(h1, v), rtol=1e-12)
             np.testing.assert_allclose(P.hdiag(h), one.hdiag(h1), rtol=1e-12)
+
+
+def test_blas_threads_neither_change_the_bits_nor_are_changed():
+    """The Newton route's sums are fixed-order (no BLAS): the same bits with 1 and 2
+    BLAS threads on weights long enough for BLAS to split (d > 40,000; the large
+    intercept_scaling sends the problem to Newton), and a fit leaves the process's BLAS
+    threads as they were (a BLAS limit per run, taken by overlapping one-vs-rest runs,
+    had left them at 1)."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    rng = np.random.default_rng(0)
+    X = sp.random(300, 45000, density=0.002, format="csr", random_state=0)
+    y = np.where(X @ rng.normal(size=45000) + 0.1 * rng.normal(size=300) > 0, 1, 0)
+    kw = dict(C=10.0, tol=1e-8, intercept_scaling=1e3)
+    with threadpool_limits(limits=1, user_api="blas"):
+        one = pybudget.LogisticRegression(**kw).fit(X, y)
+    with threadpool_limits(limits=2, user_api="blas"):
+        two = pybudget.LogisticRegression(**kw).fit(X, y)
+    assert one.selection_ == "newton"
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+    np.testing.assert_array_equal(one.intercept_, two.intercept_)
+    before = blas()
+    Xt, yt = tall(n=3000)
+    pybudget.LogisticRegression(n_jobs=2).fit(Xt, np.where(np.arange(3000) % 3 == 0, 1, yt))
+    assert blas() == before

@@ -26,14 +26,13 @@ The iterations (``newton``) ask an oracle for f, its gradient and Hessian produc
 rows, their sums added in block order); ``pybudget.dask`` gives one whose rows are on a
 cluster's partitions.
 """
+import math
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 from joblib import cpu_count
 from scipy.special import expit
-from threadpoolctl import threadpool_limits
 
 from pybudget._core._reduce import add_in_order, fixed_dot
 
@@ -244,14 +243,6 @@ def newton(P, n_weights, tol, max_iter):
     ``hessp``, ``hdiag``; ``pybudget.dask`` gives one whose rows are on a cluster).
     Returns a dict: w, n_iter, converged, primal, dual, gap, kkt_violation, loss_sum,
     n_products (Hessian-vector products) and d1 (dl/dz at w, as P.at gave it)."""
-    # (CG's dot products are BLAS calls: on one BLAS thread their bits do not depend on
-    # the machine's thread count, _core._reduce; limited once per run, each limit
-    # costing ~6 ms of library discovery)
-    with threadpool_limits(limits=1, user_api="blas"):
-        return _newton(P, n_weights, tol, max_iter)
-
-
-def _newton(P, n_weights, tol, max_iter):
     v = np.zeros(n_weights)
     f, g, d1, h = P.at(v)
     it, best, stalls, f_old, products = 0, np.inf, 0, np.inf, 0
@@ -275,22 +266,32 @@ def _newton(P, n_weights, tol, max_iter):
 
 
 def _newton_direction(P, g, h):
-    """An approximate solution of H s = -g by preconditioned CG, solved more exactly as
-    the gradient shrinks (forcing term min(0.1, |g|)), and the Hessian-vector products
-    it took."""
-    n = g.shape[0]
-    count = [0]
-
-    def hessp(p):
-        count[0] += 1
-        return P.hessp(h, p)
-
-    H = spla.LinearOperator((n, n), matvec=hessp, dtype=np.float64)
+    """An approximate solution of H s = -g by Jacobi-preconditioned conjugate gradients,
+    solved more exactly as the gradient shrinks (forcing term min(0.1, |g|)), and the
+    Hessian-vector products it took.  scipy's cg, written out so that every inner
+    product is a fixed-order sum (``_core._reduce``): its BLAS dot products depend on
+    the BLAS thread count, and limiting that count changes it for the whole process."""
     inv = 1.0 / P.hdiag(h)
-    M = spla.LinearOperator((n, n), matvec=lambda r: inv * r, dtype=np.float64)
-    rtol = min(0.1, float(np.linalg.norm(g)))
-    step, _ = spla.cg(H, -g, M=M, rtol=max(rtol, 1e-14), maxiter=max(2 * n, 50))
-    return step, count[0]
+    b = -g
+    b_norm = math.sqrt(fixed_dot(b, b))
+    x = np.zeros_like(b)
+    if b_norm == 0.0:
+        return x, 0
+    stop = max(min(0.1, b_norm), 1e-14) * b_norm
+    r, p, rho_prev, products = b.copy(), None, 0.0, 0
+    for it in range(max(2 * b.shape[0], 50)):
+        if math.sqrt(fixed_dot(r, r)) < stop:
+            break
+        z = inv * r
+        rho = fixed_dot(r, z)
+        p = z if it == 0 else z + (rho / rho_prev) * p
+        q = P.hessp(h, p)
+        products += 1
+        alpha = rho / fixed_dot(p, q)
+        x = x + alpha * p
+        r = r - alpha * q
+        rho_prev = rho
+    return x, products
 
 
 def _line_search(P, v, f, g, step):
