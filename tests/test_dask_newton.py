@@ -90,3 +90,28 @@ def test_newton_refuses_what_it_cannot_solve(kw, match):
     X, y = tall(n=200)
     with pytest.raises(ValueError, match=match):
         pbd.LinearSVC(method="newton", engine="threads", **kw).fit(X, y)
+
+
+def test_recoveries_retry_a_loss_during_a_recovery_and_give_up_after_the_limit():
+    from pybudget.dask import _newton
+    from pybudget.dask._recovery import MAX_RECOVERIES
+    from pybudget.dask.errors import ClusterError, PartitionsLost
+
+    class Engine:
+        def __init__(self, fails):
+            self.fails, self.calls = fails, 0
+
+        def primal_recover(self, spec):
+            self.calls += 1
+            if self.calls <= self.fails:
+                raise PartitionsLost("another worker left during the recovery")
+
+    once = _newton._Recoveries(Engine(fails=1), {})
+    once.after(PartitionsLost("a worker left"), seen=0)
+    assert once.count == 2 and once.generation == 1
+    once.after(PartitionsLost("the same loss, seen late"), seen=0)      # (recovered)
+    assert once.count == 2 and once.engine.calls == 2
+    never = _newton._Recoveries(Engine(fails=10 ** 6), {})
+    with pytest.raises(ClusterError, match="lost partitions"):
+        never.after(PartitionsLost("a worker left"), seen=0)
+    assert never.engine.calls == MAX_RECOVERIES

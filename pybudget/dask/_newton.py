@@ -47,11 +47,16 @@ class _Recoveries:
         with self.lock:
             if self.generation != seen:          # another call recovered already
                 return
-            self.count += 1
-            if self.count > MAX_RECOVERIES:
-                raise ClusterError(f"the fit lost partitions {self.count} times; last: "
-                                   f"{lost}") from None
-            self.engine.primal_recover(self.spec)
+            while True:                          # (a recovery can lose a worker too)
+                self.count += 1
+                if self.count > MAX_RECOVERIES:
+                    raise ClusterError(f"the fit lost partitions {self.count} times; last: "
+                                       f"{lost}") from None
+                try:
+                    self.engine.primal_recover(self.spec)
+                    break
+                except PartitionsLost as again:
+                    lost = again
             self.generation += 1
 
 
