@@ -27,8 +27,8 @@ import numpy as np
 from pybudget._core._parallel import map_threads
 from pybudget._core._reduce import fixed_dot
 from pybudget.dask._driver import FitResult
-from pybudget.dask._recovery import MAX_RECOVERIES
-from pybudget.dask.errors import ClusterError, PartitionsLost
+from pybudget.dask._recovery import counted
+from pybudget.dask.errors import PartitionsLost
 from pybudget.linear.primal import newton
 
 
@@ -48,10 +48,7 @@ class _Recoveries:
             if self.generation != seen:          # another call recovered already
                 return
             while True:                          # (a recovery can lose a worker too)
-                self.count += 1
-                if self.count > MAX_RECOVERIES:
-                    raise ClusterError(f"the fit lost partitions {self.count} times; last: "
-                                       f"{lost}") from None
+                self.count = counted(self.count, lost)
                 try:
                     self.engine.primal_recover(self.spec)
                     break

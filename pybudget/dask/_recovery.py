@@ -13,6 +13,15 @@ from pybudget.dask.errors import CheckpointLost, ClusterError, PartitionsLost
 MAX_RECOVERIES = 3        # lost partitions survived in one fit before giving up
 
 
+def counted(recoveries, lost):
+    """The recoveries of a fit after one more, for ``lost``; past MAX_RECOVERIES the fit
+    is abandoned (ClusterError)."""
+    recoveries += 1
+    if recoveries > MAX_RECOVERIES:
+        raise ClusterError(f"the fit lost partitions {recoveries} times; last: {lost}") from None
+    return recoveries
+
+
 class Checkpoints:
     """The start, the latest checkpoint, and the recoveries of one fit."""
 
@@ -32,10 +41,7 @@ class Checkpoints:
         """After ``lost`` (a PartitionsLost): the partitions rebuilt and put back to the
         latest checkpoint; returns the driver's state to replay from."""
         while True:                    # (a recovery can lose a worker too)
-            self.recoveries += 1
-            if self.recoveries > MAX_RECOVERIES:
-                raise ClusterError(f"the fit lost partitions {self.recoveries} times; "
-                                   f"last: {lost}") from None
+            self.recoveries = counted(self.recoveries, lost)
             try:
                 self.engine.recover(self.spec, self.latest[1])
                 # copies of the checkpoint on today's workers: the old ones may have

@@ -155,14 +155,12 @@ class _RowBlocks:
         self.y, self.c, self.loss = y, cvec, loss
         self.pool = pool
 
-    def _each(self, fn, *args):
-        return add_in_order(list(self.pool.map(lambda b: fn(b, *args), self.blocks)))
-
     def margins(self, v):
         return self.whole.margins(v)
 
     def value(self, v):
-        return 0.5 * fixed_dot(v, v) + self._each(_Primal.local_value, v)
+        lo = add_in_order(list(self.pool.map(lambda b: b.local_value(v), self.blocks)))
+        return 0.5 * fixed_dot(v, v) + lo
 
     def at(self, v):
         parts = list(self.pool.map(lambda b: b.local_at(v), self.blocks))
