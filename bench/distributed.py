@@ -38,6 +38,10 @@ one-machine solvers: issue 20's "done means".
   LogisticRegression (dask-glm's lbfgs and admm) against pybudget.dask's on the same
   cluster, dense 200,000 x 50 and debian-lib, C = 1: time to an objective within 1e-3 of
   the optimum (``study_peer``).
+- ``threads`` (only when asked for): the ring on debian-sections20 on LocalClusters of
+  W workers x T threads (``--configs``, default 1x1 1x2 2x1 2x2), tol ``--threads-tol``:
+  each ring run spreads its group's problems over its worker's threads
+  (``study_threads``).
 - ``big`` (only when asked for): ``pybudget.dask.make_classification`` of 3.4 GiB built
   on a 4-worker LocalCluster whose memory_limit is half the data, C = ``--big-C``; then the
   same fit in one process under RLIMIT_AS = that limit (MemoryError expected).
@@ -72,7 +76,7 @@ import numpy as np  # noqa: E402
 from common import machine, results_dir, write_outputs  # noqa: E402
 
 MB = 2 ** 20
-STUDIES = ("correct", "rounds", "speed", "memory", "peer", "big")
+STUDIES = ("correct", "rounds", "speed", "memory", "peer", "big", "threads")
 
 # name, data, estimator kind, loss, fit_intercept
 CORRECT_CELLS = [
@@ -585,6 +589,81 @@ def _spread(values):
     return f"{min(values):.2f}-{max(values):.2f}"
 
 
+# ---- threads: the ring on workers with several threads --------------------------------
+
+def study_threads(a):
+    """The ring (method "ring", 2 partitions) on debian-sections20 one-vs-rest, C = 1,
+    tol ``--threads-tol``, on LocalClusters of W workers x T threads (``--configs``),
+    each started here, the data persisted on its workers first (2 chunks); each ring run
+    spreads its group's problems over its worker's threads.  Interleaved repeats,
+    medians; the bits of every fit compared with the first configuration's."""
+    import pybudget.dask as pbd
+    from distributed import Client, LocalCluster, wait
+    X, y, _, _ = speed_data(a)
+    configs = [tuple(int(v) for v in c.split("x")) for c in a.configs]
+    kw = dict(C=1.0, tol=a.threads_tol, max_iter=a.max_rounds, random_state=0,
+              n_partitions=2, method="ring")
+    clusters, times, fits = {}, {c: [] for c in configs}, {}
+    reps = 1 if a.quick else a.repeats
+    try:
+        for W, T in configs:
+            cluster = LocalCluster(n_workers=W, threads_per_worker=T, processes=True,
+                                   dashboard_address=None)
+            client = Client(cluster, set_as_default=False)
+            Xd, yd = client.persist(list(as_dask(X, y, 2)))
+            with client.as_current():
+                wait([Xd, yd])
+            clusters[(W, T)] = (cluster, client, Xd, yd)
+        for r in range(reps):
+            for c in configs[r % len(configs):] + configs[:r % len(configs)]:
+                _, client, Xd, yd = clusters[c]
+                m = pbd.LinearSVC(client=client, **kw)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    t0 = time.perf_counter()
+                    m.fit(Xd, yd)
+                    times[c].append(time.perf_counter() - t0)
+                fits[c] = m
+    finally:
+        for cluster, client, _, _ in clusters.values():
+            client.close()
+            cluster.close()
+    med = {c: float(np.median(v)) for c, v in times.items()}
+    rows = []
+    for (W, T), m in fits.items():
+        base = med.get((W, 1))
+        rows.append({"data": "synthetic" if a.quick else "debian-sections20",
+                     "workers": W, "threads_per_worker": T, "tol": a.threads_tol,
+                     "times": times[(W, T)], "median": med[(W, T)],
+                     "speedup_vs_1_thread": None if base is None else base / med[(W, T)],
+                     "rounds": int(m.n_rounds_), "checks": int(m.n_checks_),
+                     "converged": bool(np.all(m.converged_)), "recoveries": int(m.recoveries_),
+                     "same_bits_as_first": bool(
+                         np.array_equal(m.coef_, fits[configs[0]].coef_)
+                         and np.array_equal(m.intercept_, fits[configs[0]].intercept_)),
+                     "repeats": reps})
+        print(f"threads {W}x{T}: {med[(W, T)]:.2f} s, {m.n_rounds_} rounds", flush=True)
+    return rows
+
+
+def md_threads(rows, a):
+    r0 = rows[0]
+    lines = [f"### threads: the ring (2 partitions, {r0['data']}, C = 1, tol "
+             f"{r0['tol']:g}) on W workers x T threads (medians of {r0['repeats']}, "
+             f"interleaved{', quick' if a.quick else ''})", "",
+             "| workers x threads | fit (s), spread | speed-up over T = 1 | rounds (checks) "
+             "| converged | recoveries | same bits as the first |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        up = r["speedup_vs_1_thread"]
+        lines.append(f"| {r['workers']} x {r['threads_per_worker']} | {r['median']:.2f} "
+                     f"({_spread(r['times'])}) | {'-' if up is None else f'{up:.2f}'} | "
+                     f"{r['rounds']} ({r['checks']}) | {r['converged']} | {r['recoveries']} "
+                     f"| {r['same_bits_as_first']} |")
+    lines += ["", f"{os.cpu_count()} cores: W x T above the cores share them.", ""]
+    return lines
+
+
 # ---- peer: dask-ml --------------------------------------------------------------------
 
 def lr_objective(w, b, X, y, C):
@@ -938,7 +1017,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--study", nargs="+", choices=STUDIES,
-                    default=[s for s in STUDIES if s not in ("big", "peer")])
+                    default=[s for s in STUDIES if s not in ("big", "peer", "threads")])
     ap.add_argument("-r", "--repeats", type=int, default=3)
     ap.add_argument("--C", type=float, nargs="+", default=[1.0],
                     help="C values of the correct study (default 1)")
@@ -971,6 +1050,9 @@ def main():
                          "e.g. MIN_SEGMENTS=32 MIN_VISIT_NNZ=8192 (with laps auto)")
     ap.add_argument("--engine", choices=("dask", "threads"), default="dask",
                     help="engine of the correct study (default dask)")
+    ap.add_argument("--configs", nargs="+", default=["1x1", "1x2", "2x1", "2x2"],
+                    help="workers x threads of the threads study")
+    ap.add_argument("--threads-tol", type=float, default=3e-2, help="threads study's tol")
     ap.add_argument("--big-C", type=float, default=0.1, help="C of the big study")
     ap.add_argument("--stem", default=None, help="output name suffix")
     ap.add_argument("--quick", action="store_true")
@@ -996,6 +1078,8 @@ def main():
                 rows, md = study_speed(a, client), md_speed
             elif study == "peer":
                 rows, md = study_peer(a, client), md_peer
+            elif study == "threads":
+                rows, md = study_threads(a), md_threads
             else:
                 rows, md = study_memory(a, client), md_memory
             seconds = time.perf_counter() - t0

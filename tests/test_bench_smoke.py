@@ -70,8 +70,9 @@ def test_build_compare_quick(tmp_path):
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="bench reads /proc")
 def test_distributed_quick(tmp_path):
     pytest.importorskip("distributed")
-    studies = ("correct", "rounds", "speed", "memory", "big")
-    run_bench([BENCH / "distributed.py", "--quick", "--study", *studies, "--out", tmp_path],
+    studies = ("correct", "rounds", "speed", "memory", "big", "threads")
+    run_bench([BENCH / "distributed.py", "--quick", "--study", *studies, "--configs", "1x1",
+               "1x2", "--out", tmp_path],
               cwd=tempfile.gettempdir())
     for study in studies:
         rec = json.loads((tmp_path / f"distributed_{study}_quick.json").read_text())

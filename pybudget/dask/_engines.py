@@ -169,6 +169,11 @@ class ThreadsEngine:
     def _map(self, fn, args):
         return map_threads(fn, args, self.n_threads)
 
+    def _per_group(self, groups):
+        """The threads each travelling group's visits get: the threads the groups leave
+        over (as a Dask worker gives a ring run all of its threads)."""
+        return max(1, self.n_threads // max(1, len(groups)))
+
     def whole(self, spec, problems, tol, max_iter):
         """Method "whole" (``_whole``): all rows here, the problems on the threads."""
         data = _whole.all_rows(spec, *[(P.X, P.y, P.sw) for P in self.parts])
@@ -183,14 +188,17 @@ class ThreadsEngine:
             done = _steps.passed(sums, tol)
             groups = [(s, [j for j in g if j not in done]) for s, g in groups]
 
+        groups = [g for g in groups if g[1]]
+        threads = self._per_group(groups)
+
         def travel(start, problems):
             pl = {j: self.rows[j] for j in problems}
             for i, (p, lap) in enumerate(_steps.ring_order(start, K, laps)):
                 pl = _steps.ring_visit(self.parts[p], rnd, pl, problems, sweeps, i == 0,
-                                       lap, laps)
+                                       lap, laps, threads=threads)
             return pl
 
-        for pl in self._map(travel, [g for g in groups if g[1]]):
+        for pl in self._map(travel, groups):
             self.rows.update(pl)
         return sums
 
@@ -202,12 +210,13 @@ class ThreadsEngine:
     def ring_check(self, groups, due=None, near=None):
         K = len(self.parts)
         groups = [g for g in _steps.checked_groups(groups, due) if g[1]]
+        threads = self._per_group(groups)
 
         def travel(start, problems):
             carried = {j: self.rows[j] for j in problems}
             for p in _steps.check_order(start, K):
                 carried = _steps.check_visit(self.parts[p], p, carried, problems, K,
-                                             near=near)
+                                             near=near, threads=threads)
             return carried[1]
 
         per = _steps.found_by_partition(self._map(travel, groups), K)

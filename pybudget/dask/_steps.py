@@ -6,6 +6,7 @@ scalars); every function but the ring's visit returns new arrays and leaves its 
 alone (a Dask worker may hand the same input to several tasks)."""
 import numpy as np
 
+from pybudget._core._parallel import map_threads
 from pybudget._core._reduce import fixed_dot
 from pybudget.dask._partition import (CARRY_SEEN_LOSS, CARRY_SEEN_TERMS, CARRY_STEPS,
                                        add_into, payload_bytes, roll_ring)
@@ -17,6 +18,20 @@ from pybudget.linear._dual_cd import sum_of_squares
 # (fits of debian-sections20, w8a and mushrooms; docs/benchmarks.md section 10).
 SEEN_NEAR = 4.0
 
+# A visit spreads its problems over threads only where each thread gets at least this
+# many non-zeros to sweep (the visit's problems times its share of the partition): a
+# pool costs ~70 us to start, and each problem's visit holds the GIL for its Python
+# part.  debian-sections20's ring (laps of ~33,000 non-zeros a problem): 10 problems a
+# visit on 2 threads 1.38x faster; a synthetic 20-class set 1.08x (docs/benchmarks.md,
+# section 11).
+MIN_THREAD_NNZ = 100_000
+
+
+def visit_threads(threads, n_problems, nnz):
+    """The threads a visit of ``n_problems`` problems, each sweeping ``nnz`` non-zeros,
+    runs on: at most ``threads``, one a problem, MIN_THREAD_NNZ each."""
+    return max(1, min(threads, n_problems, int(n_problems * nnz // MIN_THREAD_NNZ)))
+
 
 def ring_groups(active, n_parts):
     """The ring's groups: (start partition, problems), problem j starting at j mod K."""
@@ -26,23 +41,30 @@ def ring_groups(active, n_parts):
     return sorted(groups.items())
 
 
-def ring_visit(P, rnd, payload, problems, sweeps, first, lap=0, laps=1, emit=None):
+def ring_visit(P, rnd, payload, problems, sweeps, first, lap=0, laps=1, emit=None,
+               threads=1):
     """Partition P's visit of one group: the payload {j: (w, carry)} of ``problems``
     (rows of payload) after P's sweeps (or its lap-th share of one sweep); ``first``:
     the round starts here.  The ring owns its payloads: the arrays change in place (a
     copy of 8 bytes a feature per problem and visit saved), so whoever keeps one for
-    later (a checkpoint) keeps a copy.  One problem at a time: ``payload`` may be any
-    mapping that hands over a row when asked (the Dask engine's, taking rows from the
-    worker that holds them), and ``emit(j, row)``, when given, takes each row as soon
-    as its visit ends (its value is kept for j in the result)."""
-    out = {}
-    for j in problems:
-        w, carry = (owned(a) for a in payload[j])
+    later (a checkpoint) keeps a copy.  ``payload`` may be any mapping that hands over
+    a row when asked (the Dask engine's, taking rows from the worker that holds them),
+    and ``emit(j, row)``, when given, takes each row as soon as its visit ends (its
+    value is kept for j in the result).  The problems are independent: with
+    ``threads`` > 1 they are spread over that many threads (the rows all taken first,
+    by this thread), and every problem's bits are those of one thread."""
+    def one(j, row):
+        w, carry = (owned(a) for a in row)
         if first:
             roll_ring(P.kind, [carry], rnd)
         P.visit(j, rnd, w, sweeps, carry, lap, laps)
-        out[j] = (w, carry) if emit is None else emit(j, (w, carry))
-    return out
+        return (w, carry) if emit is None else emit(j, (w, carry))
+
+    threads = visit_threads(threads, len(problems), P.Xk.nnz * max(sweeps, 1) / laps)
+    if threads <= 1:
+        return {j: one(j, payload[j]) for j in problems}
+    rows = [(j, payload[j]) for j in problems]
+    return dict(zip(problems, map_threads(one, rows, threads)))
 
 
 def passed_in(carried, tol):
@@ -153,12 +175,12 @@ def checked_groups(groups, due):
             for start, problems in groups]
 
 
-def check_visit(P, part, carried, problems, n_parts, emit=None, near=None):
+def check_visit(P, part, carried, problems, n_parts, emit=None, near=None, threads=1):
     """Partition ``part``'s share of a group's check pass: (the payload's rows, unchanged
     and not copied, {partition: its gap scalars of each problem}, and once all n_parts
     partitions are in, the weights' statistics) with this partition's added;
-    ``carried`` is the payload or the previous partition's result.  One problem at a
-    time, as ``ring_visit`` (``emit``: the same).  With ``near`` (the driver's tol), a
+    ``carried`` is the payload or the previous partition's result.  ``emit`` and
+    ``threads`` as for ``ring_visit``.  With ``near`` (the driver's tol), a
     problem whose ``seen_gap`` is above SEEN_NEAR * near is not checked: the pass's
     first partition decides, the others check what it checked."""
     payload, found, _ = carried if isinstance(carried, tuple) else (carried, {}, None)
@@ -167,15 +189,25 @@ def check_visit(P, part, carried, problems, n_parts, emit=None, near=None):
     else:
         checked = set(problems)
     found = dict(found)
-    mine, rows, stats = {}, {}, {}
     last = len(found) + 1 == n_parts
-    for j in list(payload):           # (every row of the payload goes on)
-        row = payload[j]
+
+    def one(j, row):
+        mine = stat = None
         if j in checked and (near is None or seen_gap(row) <= SEEN_NEAR * near):
-            mine[j] = P.check(j, weights_of(row))
+            mine = P.check(j, weights_of(row))
             if last:
-                stats.update(weight_stats([{j: row}], [j]))
-        rows[j] = row if emit is None else emit(j, row)
+                stat = weight_stats([{j: row}], [j])[j]
+        return mine, stat, (row if emit is None else emit(j, row))
+
+    order = list(payload)             # (every row of the payload goes on)
+    threads = visit_threads(threads, len(checked), P.Xk.nnz)
+    if threads <= 1:
+        outs = [one(j, payload[j]) for j in order]
+    else:
+        outs = map_threads(one, [(j, payload[j]) for j in order], threads)
+    mine = {j: m for j, (m, _, _) in zip(order, outs) if m is not None}
+    stats = {j: st for j, (_, st, _) in zip(order, outs) if st is not None}
+    rows = {j: row for j, (_, _, row) in zip(order, outs)}
     found[part] = {j: mine[j] for j in problems if j in mine}
     return rows, found, (stats if last else None)
 

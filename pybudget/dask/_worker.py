@@ -105,7 +105,7 @@ def ring_task(job, visits, payload, problems, rnd, sweeps, first, laps, tol=None
     for i, (part, lap) in enumerate(visits):
         emit = _hold(job, tag) if tag is not None and i == len(visits) - 1 else None
         rows = _steps.ring_visit(_get(job, part), rnd, rows, problems, sweeps,
-                                 first and i == 0, lap, laps, emit)
+                                 first and i == 0, lap, laps, emit, _threads())
     if log is not None:
         own = {j: (_steps.change_set(run, before[j], rows[j][0]),) for j in problems}
         rows = _changes_rows(rows, logs, own, run, keep)
@@ -126,7 +126,7 @@ def ring_check_task(job, parts, carried, problems, n_parts, checked, near=None, 
     for i, part in enumerate(parts):
         emit = _hold(job, tag) if tag is not None and i == len(parts) - 1 else None
         carried = _steps.check_visit(_get(job, part), part, carried, checked, n_parts,
-                                     emit, near)
+                                     emit, near, _threads())
     if log is not None:
         carried = (_changes_rows(carried[0], logs, {}, run, keep), *carried[1:])
     if tag is not None:
@@ -151,6 +151,13 @@ class Held:
 def _address():
     from distributed import get_worker
     return get_worker().address
+
+
+def _threads():
+    """This worker's threads: a ring run spreads its problems over them (the engine
+    runs one ring task at a time on each worker)."""
+    from distributed import get_worker
+    return max(1, int(get_worker().state.nthreads))
 
 
 def _keys(src):
