@@ -14,7 +14,7 @@ from pybudget.datasets import load as load_data
 
 distributed = pytest.importorskip("distributed")
 pbd = pytest.importorskip("pybudget.dask")
-from pybudget.dask import _engines  # noqa: E402
+from pybudget.dask import _dask_engine  # noqa: E402
 
 # (these tests are about the ring and the parallel methods: conftest.ring_by_default)
 pytestmark = pytest.mark.usefixtures("ring_by_default")
@@ -70,7 +70,7 @@ def reference(cls, pattern, **kw):
 def test_scheduler_train_predict_info(shards, scheduler, capsys, tmp_path, monkeypatch):
     d, pattern, test = shards
     # (the shards are small: the rule lowered, they spread over both workers)
-    monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)
+    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)
     model = tmp_path / "cluster.pbm"
     code, out, err = run(["train", "--scheduler", scheduler, *FAST, pattern, model], capsys)
     assert code == 0 and out == "", err

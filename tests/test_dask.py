@@ -14,7 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 import pybudget
 import pybudget.dask as pbd
-from pybudget.dask import _driver, _engines, _laps, _steps, _worker
+from pybudget.dask import _dask_engine, _driver, _engines, _laps, _steps, _worker
 from pybudget.dask import estimators as E
 from pybudget.dask._partition import Partition, add_into, encode
 from pybudget.dask._sources import build_partition, row_bounds
@@ -288,7 +288,7 @@ def test_dask_equals_threads_bit_for_bit(client):
     assert held(client) == {w: 0 for w in held(client)}     # nothing left on the workers
 
 
-class HeldRows(_engines.DaskEngine):
+class HeldRows(_dask_engine.DaskEngine):
     """Records, after each round that went with a check, each payload the engine keeps
     (the problems in it, the problems whose rows point to it)."""
     held = []
@@ -343,7 +343,7 @@ def test_workers_are_asked_afresh_not_from_the_client_cache(client, monkeypatch)
     # it saw a live cluster as empty now and then and restarted after a phantom loss
     live = sorted(client.run(lambda: 0))
     monkeypatch.setattr(client, "scheduler_info", lambda *a, **k: {"workers": {}})
-    assert _engines.worker_addresses(client) == live
+    assert _dask_engine.worker_addresses(client) == live
     X, y = make_data()
     m = pbd.LinearSVC(C=0.1, tol=1e-2, random_state=7, client=client).fit(*chunked(X, y, 4))
     assert m.recoveries_ == 0 and m.converged_.all()
@@ -358,13 +358,13 @@ def test_worker_addresses_from_a_scheduler_without_arguments(client, monkeypatch
         return sync(fn, *a)
 
     monkeypatch.setattr(client, "sync", old_scheduler)
-    monkeypatch.setattr(_engines, "_IDENTITY_WITHOUT_ARGS", set())
-    assert _engines.worker_addresses(client) == live
-    assert _engines._IDENTITY_WITHOUT_ARGS == {client.scheduler.address}
-    assert _engines.worker_addresses(client) == live
+    monkeypatch.setattr(_dask_engine, "_IDENTITY_WITHOUT_ARGS", set())
+    assert _dask_engine.worker_addresses(client) == live
+    assert _dask_engine._IDENTITY_WITHOUT_ARGS == {client.scheduler.address}
+    assert _dask_engine.worker_addresses(client) == live
 
 
-class PlacementEngine(_engines.DaskEngine):
+class PlacementEngine(_dask_engine.DaskEngine):
     """Records where the partitions were built."""
     placed = None
 
@@ -381,7 +381,7 @@ def test_small_dask_array_is_gathered_on_one_worker(client, monkeypatch):
     with the laps of any small data; the threads engine fits a persisted array too (it
     raised a KeyError), with the same bits."""
     X, y = make_data(n=1600, d=300, density=0.05, seed=6)
-    w0, w1 = _engines.worker_addresses(client)
+    w0, w1 = _dask_engine.worker_addresses(client)
     blocks = []
     for k in range(4):
         rows = slice(400 * k, 400 * (k + 1))
@@ -406,7 +406,7 @@ def test_small_data_is_placed_on_one_worker(client, monkeypatch):
     small = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, client=client,
                           n_partitions=4).fit(X, y)
     assert len(set(PlacementEngine.placed.values())) == 1
-    monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)
+    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)
     spread = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, client=client,
                            n_partitions=4).fit(X, y)
     where = PlacementEngine.placed
@@ -450,12 +450,12 @@ def test_spread_ring_with_laps_sends_changes(client, monkeypatch):
     the weights and the ring sends the changes: the same bits as the threads engine
     and as sending the weights, in a fraction of the bytes."""
     X, y = make_data(n=2000, d=20000, density=10 / 20000, classes=3)
-    monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
+    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
     kw = dict(C=1.0, tol=1e-6, random_state=0, laps=4, max_iter=12, n_partitions=4,
               method="ring")
     sparse = pbd.LinearSVC(client=client, **kw).fit(X, y)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
-    monkeypatch.setattr(_engines.DaskEngine, "_seed", lambda self, groups: None)
+    monkeypatch.setattr(_dask_engine.DaskEngine, "_seed", lambda self, groups: None)
     dense = pbd.LinearSVC(client=client, **kw).fit(X, y)
     for m in (sparse, dense):
         np.testing.assert_array_equal(m.coef_, ref.coef_)
@@ -472,7 +472,7 @@ def test_rows_move_between_workers_outside_the_task_results(client, monkeypatch)
     once); each worker runs its runs in the order of their positions in their travels;
     nothing is left held after the fit."""
     X, y = make_data(n=1500, classes=3)
-    monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
+    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
     pinned, submit = {}, client.submit
 
     def spy(fn, *args, workers=None, **kw):
@@ -513,7 +513,7 @@ def test_held_rows_and_task_results_give_the_same_bits(client, monkeypatch, laps
     with the rows held by the workers as with the weights sent as task results, and as
     the threads engine."""
     X, y = make_data(n=800, classes=4, seed=5)
-    monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
+    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
     # (tol 3e-2: 32 rounds, the four problems still passing at different checks; at
     # 1e-2, 54-56 rounds of hops made this the suite's slowest test)
     kw = dict(C=1.0, tol=3e-2, random_state=0, max_iter=300, n_partitions=4, laps=laps,
@@ -522,7 +522,7 @@ def test_held_rows_and_task_results_give_the_same_bits(client, monkeypatch, laps
     assert len({e["active"] for e in ref.rounds_log_} - {0}) >= 2
     fits = []
     for hold in (True, False):
-        monkeypatch.setattr(_engines.DaskEngine, "hold_rows", hold)
+        monkeypatch.setattr(_dask_engine.DaskEngine, "hold_rows", hold)
         fits.append(pbd.LinearSVC(client=client, **kw).fit(X, y))
         assert sum(held(client).values()) == 0
     for m in fits:
@@ -555,10 +555,10 @@ def test_sparse_hops_stop_when_the_visits_change_most_weights(client, monkeypatc
     the weights, so the ring goes back to sending them after its first check (until
     the laps grow); the same bits throughout."""
     X, y = make_data(n=2000, d=300, density=0.1)
-    monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)
+    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)
     seeds = []
 
-    class Spy(_engines.DaskEngine):
+    class Spy(_dask_engine.DaskEngine):
         def _seed(self, groups):
             seeds.append(len(groups))
             return super()._seed(groups)
@@ -588,7 +588,7 @@ def test_dask_array_partitions_are_built_where_their_chunks_live(client, monkeyp
     homes = [sorted(who[key])[0] for (key,) in Xd.__dask_keys__()]
     monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
     # (as large data: small arrays are gathered on one worker, the test above)
-    monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)
+    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)
     pbd.LinearSVC(C=0.1, tol=1e-2, random_state=0, client=client).fit(Xd, yd)
     assert [PlacementEngine.placed[p] for p in range(4)] == homes
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import pybudget.dask as pbd
-from pybudget.dask import _engines
+from pybudget.dask import _dask_engine, _dask_ring
 from pybudget.dask import estimators as E
 from pybudget.dask._sources import row_bounds
 
@@ -22,7 +22,7 @@ distributed = pytest.importorskip("distributed")
 pytestmark = pytest.mark.usefixtures("ring_by_default")
 
 
-class KillingEngine(_engines.DaskEngine):
+class KillingEngine(_dask_engine.DaskEngine):
     """Kills the worker of partition 0 as round ``at`` starts (``times`` times), or
     as the checkpoint after round ``at`` starts (``in_snapshot``); ``replaced``: waits
     also for the nanny's new worker, so the recovery spreads the partitions over two
@@ -121,9 +121,9 @@ def test_killed_worker_with_sparse_hops_replays_to_the_same_bits(nanny_client, m
     kw = dict(C=0.1, tol=1e-3, random_state=0, checkpoint_every=4, laps=4, n_partitions=4)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
     assert ref.converged_.all() and ref.n_rounds_ > KillingEngine.at + 2
-    monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
+    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
     # (changes all along: here the visits change most weights, which would stop them)
-    monkeypatch.setattr(_engines, "SPARSE_GIVE_UP", math.inf)
+    monkeypatch.setattr(_dask_ring, "SPARSE_GIVE_UP", math.inf)
     monkeypatch.setattr(E, "DaskEngine", KillingEngine)
     monkeypatch.setattr(KillingEngine, "replaced", True)
     seeded = []
@@ -204,7 +204,7 @@ def test_no_worker_left_raises_within_the_timeout(monkeypatch):
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cl, distributed.Client(cl) as c:
 
-        class LastWorkerLeaves(_engines.DaskEngine):
+        class LastWorkerLeaves(_dask_engine.DaskEngine):
             def ring_round(self, rnd, *a, **k):
                 if rnd == 2:
                     cl.scale(0)

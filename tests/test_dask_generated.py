@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import pybudget.dask as pbd
-from pybudget.dask import _engines
+from pybudget.dask import _dask_engine
 from pybudget.dask._sources import generate_rows
 
 distributed = pytest.importorskip("distributed")
@@ -55,7 +55,7 @@ def test_generated_fit_on_memory_limited_workers_equals_threads(monkeypatch):
             distributed.Client(cl) as c:
         # (15 MB of rows: small, which would put every partition on one worker; the
         # rule lowered, they spread over both, and the ring's weights go between them)
-        monkeypatch.setattr(_engines, "SMALL_BYTES", 1_000_000)
+        monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1_000_000)
         m = pbd.LinearSVC(C=0.1, random_state=0, client=c).fit(g)
         np.testing.assert_array_equal(m.coef_, ref.coef_)
         assert m.bytes_sent_["workers"] > 0

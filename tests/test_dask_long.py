@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import pybudget.dask as pbd
-from pybudget.dask import _driver, _engines, _worker
+from pybudget.dask import _dask_engine, _driver, _worker
 from pybudget.dask import estimators as E
 from pybudget.dask.errors import ClusterError
 
@@ -25,7 +25,7 @@ def worker_tables(engine):
     return out
 
 
-class Recording(_engines.DaskEngine):
+class Recording(_dask_engine.DaskEngine):
     """Records, every EVERY rounds once the round's tasks are done, the sizes of the
     client's and the workers' tables."""
     EVERY = 250
@@ -75,7 +75,7 @@ def test_replicas_dropped_when_the_sparse_hops_stop(client, monkeypatch):
     check it sends the weights again, and the workers' replicas go (they stayed until
     the fit's end before)."""
     X, y = make_data(n=1500, seed=11)
-    monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
+    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
     monkeypatch.setattr(E, "DaskEngine", Recording)
     monkeypatch.setattr(Recording, "EVERY", 1)
     Recording.sizes = []
@@ -91,7 +91,7 @@ def test_timeout_counts_from_the_last_progress(client):
     """A gather that waits for a chain of 8 tasks of 0.3 s each, with timeout=1.5 s:
     the chain progresses, so it is not abandoned; a single task longer than the
     timeout is."""
-    eng = _engines.DaskEngine(client, timeout=1.5)
+    eng = _dask_engine.DaskEngine(client, timeout=1.5)
     addr = eng.workers()[0]
     eng.where = {0: addr}
     fut = None
@@ -100,7 +100,7 @@ def test_timeout_counts_from_the_last_progress(client):
     t0 = time.monotonic()
     eng._gather([fut])
     assert time.monotonic() - t0 > 1.5             # (longer than the timeout in all)
-    eng = _engines.DaskEngine(client, timeout=1.5)
+    eng = _dask_engine.DaskEngine(client, timeout=1.5)
     eng.where = {0: addr}
     with pytest.raises(ClusterError, match="no task of the fit finished"):
         eng._gather([eng._on(addr, time.sleep, 4.0)])

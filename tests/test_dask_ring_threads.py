@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pybudget.dask as pbd
-from pybudget.dask import _engines, _steps
+from pybudget.dask import _dask_engine, _steps
 from pybudget.dask import estimators as E
 
 from test_dask import PlacementEngine, make_data
@@ -38,7 +38,7 @@ def spy(monkeypatch):
 
     monkeypatch.setattr(_steps, "map_threads", counted)
     monkeypatch.setattr(_steps, "MIN_THREAD_NNZ", 1)      # (the data here is small)
-    monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)
+    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)
     monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
     return calls
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import pybudget.dask as pbd
-from pybudget.dask import _engines
+from pybudget.dask import _dask_engine
 from pybudget.dask import estimators as E
 
 from test_dask import PlacementEngine, make_data
@@ -30,13 +30,13 @@ def client(request):
 @pytest.fixture
 def spread(monkeypatch):
     """The partitions spread over the workers in contiguous runs, whatever the size."""
-    monkeypatch.setattr(_engines, "SMALL_BYTES", 1000)
+    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)
     monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
 
 
 @pytest.mark.parametrize("method", ["ring", "bda", "cocoa"])
 def test_fit_spans_every_worker(client, spread, method):
-    K = len(_engines.worker_addresses(client))
+    K = len(_dask_engine.worker_addresses(client))
     X, y = make_data(n=900, classes=3, seed=4)
     kw = dict(C=0.1, tol=1e-2, random_state=0, method=method, n_partitions=2 * K,
               max_iter=300)
@@ -51,7 +51,7 @@ def test_fit_spans_every_worker(client, spread, method):
 def test_newton_spans_every_worker(client, spread):
     """Method "newton": every worker holds partitions, nothing moves between them, and
     the partitions' sums, added in partition order, give the threads engine's bits."""
-    K = len(_engines.worker_addresses(client))
+    K = len(_dask_engine.worker_addresses(client))
     X, y = tall(n=4000, classes=3, seed=5)
     kw = dict(method="newton", tol=1e-6, C=0.5, n_partitions=2 * K)
     m = pbd.LogisticRegression(client=client, **kw).fit(X, y)

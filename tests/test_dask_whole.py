@@ -14,7 +14,7 @@ import pybudget
 import pybudget.dask as pbd
 from pybudget.dask import _whole
 from pybudget.dask import estimators as E
-from pybudget.dask._engines import DaskEngine
+from pybudget.dask._dask_engine import DaskEngine
 
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")

@@ -1,4 +1,4 @@
-"""DaskEngine's checkpoints and recovery (a mixin of ``_engines.DaskEngine``, apart so
+"""DaskEngine's checkpoints and recovery (a mixin of ``_dask_engine.DaskEngine``, apart so
 that each file holds one concern; it works on the engine's tables).
 
 A checkpoint is each partition's duals and the weights, held by two workers in

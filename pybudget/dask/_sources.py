@@ -197,7 +197,7 @@ def _stack(blocks):
 # only.  Measured on the bz2 files of the benchmark data (MANIFEST's rows, nnz, bytes):
 # 2.2-2.3 for the debian text sets, 3.4 svmguide1, 5.7 ijcnn1, 13 pendigits, 23 w8a,
 # 32 dna, 42 splice, 47 german.numer, 55 a9a, 130 mushrooms; no constant fits, so the
-# engine decides the placement again from the rows once they are built (_engines).
+# engine decides the placement again from the rows once they are built (_dask_engine).
 TEXT_RATIO, COMPRESSED_RATIO = 2, 50
 COMPRESSED = (".bz2", ".gz", ".xz")
 

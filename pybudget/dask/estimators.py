@@ -19,7 +19,8 @@ from pybudget._core._estimator import SVMBase, binary_problems
 from pybudget._core._progress import report
 from pybudget.dask._methods import METHODS
 from pybudget.dask._laps import first as first_laps
-from pybudget.dask._engines import DaskEngine, ThreadsEngine
+from pybudget.dask._dask_engine import DaskEngine
+from pybudget.dask._engines import ThreadsEngine
 from pybudget.dask._sources import (SMALL_BYTES, GeneratedShards, SvmlightShards,
                                     dask_pieces, memory_sources, rows_bytes)
 from pybudget.linear.logistic import LogisticRegression as LocalLogisticRegression
@@ -212,7 +213,7 @@ class _DistributedBase(SVMBase):
                            f", worker peak memory [{peaks}] MiB", time.perf_counter() - t0)
 
             # (the rows of a one-vs-rest fit on a Dask array stay where its chunks are,
-            # those of one problem, or in memory, go to one worker when small: _engines)
+            # those of one problem, or in memory, go to one worker when small: _dask_engine)
             laps, max_laps = self._laps(method, sweeps, summ, n_problems, d,
                                         movable=not _is_dask(X) or n_problems == 1)
             res = METHODS[method].fit(engine, spec, n_problems, d, tol=tol,

@@ -1,0 +1,560 @@
+"""DaskEngine: ``_engines.Engine`` on the workers of a Dask cluster.
+
+Each partition is built once on a Dask worker and kept there (``_worker.REGISTRY``).
+The weights live on the workers too: a ring run leaves its rows on its worker and the
+next run takes them from there (``_worker.Held``; the ring's runs are ``_dask_ring``);
+the parallel methods' combination runs on the worker of partition 0 and takes the
+partitions' changes as task results, which Dask moves from worker to worker.  The
+client receives scalars (gaps, step sizes, counters), the rows of the problems a check
+passed, and at the end the other weights.  A worker that leaves is noticed by polling
+the scheduler (a pinned task would otherwise wait for it forever): the driver then gets
+PartitionsLost and asks for ``recover``, which rebuilds the lost partitions on the
+workers left, from their sources, and restores every partition from the checkpoint,
+whose copies are kept on two workers (``_worker.KEPT``); those two are in
+``_dask_checkpoints``.
+"""
+import math
+import operator
+import threading
+import time
+import uuid
+from concurrent.futures import CancelledError
+
+import numpy as np
+
+from pybudget._core._progress import peak_rss_mb
+from pybudget._core._reduce import add_in_order
+from pybudget.dask import _steps, _whole, _worker
+from pybudget.dask._dask_checkpoints import Checkpointing
+from pybudget.dask._dask_ring import RingRuns
+from pybudget.dask._engines import assemble, initial_weights, start_payload
+from pybudget.dask._partition import first_carry
+from pybudget.dask._recovery import MAX_RECOVERIES
+from pybudget.dask._sources import SMALL_BYTES, data_bytes, rows_bytes
+from pybudget.dask.errors import ClusterError, PartitionMissing, PartitionsLost
+
+POLL_SECONDS = 0.2
+_IDENTITY_WITHOUT_ARGS = set()     # addresses of schedulers of older Dask releases
+
+
+def worker_addresses(client):
+    """The addresses of the scheduler's workers, asked afresh.  Not from
+    ``client.scheduler_info()``: it returns the client's cached identity, which the
+    client's own refresh (every 2 s, with no per-worker entries) can overwrite between
+    the answer and the read, so a live cluster looked empty now and then and a fit
+    restarted after a loss that never happened."""
+    return sorted(worker_info(client))
+
+
+def worker_info(client):
+    """{address: the scheduler's record of the worker}, asked afresh (worker_addresses)."""
+    identity, address = client.scheduler.identity, client.scheduler.address
+    if address not in _IDENTITY_WITHOUT_ARGS:
+        try:
+            return client.sync(identity, n_workers=-1)["workers"]   # (all of them)
+        except TypeError:            # older Dask lists them all, and takes no argument
+            _IDENTITY_WITHOUT_ARGS.add(address)     # (asked once: its scheduler logs it)
+    return client.sync(identity)["workers"]
+
+
+class DaskEngine(RingRuns, Checkpointing):
+    """The partitions on the workers of a Dask cluster (see the module docstring)."""
+
+    hold_rows = True     # the ring's dense hops: rows held by the workers (False: results)
+
+    def __init__(self, client, timeout=600.0, worker_grace=30.0):
+        self.client = client
+        self.timeout = timeout
+        self.grace = min(worker_grace, timeout)
+        self.job = uuid.uuid4().hex
+        self.where = {}
+        self.sources = None
+        self.bytes = {"client": 0, "workers": 0}
+        self.after = {}          # partition -> futures of its tasks not yet waited for
+        self.rows = {}           # problem -> future of the payload holding its weights
+        self.done = {}           # problem -> its final row, here (the ring's passed ones)
+        self.n_problems = 0
+        self.row_bytes = 0
+        self.replica_runs, self.latest, self.run_no = {}, {}, 0
+        self.as_dense = 0        # bytes the sparse hops would have taken as weights,
+        self.as_sparse = 0       # and what they took (counted where they arrived)
+        self.sparse_off = 1      # laps up to which the ring sends weights
+        self.unpolled = False    # sparse hops may have arrived since the last poll
+        self.kept_no = 0         # the number of the latest checkpoint the workers keep
+        self.tags = 0            # the ring's runs that leave their rows held (Held)
+        self.last_on = {}        # worker -> the future of the latest run submitted there
+        self.held = set()        # keys of the futures whose result is a Held
+        self.used = set()        # workers that ran a task of the fit
+        self.counting = threading.Lock()     # (method "newton" counts from several threads)
+
+    def workers(self):
+        return worker_addresses(self.client)
+
+    def _live_workers(self):
+        """The current workers, waiting up to worker_grace seconds for one to come."""
+        deadline = time.monotonic() + self.grace
+        while True:
+            live = self.workers()
+            if live:
+                return live
+            if time.monotonic() > deadline:
+                raise ClusterError(f"no Dask worker left: none joined within "
+                                   f"{self.grace:g} s; the fit is abandoned")
+            time.sleep(POLL_SECONDS)
+
+    def _submit(self, fn, part, *args, track=True):
+        """A task pinned to the partition's worker; ``track``: later tasks on the
+        partition that must follow it get it as an argument (holding a future keeps its
+        result in the worker's memory, so ring visits, ordered by their payloads, are
+        not tracked)."""
+        fut = self._on(self.where[part], fn, *args)
+        if track:
+            self.after.setdefault(part, []).append(fut)
+        return fut
+
+    def _on(self, addr, fn, *args):
+        """A task that runs on worker addr only (noting when it finished there:
+        ``_worker.timed``)."""
+        key = f"{getattr(fn, '__name__', 'task')}-{uuid.uuid4().hex}"
+        self.used.add(addr)
+        return self.client.submit(_worker.timed, self.job, fn, *args, key=key,
+                                  workers=[addr], allow_other_workers=False)
+
+    def _last_progress(self):
+        """Seconds since a task of this fit last finished on any worker (inf: none).
+        Asked twice when the first answer shows none: a client's first run on the
+        workers takes seconds here, and its answer can predate tasks finished since."""
+        for _ in range(2):
+            asked = time.time()
+            got = self.client.run(_worker.last_finished, self.job, on_error="ignore")
+            times = [t for t in got.values() if isinstance(t, float)]
+            since = asked - max(times) if times else math.inf
+            if since < self.timeout:
+                break
+        return since
+
+    def _gather(self, futures, also=()):
+        """Results of pinned futures, in order.  A watchdog thread polls the scheduler:
+        when the worker of any partition, or any worker in ``also``, has left (a task
+        pinned there would wait for it forever) or ``timeout`` seconds pass, it cancels
+        the futures, and this raises PartitionsLost or ClusterError respectively.  The
+        timeout counts from the last task of the fit that finished, not from the call:
+        a gather that waits for many rounds, each of them progressing, is not stuck.  A
+        task that finds its partition gone raises PartitionsLost too."""
+        stop = threading.Event()
+        why = []
+
+        def watch():
+            deadline = time.monotonic() + self.timeout
+            missing = set()
+            while not stop.wait(POLL_SECONDS):
+                try:
+                    live = set(self.workers())
+                except Exception:          # the client is closing: gather will fail
+                    return
+                now = ({p for p in self.where if self.where[p] not in live}
+                       | {a for a in also if a not in live})
+                gone = now & missing           # absent on two polls in a row
+                missing = now
+                if gone:
+                    parts = sorted(p for p in gone if isinstance(p, int))
+                    why.append(PartitionsLost(
+                        f"the workers of partitions {parts} left the cluster" if parts
+                        else f"workers {sorted(gone)} left the cluster"))
+                elif time.monotonic() > deadline:
+                    # (asked only now: the workers know when a task last finished)
+                    since = self._last_progress()
+                    if since < self.timeout:
+                        deadline = time.monotonic() + self.timeout - since
+                    else:
+                        why.append(ClusterError(f"no task of the fit finished for timeout="
+                                                f"{self.timeout:g} s; it is abandoned"))
+                if why:
+                    self.client.cancel(futures)
+                    return
+
+        watchdog = threading.Thread(target=watch, daemon=True)
+        watchdog.start()
+        try:
+            return self.client.gather(futures, direct=True)
+        except Exception as exc:
+            if why:
+                raise why[0] from None
+            self.client.cancel(futures)
+            if isinstance(exc, (PartitionMissing, OSError, CancelledError)):
+                # the partition, the connection, or an input kept on a worker that
+                # died is gone
+                raise PartitionsLost(f"{type(exc).__name__}: {exc}") from None
+            if type(exc).__name__ == "KilledWorker":
+                raise ClusterError(f"a task of the fit keeps failing (it was running on "
+                                   f"workers that died): {exc}") from None
+            raise
+        finally:
+            stop.set()
+            watchdog.join()
+
+    def _synced(self):
+        """Every task submitted so far has finished (a gather waited for them)."""
+        self.after = {}
+
+    def _moved(self, nbytes, src, dst):
+        if src != dst:
+            self.bytes["workers"] += nbytes
+
+    def build(self, sources, regression, names, locality=None):
+        """Build every partition on a worker: all on one worker when the data is small
+        (at most SMALL_BYTES and a tenth of its memory limit: a ring round is then one
+        task, where spreading it would add a hop, 6-9 ms here, per worker and lap, and
+        save nothing, the ring's visits running one at a time); else on the worker
+        holding its data (locality[p]) when given and alive, or in contiguous runs over
+        the workers by address (so that a ring visits a worker's partitions in one
+        task).  The size is known for sure once the partitions are built (a Dask
+        array's is unknown before, a file's compressed size is a rough guess,
+        ``_sources.COMPRESSED_RATIO``): small rows of one problem (binary or
+        regression) that were spread are then gathered on the worker holding most of
+        them."""
+        self.sources, self.regression, self.names = sources, regression, names
+        live = self._live_workers()
+        K = len(sources)
+        # (and at most a tenth of the worker's memory limit, 0 when it has none)
+        limit = worker_info(self.client).get(live[0], {}).get("memory_limit") or 0
+
+        def small(size):
+            return size is not None and size <= min(SMALL_BYTES, limit / 10 or np.inf)
+
+        size = data_bytes(sources)
+        for p in range(K):
+            pref = locality[p] if locality and not small(size) else None
+            self.where[p] = (pref if pref in live else
+                             live[0] if small(size) else live[p * len(live) // K])
+        out = self._gather([self._submit(_worker.build_task, p, self.job, p,
+                                         self._sent(sources[p], p), regression, names[p])
+                            for p in range(len(sources))])
+        self._synced()
+        # (one problem only: the problems of a one-vs-rest fit keep the workers busy
+        # where the chunks are, and on one worker they would take turns)
+        labels = set() if regression else set().union(*(s["labels"].tolist() for s in out))
+        if (len(labels) <= 2 and len(set(self.where.values())) > 1
+                and small(sum(rows_bytes(s["n"], s["nnz"]) for s in out))):
+            rows = {}
+            for p, s in enumerate(out):
+                rows[self.where[p]] = rows.get(self.where[p], 0) + s["n"]
+            self._gather_on(max(sorted(rows), key=rows.get))
+        self.n_rows = sum(s["n"] for s in out)
+        self.part_bytes = [rows_bytes(s["n"], s["nnz"]) for s in out]
+        return out
+
+    def _sent(self, source, part):
+        """In-memory rows as a future on the partition's worker, sent there directly;
+        as a task argument they would pass through the scheduler.  (A rebuild after a
+        loss sends them again from ``self.sources``.)  Other sources as they are."""
+        if source[0] != "arrays":
+            return source
+        try:
+            return self.client.scatter([source], workers=[self.where[part]], direct=True,
+                                       hash=False)[0]
+        except OSError:          # (no direct connection to the workers: as an argument)
+            return source
+
+    def _gather_on(self, addr):
+        """Move every partition to worker addr: dropped where it was, then built there
+        anew from its source (Dask moves the chunks).  (In that order: workers in one
+        process share their registry.)"""
+        away = [p for p in self.where if self.where[p] != addr]
+        self._gather([self._on(self.where[p], _worker.drop_partition, self.job, p)
+                      for p in away])
+        for p in away:
+            self.where[p] = addr
+        self._gather([self._submit(_worker.build_task, p, self.job, p, self.sources[p],
+                                   self.regression, self.names[p]) for p in away])
+        self._synced()
+
+    def whole(self, spec, problems, tol, max_iter):
+        """Method "whole" (``_whole``): a copy of all rows on each worker that will run
+        a problem (as many as there are problems), then each problem a task on a worker
+        with a free thread, dealt as threads free up, so the problems spread over the
+        workers' threads; while more are left than the workers have threads, one more
+        waits on each worker, so that a thread does not wait for the client between two
+        problems.  A problem whose worker leaves runs again on another (its bits do not
+        depend on where); when no worker holding the rows is left, the lost
+        partitions are rebuilt and the rows copied again (at most MAX_RECOVERIES times);
+        a fit in which no problem finished for ``timeout`` seconds is abandoned, and a
+        problem's own error (an overflow, say) stops the others."""
+        from distributed import wait
+        data, slots = self._rows_everywhere(spec, len(problems))
+        todo, running, outs, recoveries = list(problems)[::-1], {}, {}, 0
+        last = time.monotonic()
+        while todo or running:
+            live = set(self.workers())
+            for fut, (addr, j) in list(running.items()):
+                if addr not in live:           # (its pinned task would wait for ever)
+                    self.client.cancel([fut])
+                    del running[fut]
+                    todo.append(j)
+            data = {a: f for a, f in data.items() if a in live}
+            if not data:
+                recoveries += 1
+                if recoveries > MAX_RECOVERIES:
+                    raise ClusterError(f"every worker holding the rows left, "
+                                       f"{recoveries} times; the fit is abandoned")
+                data, slots = self._rows_everywhere(spec, len(problems), rebuild=True)
+            # (not near the end: a problem queued behind a long one would wait there
+            # while another worker's thread is free)
+            ahead = int(len(todo) > sum(slots[a] for a in data))
+            for addr in sorted(data):
+                busy = sum(1 for a, _ in running.values() if a == addr)
+                for _ in range(slots[addr] + ahead - busy):
+                    if todo:
+                        j = todo.pop()
+                        running[self._on(addr, _whole.solve_problem, data[addr], spec, j,
+                                         tol, max_iter)] = (addr, j)
+            try:
+                with self.client.as_current():     # (wait() asks the default client)
+                    done = wait(list(running), timeout=POLL_SECONDS,
+                                return_when="FIRST_COMPLETED").done
+            except TimeoutError:           # (none finished within the poll)
+                done = ()
+            for fut in done:
+                addr, j = running.pop(fut)
+                if fut.status == "finished":
+                    outs[j] = fut.result()
+                    last = time.monotonic()
+                elif addr in set(self.workers()):
+                    self.client.cancel(list(running))
+                    fut.result()               # (raises the task's error)
+                else:
+                    todo.append(j)
+            if time.monotonic() - last > self.timeout:
+                self.client.cancel(list(running))
+                raise ClusterError(f"no problem of the fit finished for timeout="
+                                   f"{self.timeout:g} s; it is abandoned")
+        self.client.cancel(list(data.values()))
+        return [outs[j] for j in problems]
+
+    def _rows_everywhere(self, spec, n_problems, rebuild=False):
+        """({worker: future of all rows there (``_whole.all_rows``)}, {worker: its
+        threads}) on as many live workers as there are problems, those holding the most
+        rows first; Dask moves the partitions' rows from worker to worker.  A worker
+        lost meanwhile: its partitions are rebuilt on the others and the copies made
+        again (``rebuild``: first of all)."""
+        for attempt in range(MAX_RECOVERIES + 1):
+            try:
+                if rebuild or attempt:
+                    self._rebuild_lost()
+                parts = [self._submit(_worker.partition_rows_task, p, self.job, p,
+                                      track=False) for p in range(len(self.where))]
+                info = worker_info(self.client)
+                here = {a: sum(self.part_bytes[p] for p in self.where if self.where[p] == a)
+                        for a in self._live_workers()}
+                data, slots = {}, {}
+                for addr in sorted(here, key=lambda a: (-here[a], a))[:n_problems]:
+                    data[addr] = self._on(addr, _whole.all_rows, spec, *parts)
+                    slots[addr] = max(1, int(info.get(addr, {}).get("nthreads") or 1))
+                    self.bytes["workers"] += sum(self.part_bytes) - here[addr]
+                self._gather(list(data.values()), also=set(data))
+                # (the partitions' copies go with their futures, when this returns: a
+                # cancel would cancel the copies made from them too)
+                return data, slots
+            except PartitionsLost as exc:
+                lost = exc
+        raise ClusterError(f"workers kept leaving while the rows were copied; last: {lost}")
+
+    def scales(self, spec):
+        out = self._gather([self._submit(_worker.scales_task, p, self.job, p, spec)
+                            for p in self.where])
+        self._synced()
+        self.bytes["client"] += sum(a.nbytes + b.nbytes for a, b in out)
+        return out
+
+    @property
+    def home(self):
+        """The worker that combines the parallel methods' changes (partition 0's)."""
+        return self.where[0]
+
+    def setup(self, spec, ring):
+        self.spec, self.ring = spec, ring
+        if ring:
+            self.client.run(_worker.install)      # (the ring's rows move through it)
+        inits = [self._submit(_worker.setup_task, p, self.job, p, spec) for p in self.where]
+        n_problems = self.n_problems = len(spec["positive"]) if "positive" in spec else 1
+        self.done, self.last_on = {}, {}
+        # the ring: each group's weights where its first visit is, the others: on home
+        groups = (_steps.ring_groups(range(n_problems), len(self.where)) if ring
+                  else [(0, list(range(n_problems)))])
+        self.row_bytes = (spec["d"] + 1 + (len(first_carry("svm", 0)) if ring else 0)) * 8
+        self.replica_runs = {}   # sparse hops: group -> {worker: the run of its replicas}
+        self.latest = {}         # group -> the number of its latest run
+        self.rows, self.loc = {}, {}
+        for start, problems in groups:
+            at = self.where[start]
+            fut = self._on(at, _start, inits, problems, spec, ring)
+            self.rows.update({j: fut for j in problems})
+            self.loc[fut.key] = at
+        # (waited for by tokens: setup's errors surface here, the weights stay)
+        self._gather([self._on(self.loc[f.key], _worker.barrier, f)
+                      for f in self._payloads(range(n_problems))])
+        self._synced()
+
+    def _finished(self, payloads):
+        """Keep final rows here (the passed problems', gathered with a check's sums, and
+        at the end the others)."""
+        for pl in payloads:
+            self.done.update(pl)
+            self.bytes["client"] += _steps.payload_nbytes(pl)
+
+    def _received(self):
+        """Add the bytes of the sparse hops, counted where they arrived (asked only
+        while the ring may have sent some since the last call)."""
+        if self.replica_runs or self.unpolled:
+            self.unpolled = False
+            got = self.client.run(_worker.take_received, self.job, on_error="ignore")
+            got = sum(v for v in got.values() if isinstance(v, int))
+            self.bytes["workers"] += got
+            self.as_sparse += got
+
+    def _payloads(self, problems, rows=None):
+        """The distinct payload futures holding these problems' weights (in ``rows``,
+        the engine's by default)."""
+        rows = self.rows if rows is None else rows
+        distinct = {}
+        for j in problems:
+            distinct.setdefault(rows[j].key, rows[j])
+        return list(distinct.values())
+
+    def _copies(self, rows, loc, copy=True):
+        """(rows, loc) of copies of the payloads with the weights themselves, each made
+        where its payload is (at loc[key]): the ring changes its payloads in place, so a
+        checkpoint keeps copies and a recovery hands the ring copies of the checkpoint
+        (``copy`` false: the weights as they are, for a ring that stops sending
+        changes)."""
+        fresh, new_loc = {}, {}
+        for f in self._payloads(rows, rows):
+            fresh[f.key] = self._on(loc[f.key], _worker.rows_task, self.job, f,
+                                    self._held(f, rows), copy)
+            new_loc[fresh[f.key].key] = loc[f.key]
+        return {j: fresh[f.key] for j, f in rows.items()}, new_loc
+
+    @staticmethod
+    def _held(fut, rows):
+        """The problems whose weights ``rows`` keeps in the payload of fut (a check
+        pass's result keeps those it passed; the others went on)."""
+        return [j for j, f in rows.items() if f.key == fut.key]
+
+    def _spread(self, futs, to):
+        """Count the bytes of payloads fetched by the workers ``to`` (once per worker)."""
+        for f in futs:
+            for addr in set(to):
+                self._moved(self._payload_size(f), self.loc[f.key], addr)
+
+    def check(self, problems):
+        pls = self._payloads(problems)
+        self._spread(pls, list(self.where.values()) + [self.home])
+        futs = [self._submit(_worker.check_task, p, self.job, p, problems, *pls)
+                for p in self.where]
+        futs.append(self._on(self.home, _weight_stats, problems, *pls))
+        *per, stats = self._gather(futs)
+        self._synced()
+        return _steps.checked(per, stats, problems)
+
+    def _payload_size(self, fut):
+        return sum(self.row_bytes for j in self.rows if self.rows[j].key == fut.key)
+
+    def propose(self, rnd, problems, sweeps, check):
+        W = self.rows[problems[0]]      # (one payload holds every problem here)
+        self._spread([W], self.where.values())
+        props = [self._submit(_worker.propose_task, p, self.job, p, rnd, W, problems, sweeps,
+                              check, *self.after.get(p, ()))
+                 for p in self.where]
+        self.combined = self._on(self.home, _steps.combine, W, props, problems, check)
+        small = self._on(self.home, operator.itemgetter(1, 2), self.combined)
+        small, nbytes = self._gather([small])[0]
+        self._synced()
+        # the changes of partitions on other workers crossed to the home worker
+        share = sum(1 for p in self.where if self.where[p] != self.home) / len(self.where)
+        self.bytes["workers"] += int(nbytes * share)
+        return small
+
+    def terms_at(self, etas):
+        per = self._gather([self._submit(_worker.terms_task, p, self.job, p, etas)
+                            for p in self.where])
+        self._synced()
+        return _steps.sum_terms(per, etas)
+
+    def commit(self, etas):
+        for p in self.where:
+            self._submit(_worker.commit_task, p, self.job, p, etas)
+        W = self.rows[next(iter(self.rows))]
+        fut = self._on(self.home, _apply, W, self.combined, etas)
+        self.loc[fut.key] = self.home
+        self.rows = {j: fut for j in self.rows}
+        self.combined = None
+        self._prune()
+
+    def weights(self, n_problems, d):
+        got = self._gather([self._on(self.loc[f.key], _worker.rows_task, self.job, f,
+                                     self._held(f, self.rows), False)
+                            for f in self._payloads(self.rows)])
+        self._synced()
+        self._received()
+        self._finished(got)
+        return assemble(self.done, n_problems, d)
+
+    def primal_setup(self, spec):
+        self._gather([self._submit(_worker.primal_setup_task, p, self.job, p, spec)
+                      for p in self.where])
+        self._synced()
+
+    def primal(self, what, j, *args):
+        # (not tracked: the problems' calls run from several client threads, and each
+        # waits for its own; also=: another thread's recovery may move a partition while
+        # this call waits on its old worker)
+        where = dict(self.where)
+        per = self._gather([self._on(where[p], _worker.primal_task, self.job, p, what, j,
+                                     *args) for p in where], also=set(where.values()))
+        sent = sum(a.nbytes for a in args if isinstance(a, np.ndarray)) * len(self.where)
+        got = sum(x.nbytes for r in per for x in (r if isinstance(r, tuple) else (r,))
+                  if isinstance(x, np.ndarray))
+        with self.counting:
+            self.bytes["client"] += sent + got
+        return add_in_order(per)
+
+    def primal_recover(self, spec):
+        lost = self._rebuild_lost()[1]
+        self._gather([self._submit(_worker.primal_setup_task, p, self.job, p, spec)
+                      for p in lost])
+        self._synced()
+
+    def concurrency(self, n_problems):
+        threads = sum(w.get("nthreads", 1) for w in worker_info(self.client).values())
+        return max(1, min(threads, n_problems))
+
+    def peak_memory(self):
+        # (the live workers of the fit only: an idle worker's first call imports
+        # pybudget, 2 s here; one that left would be waited for, 30 s)
+        workers = sorted(self.used & set(self.workers()))
+        if not workers:
+            return {}
+        return self.client.run(peak_rss_mb, workers=workers, on_error="ignore")
+
+    def close(self):
+        self.sources = None          # (their futures: the chunks on the cluster)
+        self.rows = {}
+        try:
+            workers = sorted(self.used & set(self.workers()))
+            if workers:
+                self.client.run(_worker.drop_job, self.job, workers=workers)
+        except Exception:       # a closing cluster: nothing left to drop
+            pass
+
+
+def _start(inits, problems, spec, ring):
+    W = initial_weights(inits, problems, spec["d"])
+    return start_payload(W, spec, ring)
+
+
+def _weight_stats(problems, *payloads):
+    return _steps.weight_stats(payloads, problems)
+
+
+def _apply(W, combined, etas):
+    return _steps.apply_step(W, combined[0], etas)

@@ -1,0 +1,233 @@
+"""The ring's runs on a Dask cluster (a mixin of ``_dask_engine.DaskEngine``, apart so
+that each file holds one concern; it works on the engine's tables).
+
+A group of problems travels the partitions in runs of consecutive visits on one worker,
+one task a run (``_worker.ring_task``); its weights stay on the worker that ran it
+(``_worker.Held``) and the next run takes them from there.  With more than one lap a
+round, the hops send the changes of the weights against every worker's replicas
+(sparse hops), until they take SPARSE_GIVE_UP of the bytes of the weights.  The check
+pass travels the same way (``_worker.ring_check_task``).
+"""
+import operator
+
+from pybudget.dask import _steps, _worker
+
+# The ring's sparse hops stop when, at a check, they have taken this share of the bytes
+# of the weights they replaced (the visits then change most of them).
+SPARSE_GIVE_UP = 0.5
+
+
+class RingRuns:
+    """ring_round, ring_check and their helpers, for DaskEngine."""
+
+    def _runs(self, visits, part=lambda v: v):
+        """Visits split into runs of consecutive ones on one worker (one task each)."""
+        runs = [[visits[0]]]
+        for v in visits[1:]:
+            if self.where[part(v)] == self.where[part(runs[-1][-1])]:
+                runs[-1].append(v)
+            else:
+                runs.append([v])
+        return runs
+
+    def _travels(self, travels):
+        """Several groups' travels (``_travel``'s arguments each), their runs submitted
+        position by position: each worker runs its runs in that order (a run takes the
+        worker's previous one as an argument), so that where two groups swap workers,
+        each worker passes its group on while it takes the other's, and no worker holds
+        both (a run that took a group before its own had left would).  Returns
+        [(the last future, the dense hops)] in order."""
+        steps = list(enumerate(self._travel(*t) for t in travels))
+        out = [None] * len(steps)
+        while steps:
+            left = []
+            for k, g in steps:
+                try:
+                    next(g)
+                    left.append((k, g))
+                except StopIteration as stop:
+                    out[k] = stop.value
+            steps = left
+        return out
+
+    def _travel(self, group, visits, part, task, args):
+        """A generator: a group (start partition, problems)'s payload through runs of
+        visits, one task per run (a step each), with the extra arguments args(run
+        number); a seeded group sends its changes (``_log``).  Returns the last task's
+        future and the dense hops between workers."""
+        start, problems = group
+        fut = self.rows[problems[0]]
+        at = self.loc[fut.key]
+        hops = 0
+        runs = self._runs(visits, part)
+        for i, run in enumerate(runs):
+            here = self.where[part(run[0])]
+            log = self._log(start, at, here, task is _worker.ring_task)
+            if log is not None and at != here:
+                self.as_dense += len(problems) * self.row_bytes
+            if log is None:
+                hops += at != here
+                self._moved(len(problems) * self.row_bytes, at, here)
+            if at != here and fut.key not in self.held:
+                # (a payload itself is received by a task of its own: Dask keeps a
+                # result on its worker until its dependents finish, so the sender would
+                # hold its copy for the whole visit; this way only until it has arrived)
+                fut = self._on(here, _delivered, fut)
+            tag = None
+            if log is None and self.hold_rows:     # the rows stay on the worker (Held)
+                self.tags += 1
+                # (">": the next run takes them from another worker: _worker's pacing)
+                to_peer = i + 1 < len(runs) and self.where[part(runs[i + 1][0])] != here
+                tag = f"{self.tags}{'>' if to_peer else ''}"
+            fut = self._submit(task, part(run[0]), self.job, run, fut, problems,
+                               *args(i), log, tag, self.last_on.get(here), track=False)
+            self.last_on[here] = fut
+            if tag is not None:
+                self.held.add(fut.key)
+            at = here
+            yield
+        self.loc[fut.key] = at
+        for j in problems:
+            self.rows[j] = fut
+        return fut, hops
+
+    def _log(self, start, at, here, changes):
+        """The sparse hops' arguments of a group's next run on worker ``here`` (None for
+        a group that sends its weights): (the run's number, or the group's latest run
+        for a run that changes no weights (``changes`` false), the run of this worker's
+        replicas, the oldest of the other workers', whether the payload comes from
+        another worker)."""
+        runs = self.replica_runs.get(start)
+        if runs is None:
+            return None
+        if changes:
+            self.run_no += 1
+            self.latest[start] = self.run_no
+        since = runs[here]
+        runs[here] = self.latest[start]
+        keep = min((v for w, v in runs.items() if w != here), default=runs[here])
+        return (self.latest[start], since, keep, at != here)
+
+    def _seed(self, groups):
+        """Seed every worker's replicas of these groups' weights (from payloads of the
+        weights themselves), so that their hops send changes from now on."""
+        workers = sorted(set(self.where.values()))
+        seeds = []
+        for start, problems in groups:
+            fut = self.rows[problems[0]]
+            for w in workers:
+                self._moved(len(problems) * self.row_bytes, self.loc[fut.key], w)
+                seeds.append(self._on(w, _worker.seed_task, self.job, fut, problems))
+            self.replica_runs[start] = dict.fromkeys(workers, self.run_no)
+            self.as_dense = self.as_sparse = 0
+            self.latest[start] = self.run_no
+        # (waited for: a run on a worker must find its replicas there)
+        self._gather(seeds)
+
+    def ring_round(self, rnd, groups, sweeps, laps, tol=None, due=None, near=None):
+        sums = self._ring_round(rnd, groups, sweeps, laps, tol, due, near)
+        self._prune()
+        return sums
+
+    def _prune(self):
+        """Forget the places and Held marks of the payloads that hold no problem's
+        weights any longer (else an entry per run, for the whole fit)."""
+        live = {f.key for f in self.rows.values()}
+        self.held &= live
+        self.loc = {k: a for k, a in self.loc.items() if k in live}
+
+    def _drop_replicas(self, problems, after=()):
+        """Forget the workers' replicas (the sparse hops') of these problems (None: all),
+        each worker once the futures ``after`` and its runs so far are done; its next
+        run follows the drop."""
+        for w in sorted(set(self.where.values())):
+            prev = [self.last_on[w]] if w in self.last_on else []
+            self.last_on[w] = self._on(w, _worker.drop_replicas, self.job, problems,
+                                       *after, *prev)
+
+    def _ring_round(self, rnd, groups, sweeps, laps, tol, due, near):
+        K = len(self.where)
+        checks = self._check_pass(groups, due, tol, near) if tol is not None else None
+        # sparse hops when a visit covers part of a partition's rows: they change a
+        # share of the weights then (and one lap's hops would each send all of them)
+        fresh = [g for g in groups if g[0] not in self.replica_runs]
+        if laps > self.sparse_off and fresh and len(set(self.where.values())) > 1:
+            self._seed(fresh)
+        # (the hops before this round's: their bytes have arrived by the check's end)
+        planned = self.as_dense
+        travels = []
+        for group in groups:
+            # (a group's first task filters the problems its check pass passed)
+            filt = tol if checks is not None and group[0] in checks else None
+            travels.append((group, _steps.ring_order(group[0], K, laps),
+                            operator.itemgetter(0), _worker.ring_task,
+                            lambda i, filt=filt: (rnd, sweeps, i == 0, laps,
+                                                  filt if i == 0 else None)))
+        hops = [n for _, n in self._travels(travels)]
+        if checks is None:
+            return None
+        sums = self._check_sums(checks)
+        done = _steps.passed(sums, tol)
+        passed = []
+        for (start, problems), n in zip(groups, hops):
+            # the passed problems' rows came with the check's sums (_worker.check_found)
+            finished = [j for j in problems if j in done]
+            for j in finished:
+                del self.rows[j]
+            self.bytes["workers"] -= len(finished) * self.row_bytes * n
+            if start in self.replica_runs:
+                passed += finished
+        if self.replica_runs and planned and self.as_sparse >= SPARSE_GIVE_UP * planned:
+            # the visits change most of the weights: finding which costs more than it
+            # saves; the weights again, until the laps grow (smaller visits)
+            self.rows, self.loc = self._copies(self.rows, self.loc, copy=False)
+            self.replica_runs, self.latest, self.sparse_off = {}, {}, laps
+            self.unpolled = True         # (the round sent with the check: changes too)
+            # the replicas go once the copies have read them (tokens, not the weights)
+            self._drop_replicas(None, [self._on(self.loc[f.key], _worker.barrier, f)
+                                       for f in self._payloads(self.rows)])
+        elif passed:
+            # (the round sent with the check leaves the passed problems out)
+            self._drop_replicas(passed)
+        return sums
+
+    def ring_check(self, groups, due=None, near=None):
+        return self._check_sums(self._check_pass(groups, due, near=near))
+
+    def _check_pass(self, groups, due=None, tol=None, near=None):
+        """The check pass (``_steps.check_order``) of each group with problems in due
+        (all when None; those far from ``near`` are left out on the workers): {start:
+        (its last future, the future of what the client needs of it, the problems
+        due)}; with ``tol``, what the client needs includes the rows of the problems
+        that passed (final: they leave the workers)."""
+        K = len(self.where)
+        todo = [((start, problems), checked) for (start, problems), (_, checked)
+                in zip(groups, _steps.checked_groups(groups, due)) if checked]
+        ends = self._travels([(group, _steps.check_order(group[0], K), lambda p: p,
+                               _worker.ring_check_task, lambda i, c=checked: (K, c, near))
+                              for group, checked in todo])
+        out = {}
+        for ((start, _), checked), (fut, _) in zip(todo, ends):
+            out[start] = (fut, self._on(self.loc[fut.key], _worker.check_found, self.job,
+                                        fut, tol), checked)
+        return out
+
+    def _check_sums(self, checks):
+        """The check result ({j: (loss, dual terms, kkt, |w|^2, ring steps)}) of the
+        passes."""
+        got = self._gather([small for _, small, _ in checks.values()])
+        self._synced()
+        self._received()
+        self._finished([rows for _, _, rows in got])
+        per = _steps.found_by_partition([found for found, _, _ in got], len(self.where))
+        stats = {}
+        for _, st, _ in got:
+            stats.update(st)
+        # (the problems whose seen_gap was far from tol were not checked)
+        problems = [j for _, _, checked in checks.values() for j in checked if j in stats]
+        return _steps.checked(per, stats, problems)
+
+
+def _delivered(payload):
+    """The payload, now on this worker (the sender's copy is released)."""
+    return payload
