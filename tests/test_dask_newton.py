@@ -107,11 +107,11 @@ def test_recoveries_retry_a_loss_during_a_recovery_and_give_up_after_the_limit()
                 raise PartitionsLost("another worker left during the recovery")
 
     once = _newton._Recoveries(Engine(fails=1), {})
-    once.after(PartitionsLost("a worker left"), seen=0)
+    once.after(PartitionsLost("a worker left"), sent_in=0)
     assert once.count == 2 and once.generation == 1
-    once.after(PartitionsLost("the same loss, seen late"), seen=0)      # (recovered)
+    once.after(PartitionsLost("the same loss, seen late"), sent_in=0)      # (recovered)
     assert once.count == 2 and once.engine.calls == 2
     never = _newton._Recoveries(Engine(fails=10 ** 6), {})
     with pytest.raises(ClusterError, match="lost partitions"):
-        never.after(PartitionsLost("a worker left"), seen=0)
+        never.after(PartitionsLost("a worker left"), sent_in=0)
     assert never.engine.calls == MAX_RECOVERIES

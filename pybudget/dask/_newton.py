@@ -42,10 +42,10 @@ class _Recoveries:
         self.generation = 0          # losses recovered so far
         self.count = 0
 
-    def after(self, lost, seen):
-        """Recover from ``lost``, seen by a call sent in generation ``seen``."""
+    def after(self, lost, sent_in):
+        """Recover from ``lost``, met by a call sent in generation ``sent_in``."""
         with self.lock:
-            if self.generation != seen:          # another call recovered already
+            if self.generation != sent_in:       # another call recovered already
                 return
             while True:                          # (a recovery can lose a worker too)
                 self.count = counted(self.count, lost)
@@ -67,11 +67,11 @@ class _ClusterPrimal:
 
     def _ask(self, what, *args):
         while True:
-            seen = self.recoveries.generation
+            sent_in = self.recoveries.generation
             try:
                 return self.engine.primal(what, self.j, *args)
             except PartitionsLost as lost:
-                self.recoveries.after(lost, seen)
+                self.recoveries.after(lost, sent_in)
 
     def at(self, v):
         self.tag += 1
