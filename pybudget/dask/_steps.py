@@ -22,7 +22,7 @@ SEEN_NEAR = 4.0
 # many non-zeros to sweep (the visit's problems times its share of the partition): a
 # pool costs ~70 us to start, and each problem's visit holds the GIL for its Python
 # part.  debian-sections20's ring (laps of ~33,000 non-zeros a problem): 10 problems a
-# visit on 2 threads 1.38x faster; a synthetic 20-class set 1.08x (docs/benchmarks.md,
+# visit on 2 threads 1.32-1.41x faster; a synthetic 20-class set 1.08x (docs/benchmarks.md,
 # section 11).
 MIN_THREAD_NNZ = 100_000
 
