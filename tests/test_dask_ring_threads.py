@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pybudget.dask as pbd
-from pybudget.dask import _dask_engine, _steps
+from pybudget.dask import _dask_engine, _dask_ring, _steps
 from pybudget.dask import estimators as E
 
 from test_dask import PlacementEngine, make_data
@@ -43,10 +43,17 @@ def spy(monkeypatch):
     return calls
 
 
-def test_ring_runs_each_visit_on_the_workers_threads(two_by_two, spy):
+@pytest.mark.parametrize("laps", [1, 4], ids=["weights", "sparse hops"])
+def test_ring_runs_each_visit_on_the_workers_threads(two_by_two, spy, laps, monkeypatch):
     X, y = make_data(n=900, classes=4, seed=6)
-    kw = dict(C=0.5, tol=1e-3, random_state=0, method="ring", n_partitions=2, max_iter=300)
+    kw = dict(C=0.5, tol=1e-3, random_state=0, method="ring", n_partitions=2, max_iter=300,
+              laps=laps)
+    seeded = []
+    real_seed = _dask_ring.RingRuns._seed
+    monkeypatch.setattr(_dask_ring.RingRuns, "_seed",
+                        lambda self, groups: seeded.append(groups) or real_seed(self, groups))
     m = pbd.LinearSVC(client=two_by_two, **kw).fit(X, y)
+    assert bool(seeded) == (laps > 1)
     assert len(set(PlacementEngine.placed.values())) == 2
     assert spy and all(n == 2 for n, _ in spy)
     assert max(k for _, k in spy) == 2          # (4 problems in 2 groups)
