@@ -162,7 +162,7 @@ def on_workers(client, X, y, chunks_n):
     worker slices it, which then holds it as well)."""
     import dask.array as da
 
-    from pybudget.dask._dask_engine import worker_addresses
+    from pybudget.dask._scheduler import worker_addresses
     workers = worker_addresses(client)
     n, d = X.shape
     rows = math.ceil(n / chunks_n)

@@ -357,7 +357,7 @@ def _dask_client(args):
     --workers processes started (and closed) for the run."""
     try:
         from distributed import Client, LocalCluster
-        from pybudget.dask._dask_engine import worker_addresses
+        from pybudget.dask._scheduler import worker_addresses
     except ImportError:
         raise CLIError(f'{CLUSTER} need Dask: pip install "pybudget[dask]"') from None
     with contextlib.ExitStack() as stack:

@@ -14,7 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 import pybudget
 import pybudget.dask as pbd
-from pybudget.dask import _dask_engine, _driver, _engines, _laps, _steps, _worker
+from pybudget.dask import _dask_engine, _driver, _engines, _laps, _scheduler, _steps, _worker
 from pybudget.dask import estimators as E
 from pybudget.dask._partition import Partition, add_into, encode
 from pybudget.dask._sources import build_partition, row_bounds
@@ -343,7 +343,7 @@ def test_workers_are_asked_afresh_not_from_the_client_cache(client, monkeypatch)
     # it saw a live cluster as empty now and then and restarted after a phantom loss
     live = sorted(client.run(lambda: 0))
     monkeypatch.setattr(client, "scheduler_info", lambda *a, **k: {"workers": {}})
-    assert _dask_engine.worker_addresses(client) == live
+    assert _scheduler.worker_addresses(client) == live
     X, y = make_data()
     m = pbd.LinearSVC(C=0.1, tol=1e-2, random_state=7, client=client).fit(*chunked(X, y, 4))
     assert m.recoveries_ == 0 and m.converged_.all()
@@ -358,10 +358,10 @@ def test_worker_addresses_from_a_scheduler_without_arguments(client, monkeypatch
         return sync(fn, *a)
 
     monkeypatch.setattr(client, "sync", old_scheduler)
-    monkeypatch.setattr(_dask_engine, "_IDENTITY_WITHOUT_ARGS", set())
-    assert _dask_engine.worker_addresses(client) == live
-    assert _dask_engine._IDENTITY_WITHOUT_ARGS == {client.scheduler.address}
-    assert _dask_engine.worker_addresses(client) == live
+    monkeypatch.setattr(_scheduler, "_IDENTITY_WITHOUT_ARGS", set())
+    assert _scheduler.worker_addresses(client) == live
+    assert _scheduler._IDENTITY_WITHOUT_ARGS == {client.scheduler.address}
+    assert _scheduler.worker_addresses(client) == live
 
 
 class PlacementEngine(_dask_engine.DaskEngine):
@@ -381,7 +381,7 @@ def test_small_dask_array_is_gathered_on_one_worker(client, monkeypatch):
     with the laps of any small data; the threads engine fits a persisted array too (it
     raised a KeyError), with the same bits."""
     X, y = make_data(n=1600, d=300, density=0.05, seed=6)
-    w0, w1 = _dask_engine.worker_addresses(client)
+    w0, w1 = _scheduler.worker_addresses(client)
     blocks = []
     for k in range(4):
         rows = slice(400 * k, 400 * (k + 1))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import pybudget.dask as pbd
-from pybudget.dask import _dask_engine
+from pybudget.dask import _dask_engine, _scheduler
 from pybudget.dask import estimators as E
 
 from test_dask import PlacementEngine, make_data
@@ -36,7 +36,7 @@ def spread(monkeypatch):
 
 @pytest.mark.parametrize("method", ["ring", "bda", "cocoa"])
 def test_fit_spans_every_worker(client, spread, method):
-    K = len(_dask_engine.worker_addresses(client))
+    K = len(_scheduler.worker_addresses(client))
     X, y = make_data(n=900, classes=3, seed=4)
     kw = dict(C=0.1, tol=1e-2, random_state=0, method=method, n_partitions=2 * K,
               max_iter=300)
@@ -51,7 +51,7 @@ def test_fit_spans_every_worker(client, spread, method):
 def test_newton_spans_every_worker(client, spread):
     """Method "newton": every worker holds partitions, nothing moves between them, and
     the partitions' sums, added in partition order, give the threads engine's bits."""
-    K = len(_dask_engine.worker_addresses(client))
+    K = len(_scheduler.worker_addresses(client))
     X, y = tall(n=4000, classes=3, seed=5)
     kw = dict(method="newton", tol=1e-6, C=0.5, n_partitions=2 * K)
     m = pbd.LogisticRegression(client=client, **kw).fit(X, y)

@@ -24,40 +24,17 @@ import numpy as np
 
 from pybudget._core._progress import peak_rss_mb
 from pybudget._core._reduce import add_in_order
-from pybudget.dask import _steps, _whole, _worker
+from pybudget.dask import _steps, _worker
 from pybudget.dask._dask_checkpoints import Checkpointing
 from pybudget.dask._dask_ring import RingRuns
+from pybudget.dask._dask_whole import WholeProblems
 from pybudget.dask._engines import assemble, initial_weights, start_payload
 from pybudget.dask._partition import first_carry
-from pybudget.dask._recovery import MAX_RECOVERIES
+from pybudget.dask._scheduler import POLL_SECONDS, worker_addresses, worker_info
 from pybudget.dask._sources import SMALL_BYTES, data_bytes, rows_bytes
 from pybudget.dask.errors import ClusterError, PartitionMissing, PartitionsLost
 
-POLL_SECONDS = 0.2
-_IDENTITY_WITHOUT_ARGS = set()     # addresses of schedulers of older Dask releases
-
-
-def worker_addresses(client):
-    """The addresses of the scheduler's workers, asked afresh.  Not from
-    ``client.scheduler_info()``: it returns the client's cached identity, which the
-    client's own refresh (every 2 s, with no per-worker entries) can overwrite between
-    the answer and the read, so a live cluster looked empty now and then and a fit
-    restarted after a loss that never happened."""
-    return sorted(worker_info(client))
-
-
-def worker_info(client):
-    """{address: the scheduler's record of the worker}, asked afresh (worker_addresses)."""
-    identity, address = client.scheduler.identity, client.scheduler.address
-    if address not in _IDENTITY_WITHOUT_ARGS:
-        try:
-            return client.sync(identity, n_workers=-1)["workers"]   # (all of them)
-        except TypeError:            # older Dask lists them all, and takes no argument
-            _IDENTITY_WITHOUT_ARGS.add(address)     # (asked once: its scheduler logs it)
-    return client.sync(identity)["workers"]
-
-
-class DaskEngine(RingRuns, Checkpointing):
+class DaskEngine(RingRuns, WholeProblems, Checkpointing):
     """The partitions on the workers of a Dask cluster (see the module docstring)."""
 
     hold_rows = True     # the ring's dense hops: rows held by the workers (False: results)
@@ -268,96 +245,6 @@ class DaskEngine(RingRuns, Checkpointing):
         self._gather([self._submit(_worker.build_task, p, self.job, p, self.sources[p],
                                    self.regression, self.names[p]) for p in away])
         self._synced()
-
-    def whole(self, spec, problems, tol, max_iter):
-        """Method "whole" (``_whole``): a copy of all rows on each worker that will run
-        a problem (as many as there are problems), then each problem a task on a worker
-        with a free thread, dealt as threads free up, so the problems spread over the
-        workers' threads; while more are left than the workers have threads, one more
-        waits on each worker, so that a thread does not wait for the client between two
-        problems.  A problem whose worker leaves runs again on another (its bits do not
-        depend on where); when no worker holding the rows is left, the lost
-        partitions are rebuilt and the rows copied again (at most MAX_RECOVERIES times);
-        a fit in which no problem finished for ``timeout`` seconds is abandoned, and a
-        problem's own error (an overflow, say) stops the others."""
-        from distributed import wait
-        data, slots = self._rows_everywhere(spec, len(problems))
-        todo, running, outs, recoveries = list(problems)[::-1], {}, {}, 0
-        last = time.monotonic()
-        while todo or running:
-            live = set(self.workers())
-            for fut, (addr, j) in list(running.items()):
-                if addr not in live:           # (its pinned task would wait for ever)
-                    self.client.cancel([fut])
-                    del running[fut]
-                    todo.append(j)
-            data = {a: f for a, f in data.items() if a in live}
-            if not data:
-                recoveries += 1
-                if recoveries > MAX_RECOVERIES:
-                    raise ClusterError(f"every worker holding the rows left, "
-                                       f"{recoveries} times; the fit is abandoned")
-                data, slots = self._rows_everywhere(spec, len(problems), rebuild=True)
-            # (not near the end: a problem queued behind a long one would wait there
-            # while another worker's thread is free)
-            ahead = int(len(todo) > sum(slots[a] for a in data))
-            for addr in sorted(data):
-                busy = sum(1 for a, _ in running.values() if a == addr)
-                for _ in range(slots[addr] + ahead - busy):
-                    if todo:
-                        j = todo.pop()
-                        running[self._on(addr, _whole.solve_problem, data[addr], spec, j,
-                                         tol, max_iter)] = (addr, j)
-            try:
-                with self.client.as_current():     # (wait() asks the default client)
-                    done = wait(list(running), timeout=POLL_SECONDS,
-                                return_when="FIRST_COMPLETED").done
-            except TimeoutError:           # (none finished within the poll)
-                done = ()
-            for fut in done:
-                addr, j = running.pop(fut)
-                if fut.status == "finished":
-                    outs[j] = fut.result()
-                    last = time.monotonic()
-                elif addr in set(self.workers()):
-                    self.client.cancel(list(running))
-                    fut.result()               # (raises the task's error)
-                else:
-                    todo.append(j)
-            if time.monotonic() - last > self.timeout:
-                self.client.cancel(list(running))
-                raise ClusterError(f"no problem of the fit finished for timeout="
-                                   f"{self.timeout:g} s; it is abandoned")
-        self.client.cancel(list(data.values()))
-        return [outs[j] for j in problems]
-
-    def _rows_everywhere(self, spec, n_problems, rebuild=False):
-        """({worker: future of all rows there (``_whole.all_rows``)}, {worker: its
-        threads}) on as many live workers as there are problems, those holding the most
-        rows first; Dask moves the partitions' rows from worker to worker.  A worker
-        lost meanwhile: its partitions are rebuilt on the others and the copies made
-        again (``rebuild``: first of all)."""
-        for attempt in range(MAX_RECOVERIES + 1):
-            try:
-                if rebuild or attempt:
-                    self._rebuild_lost()
-                parts = [self._submit(_worker.partition_rows_task, p, self.job, p,
-                                      track=False) for p in range(len(self.where))]
-                info = worker_info(self.client)
-                here = {a: sum(self.part_bytes[p] for p in self.where if self.where[p] == a)
-                        for a in self._live_workers()}
-                data, slots = {}, {}
-                for addr in sorted(here, key=lambda a: (-here[a], a))[:n_problems]:
-                    data[addr] = self._on(addr, _whole.all_rows, spec, *parts)
-                    slots[addr] = max(1, int(info.get(addr, {}).get("nthreads") or 1))
-                    self.bytes["workers"] += sum(self.part_bytes) - here[addr]
-                self._gather(list(data.values()), also=set(data))
-                # (the partitions' copies go with their futures, when this returns: a
-                # cancel would cancel the copies made from them too)
-                return data, slots
-            except PartitionsLost as exc:
-                lost = exc
-        raise ClusterError(f"workers kept leaving while the rows were copied; last: {lost}")
 
     def scales(self, spec):
         out = self._gather([self._submit(_worker.scales_task, p, self.job, p, spec)
