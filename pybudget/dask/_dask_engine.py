@@ -52,16 +52,9 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
         self.done = {}           # problem -> its final row, here (the ring's passed ones)
         self.n_problems = 0
         self.row_bytes = 0
-        self.replica_runs, self.latest, self.run_no = {}, {}, 0
-        self.as_dense = 0        # bytes the sparse hops would have taken as weights,
-        self.as_sparse = 0       # and what they took (counted where they arrived)
-        self.sparse_off = 1      # laps up to which the ring sends weights
-        self.unpolled = False    # sparse hops may have arrived since the last poll
         self.kept_no = 0         # the number of the latest checkpoint the workers keep
-        self.tags = 0            # the ring's runs that leave their rows held (Held)
-        self.last_on = {}        # worker -> the future of the latest run submitted there
-        self.held = set()        # keys of the futures whose result is a Held
         self.used = set()        # workers that ran a task of the fit
+        self._ring_tables()
         self.counting = threading.Lock()     # (method "newton" counts from several threads)
 
     def workers(self):
@@ -269,8 +262,7 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
         groups = (_steps.ring_groups(range(n_problems), len(self.where)) if ring
                   else [(0, list(range(n_problems)))])
         self.row_bytes = (spec["d"] + 1 + (len(first_carry("svm", 0)) if ring else 0)) * 8
-        self.replica_runs = {}   # sparse hops: group -> {worker: the run of its replicas}
-        self.latest = {}         # group -> the number of its latest run
+        self.replica_runs, self.latest = {}, {}      # (the ring's tables: _dask_ring)
         self.rows, self.loc = {}, {}
         for start, problems in groups:
             at = self.where[start]

@@ -20,6 +20,19 @@ SPARSE_GIVE_UP = 0.5
 class RingRuns:
     """ring_round, ring_check and their helpers, for DaskEngine."""
 
+    def _ring_tables(self):
+        """The ring's own tables, empty (DaskEngine's constructor)."""
+        self.replica_runs = {}   # sparse hops: group -> {worker: the run of its replicas}
+        self.latest = {}         # group -> the number of its latest run
+        self.run_no = 0          # the sparse hops' runs that changed weights so far
+        self.as_dense = 0        # bytes the sparse hops would have taken as weights,
+        self.as_sparse = 0       # and what they took (counted where they arrived)
+        self.sparse_off = 1      # laps up to which the ring sends weights
+        self.unpolled = False    # sparse hops may have arrived since the last poll
+        self.tags = 0            # the ring's runs that leave their rows held (Held)
+        self.last_on = {}        # worker -> the future of the latest run submitted there
+        self.held = set()        # keys of the futures whose result is a Held
+
     def _runs(self, visits, part=lambda v: v):
         """Visits split into runs of consecutive ones on one worker (one task each)."""
         runs = [[visits[0]]]
