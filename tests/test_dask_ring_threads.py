@@ -38,13 +38,19 @@ def spy(monkeypatch):
 
     monkeypatch.setattr(_steps, "map_threads", counted)
     monkeypatch.setattr(_steps, "MIN_THREAD_NNZ", 1)      # (the data here is small)
-    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)
-    monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
     return calls
 
 
+@pytest.fixture
+def spread(monkeypatch):
+    """The partitions on both workers, whatever the size."""
+    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)
+    monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
+
+
 @pytest.mark.parametrize("laps", [1, 4], ids=["weights", "sparse hops"])
-def test_ring_runs_each_visit_on_the_workers_threads(two_by_two, spy, laps, monkeypatch):
+def test_ring_runs_each_visit_on_the_workers_threads(two_by_two, spy, spread, laps,
+                                                     monkeypatch):
     X, y = make_data(n=900, classes=4, seed=6)
     kw = dict(C=0.5, tol=1e-3, random_state=0, method="ring", n_partitions=2, max_iter=300,
               laps=laps)
@@ -88,3 +94,4 @@ def test_a_visit_error_on_a_thread_reaches_the_fit(spy, monkeypatch):
     with pytest.raises(FloatingPointError, match="broke"):
         pbd.LinearSVC(engine="threads", n_jobs=4, method="ring", n_partitions=2,
                       random_state=0).fit(X, y)
+    assert spy and all(n == 2 for n, _ in spy)     # (it failed on the visits' threads)

@@ -22,7 +22,7 @@ SEEN_NEAR = 4.0
 # many non-zeros to sweep (the visit's problems times its share of the partition): a
 # pool costs ~70 us to start, about 50,000 non-zeros of sweeping on debian-lib, and each
 # problem's visit holds the GIL for its Python part.  debian-sections20's ring (1 lap:
-# a visit sweeps a whole partition a problem): 2 threads 1.32-1.41x faster; a
+# a visit sweeps a whole partition a problem): 2 threads 1.32-1.37x faster; a
 # synthetic 20-class set whose laps grew to 292 (visits under this bound): 1.08x
 # (docs/benchmarks.md, section 11).
 MIN_THREAD_NNZ = 100_000
