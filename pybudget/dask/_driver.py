@@ -44,6 +44,8 @@ class FitResult:
     steps: list = field(default_factory=list)      # (round, {problem: eta}) of bda
     intercept: np.ndarray = None  # the intercepts as computed (method "whole"), else
                                   # W[:, d] * bias
+    selection: str = None         # what the problems ran with, chosen on the workers
+                                  # (method "whole"), else None: the spec's
 
 
 class _Driver:

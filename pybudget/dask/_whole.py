@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from pybudget._core import _validation as V
 from pybudget._core._estimator import problem_seed
 from pybudget.dask._driver import FitResult
-from pybudget.linear.problem import _solve_binary, problem_costs
+from pybudget.linear.problem import _resolve_once, _solve_binary, problem_costs
 
 FIRST_TOL = 0.1      # pybudget.LinearSVC's (and LogisticRegression's, LinearSVR's) tol
 TOL_STEP = 10.0
@@ -31,10 +31,11 @@ LAST_TOL = 1e-12     # below this the KKT test is round-off: the run stops uncon
 
 
 def all_rows(spec, *parts):
-    """(X, y, sample weights, squared row norms with the bias) of all rows, from the
-    partitions' (X, y, sample_weight): in partition order, or, for ``spec["dealt"]``
-    (in-memory input, rows p::K to partition p), back in their own order, so that the
-    problems see the rows as one machine does.  The norms serve every problem."""
+    """(X, y, sample weights, squared row norms with the bias, selection) of all rows,
+    from the partitions' (X, y, sample_weight): in partition order, or, for
+    ``spec["dealt"]`` (in-memory input, rows p::K to partition p), back in their own
+    order, so that the problems see the rows as one machine does.  The norms and the
+    selection (``selection_on``) serve every problem."""
     d, dealt = spec["d"], spec["dealt"]
     Xs = [X if X.shape[1] == d else sp.csr_matrix((X.data, X.indices, X.indptr),
                                                   shape=(X.shape[0], d))
@@ -50,14 +51,37 @@ def all_rows(spec, *parts):
         order = start[i % K] + i // K
         X, y, sw = X[order], y[order], sw[order]
     X.sort_indices()
-    return X, y, sw, V.row_sqnorms(X, spec["bias"])
+    sqnorms = V.row_sqnorms(X, spec["bias"])
+    return X, y, sw, sqnorms, selection_on(spec, X, y, sw, sqnorms)
+
+
+def selection_on(spec, X, y, sw, sqnorms):
+    """spec's selection, or for "auto" one machine's choice on all rows: the costs of
+    its rule are each row's own class's (``LinearSVC.fit``), C times the sample weight
+    for regression.  So the client needs no statistics of the partitions first."""
+    if spec["selection"] != "auto":
+        return spec["selection"]
+    cvec = spec["C"] * sw
+    if not spec.get("regression"):
+        cvec = cvec * spec["class_weight"][np.searchsorted(spec["classes"], y)]
+    return _resolve_once("auto", X, cvec, spec["bias"], sqnorms, spec["loss"])
+
+
+def n_rows(data):
+    """The rows in ``data`` (``all_rows``): what the client waits for, not the rows."""
+    return data[0].shape[0]
+
+
+def solve_problems(data, spec, js, tol, max_iter):
+    """``solve_problem`` for each problem of js, in turn (a task's share of the fit)."""
+    return [solve_problem(data, spec, j, tol, max_iter) for j in js]
 
 
 def solve_problem(data, spec, j, tol, max_iter):
     """Problem j of spec on all rows ``data`` (``all_rows``): a dict of its weights
     (bias weight last), intercept, relative gap, primal, dual, KKT violation, sweeps,
-    steps."""
-    X, y, sw, sqnorms = data
+    steps, and the selection it ran with."""
+    X, y, sw, sqnorms, selection = data
     bias, C = spec["bias"], spec["C"]
     if spec.get("regression"):
         target, cvec, seed = y, C * sw, spec["seed"]
@@ -71,7 +95,7 @@ def solve_problem(data, spec, j, tol, max_iter):
     kkt_tol, start, sweeps, steps = FIRST_TOL, None, 0, 0
     while True:
         res = _solve_binary(X, target, cvec, C, sqnorms=sqnorms, loss=spec["loss"],
-                            selection=spec["selection"], tol=kkt_tol,
+                            selection=selection, tol=kkt_tol,
                             max_iter=max_iter - sweeps, bias=bias, seed=seed, start=start,
                             **extra)
         sweeps, steps = sweeps + res.n_iter, steps + res.n_steps
@@ -84,7 +108,8 @@ def solve_problem(data, spec, j, tol, max_iter):
     w[:-1] = res.coef
     w[-1] = res.intercept / bias if bias else 0.0
     return {"w": w, "intercept": res.intercept, "gap": gap, "primal": primal,
-            "dual": dual, "kkt": res.kkt_violation, "sweeps": sweeps, "steps": steps}
+            "dual": dual, "kkt": res.kkt_violation, "sweeps": sweeps, "steps": steps,
+            "selection": res.selection}
 
 
 def result(outs, tol, bytes_sent):
@@ -99,4 +124,4 @@ def result(outs, tol, bytes_sent):
                      primal=col["primal"], dual=col["dual"], kkt=col["kkt"],
                      converged=col["gap"] <= tol, n_steps=int(sum(o["steps"] for o in outs)),
                      bytes_sent=dict(bytes_sent), n_checks=len(outs), recoveries=0,
-                     intercept=col["intercept"])
+                     intercept=col["intercept"], selection=outs[0]["selection"])

@@ -245,15 +245,16 @@ class _DistributedBase(SVMBase):
         use); else the ring: the fewest rounds (or the lowest gap at the cap) of the three
         methods that share rounds in every cell measured.  The selection: one machine's
         rule (``linear.problem.resolve_selection``) on the same statistics, gathered from
-        the partitions: "newton" for the methods that run the Newton solver ("whole"
-        runs the one-machine solver), else ``auto_selection``'s dual CD strategy."""
+        the partitions: "newton" for the methods that run the Newton solver, else
+        ``auto_selection``'s dual CD strategy; "whole" leaves "auto" to the workers, which
+        hold all rows and apply one machine's rule to them (``_whole.selection_on``)."""
         method = self.method
         if method == "newton":
             return "newton", "newton"
         if method == "auto":
             size = rows_bytes(sum(s["n"] for s in summ), sum(s["nnz"] for s in summ))
             method = "whole" if size <= WHOLE_BYTES else None
-        if self.selection != "auto":
+        if self.selection != "auto" or method == "whole":
             return method or "ring", self.selection
         got = engine.scales(spec)
         scales = np.concatenate([a for a, _ in got])
@@ -264,7 +265,7 @@ class _DistributedBase(SVMBase):
         pays = bool(used) and primal_pays(spec["loss"], scales.shape[0], used)
         if method is None:
             method = "newton" if pays else "ring"
-        if pays and method in ("whole", "newton"):
+        if method == "newton":
             return method, "newton"
         return method, auto_selection(scales.shape[0], used, scales)
 
@@ -321,7 +322,7 @@ class _DistributedBase(SVMBase):
         self.n_checks_ = res.n_checks
         self.recoveries_ = res.recoveries
         self.n_partitions_ = n_parts
-        self.selection_ = spec["selection"]
+        self.selection_ = res.selection or spec["selection"]
         self.fit_time_ = elapsed
         self.rounds_log_ = res.log
         self.intercept_ = res.W[:, d] * bias if res.intercept is None else res.intercept
