@@ -4,6 +4,7 @@ The engines and worker counts must give the same bits; bad input must fail in on
 and leave nothing behind (lost workers: test_dask_faults.py)."""
 import math
 import pickle
+import time
 import warnings
 
 import numpy as np
@@ -40,11 +41,17 @@ def chunked(X, y, parts):
     return da.from_array(X, chunks=(step, X.shape[1])), da.from_array(y, chunks=step)
 
 
-def held(client):
+def held(client, within=10.0):
     """Partitions, weight replicas, checkpoint copies and held rows of every job still
-    registered on the workers."""
-    return client.run(lambda: len(_worker.REGISTRY) + len(_worker.REPLICAS)
-                      + len(_worker.KEPT) + len(_worker.HELD))
+    registered on the workers, once none is left or after ``within`` seconds (a fit
+    does not wait for its workers to drop its tables: DaskEngine.close)."""
+    deadline = time.monotonic() + within
+    while True:
+        got = client.run(lambda: len(_worker.REGISTRY) + len(_worker.REPLICAS)
+                         + len(_worker.KEPT) + len(_worker.HELD))
+        if not any(got.values()) or time.monotonic() > deadline:
+            return got
+        time.sleep(0.05)
 
 
 # ---- the local solver and the driver --------------------------------------------------

@@ -193,3 +193,37 @@ def test_whole_lost_worker_reruns_its_problems_to_the_same_bits(monkeypatch, whe
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     np.testing.assert_array_equal(m.intercept_, ref.intercept_)
 
+
+
+@pytest.mark.parametrize("case", ["text", "dense rows", "many rows, smooth loss",
+                                  "balanced classes"])
+def test_whole_auto_selection_is_one_machines(case):
+    """"whole" leaves selection="auto" to the workers, which apply one machine's rule
+    to all rows: the same choice (selection_) and bits as pybudget.LinearSVC."""
+    kw, C, loss = {}, 1.0, "hinge"
+    if case == "text":                        # columns > rows / 2: AVSF
+        X, y = make_data(n=400)
+    elif case == "dense rows":                # few columns: hard shrinking
+        rng = np.random.default_rng(1)
+        X = rng.normal(size=(800, 6))
+        y = (X[:, 0] + 0.3 * rng.normal(size=800) > 0).astype(int)
+    elif case == "many rows, smooth loss":    # 100 rows a column: the Newton solver
+        rng = np.random.default_rng(2)
+        X = rng.normal(size=(3000, 5))
+        y = (X @ rng.normal(size=5) + 0.5 * rng.normal(size=3000) > 0).astype(int)
+        loss = "squared_hinge"
+    else:                                     # the rule weighs rows by their class
+        X, y = make_data(seed=3)
+        y = np.where(y == y.min(), 0, 1)
+        kw, C = {"class_weight": "balanced"}, 3.0
+    one = pybudget.LinearSVC(C=C, loss=loss, random_state=0, **kw).fit(X, y)
+    m = pbd.LinearSVC(C=C, loss=loss, method="whole", tol=1.0, random_state=0,
+                      engine="threads", **kw).fit(X, y)
+    assert m.selection_ == one.selection_
+    np.testing.assert_array_equal(m.coef_, one.coef_)
+    if case == "text":
+        assert one.selection_ == "avsf"
+    elif case == "dense rows":
+        assert one.selection_ == "shrinking"
+    elif case == "many rows, smooth loss":
+        assert one.selection_ == "newton"

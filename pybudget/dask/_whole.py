@@ -34,8 +34,9 @@ def all_rows(spec, *parts):
     """(X, y, sample weights, squared row norms with the bias, selection) of all rows,
     from the partitions' (X, y, sample_weight): in partition order, or, for
     ``spec["dealt"]`` (in-memory input, rows p::K to partition p), back in their own
-    order, so that the problems see the rows as one machine does.  The norms and the
-    selection (``selection_on``) serve every problem."""
+    order, so that the problems see the rows as one machine does.  y: the targets, or
+    for classification the labels' indices in ``spec["classes"]``.  The norms, these
+    indices and the selection (``selection_on``) serve every problem."""
     d, dealt = spec["d"], spec["dealt"]
     Xs = [X if X.shape[1] == d else sp.csr_matrix((X.data, X.indices, X.indptr),
                                                   shape=(X.shape[0], d))
@@ -51,19 +52,22 @@ def all_rows(spec, *parts):
         order = start[i % K] + i // K
         X, y, sw = X[order], y[order], sw[order]
     X.sort_indices()
+    if not spec.get("regression"):
+        y = np.searchsorted(spec["classes"], y)
     sqnorms = V.row_sqnorms(X, spec["bias"])
     return X, y, sw, sqnorms, selection_on(spec, X, y, sw, sqnorms)
 
 
 def selection_on(spec, X, y, sw, sqnorms):
-    """spec's selection, or for "auto" one machine's choice on all rows: the costs of
-    its rule are each row's own class's (``LinearSVC.fit``), C times the sample weight
-    for regression.  So the client needs no statistics of the partitions first."""
+    """spec's selection, or for "auto" one machine's choice on all rows (y as
+    ``all_rows`` has it): the costs of its rule are each row's own class's
+    (``LinearSVC.fit``), C times the sample weight for regression.  So the client needs
+    no statistics of the partitions first."""
     if spec["selection"] != "auto":
         return spec["selection"]
     cvec = spec["C"] * sw
     if not spec.get("regression"):
-        cvec = cvec * spec["class_weight"][np.searchsorted(spec["classes"], y)]
+        cvec = cvec * spec["class_weight"][y]
     return _resolve_once("auto", X, cvec, spec["bias"], sqnorms, spec["loss"])
 
 
@@ -87,8 +91,7 @@ def solve_problem(data, spec, j, tol, max_iter):
         target, cvec, seed = y, C * sw, spec["seed"]
         extra = {"epsilon": spec["epsilon"], "tol_rule": "max"}
     else:
-        codes = np.searchsorted(spec["classes"], y)
-        k = spec["positive"][j]
+        codes, k = y, spec["positive"][j]
         target = np.where(codes == k, 1.0, -1.0)
         cvec = problem_costs(C, spec["class_weight"], codes, k, sw)
         seed, extra = problem_seed(spec["seed"], k), {}

@@ -449,3 +449,8 @@ def drop_job(job):
     _drop(job, (REGISTRY, REPLICAS, KEPT, HELD))
     for table in (RECEIVED, GIVEN, FINISHED):
         table.pop(job, None)
+
+
+async def drop_job_async(job):
+    """drop_job as a coroutine: ``Client.run`` sends it without waiting only so."""
+    drop_job(job)
