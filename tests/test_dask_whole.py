@@ -194,6 +194,28 @@ def test_whole_lost_worker_reruns_its_problems_to_the_same_bits(monkeypatch, whe
     np.testing.assert_array_equal(m.intercept_, ref.intercept_)
 
 
+def test_whole_deals_the_problems_a_few_to_a_task(client, monkeypatch):
+    """The problems go a few to a task, fewer as fewer are left (_dask_whole._share),
+    each exactly once, to one machine's bits; the last ones one to a task."""
+    from pybudget.dask import _dask_whole
+    sent = []
+    real = DaskEngine._on
+
+    def spy(self, addr, fn, *args):
+        if fn is _whole.solve_problems:
+            sent.append(list(args[2]))
+        return real(self, addr, fn, *args)
+
+    monkeypatch.setattr(DaskEngine, "_on", spy)
+    X, y = make_data(classes=12, seed=4)
+    m = pbd.LinearSVC(method="whole", tol=1.0, random_state=0, client=client).fit(X, y)
+    one = pybudget.LinearSVC(random_state=0).fit(X, y)
+    np.testing.assert_array_equal(m.coef_, one.coef_)
+    assert sorted(j for js in sent for j in js) == list(range(12))
+    assert len(sent[0]) == _dask_whole._share(12, 2) == 3 and len(sent) < 12
+    assert [len(js) for js in sent[-2:]] == [1, 1]
+    assert [_dask_whole._share(left, 2) for left in (20, 15, 4, 3, 1)] == [5, 3, 1, 1, 1]
+
 
 @pytest.mark.parametrize("case", ["text", "dense rows", "many rows, smooth loss",
                                   "balanced classes"])
