@@ -103,8 +103,9 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
                 break
         return since
 
-    def _gather(self, futures, also=()):
-        """Results of pinned futures, in order.  A watchdog thread polls the scheduler:
+    def _gather(self, futures, also=(), fetch=True):
+        """Results of pinned futures, in order (``fetch=False``: only waits for them to
+        finish, leaving the results on the workers).  A watchdog thread polls the scheduler:
         when the worker of any partition, or any worker in ``also``, has left (a task
         pinned there would wait for it forever) or ``timeout`` seconds pass, it cancels
         the futures, and this raises PartitionsLost or ClusterError respectively.  The
@@ -146,6 +147,12 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
         watchdog = threading.Thread(target=watch, daemon=True)
         watchdog.start()
         try:
+            if not fetch:
+                from distributed import wait
+                with self.client.as_current():     # (wait() asks the default client)
+                    wait(futures)
+                # (gathers only a failed future: raises its error)
+                futures = [f for f in futures if f.status != "finished"]
             return self.client.gather(futures, direct=True)
         except Exception as exc:
             if why:

@@ -24,10 +24,13 @@ class WholeProblems:
         problem's bits do not depend on where); when no worker holding the rows is left,
         the lost partitions are rebuilt and the rows copied again (at most
         MAX_RECOVERIES times); a fit in which no task finished for ``timeout`` seconds
-        is abandoned, and a problem's own error (an overflow, say) stops the others."""
+        is abandoned, and a problem's own error (an overflow, say) stops the others.
+        Returns the problems' outputs and their weights, put in one array as each
+        task's results arrive (``_whole.put``)."""
         from distributed import wait
         data, slots = self._rows_everywhere(spec, len(problems))
         todo, running, outs, recoveries = list(problems)[::-1], {}, {}, 0
+        row, W = {j: i for i, j in enumerate(problems)}, None
         last = time.monotonic()
         while todo or running:
             live = set(self.workers())
@@ -64,7 +67,9 @@ class WholeProblems:
             for fut in done:
                 addr, js = running.pop(fut)
                 if fut.status == "finished":
-                    outs.update(zip(js, fut.result()))
+                    for j, out in zip(js, fut.result()):
+                        W = _whole.put(W, len(problems), row[j], out)
+                        outs[j] = out
                     last = time.monotonic()
                 elif addr in set(self.workers()):
                     self.client.cancel(list(running))
@@ -76,7 +81,7 @@ class WholeProblems:
                 raise ClusterError(f"no task of the fit finished for timeout="
                                    f"{self.timeout:g} s; it is abandoned")
         self.client.cancel(list(data.values()))
-        return [outs[j] for j in problems]
+        return [outs[j] for j in problems], W
 
     def _rows_everywhere(self, spec, n_problems, rebuild=False):
         """({worker: future of all rows there (``_whole.all_rows``)}, {worker: its
@@ -99,8 +104,7 @@ class WholeProblems:
                     slots[addr] = max(1, int(info.get(addr, {}).get("nthreads") or 1))
                     self.bytes["workers"] += sum(self.part_bytes) - here[addr]
                 # (waits for the copies without bringing them to the client)
-                self._gather([self._on(a, _whole.n_rows, data[a]) for a in data],
-                             also=set(data))
+                self._gather(list(data.values()), also=set(data), fetch=False)
                 # (the partitions' copies go with their futures, when this returns: a
                 # cancel would cancel the copies made from them too)
                 return data, slots

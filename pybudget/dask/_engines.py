@@ -152,10 +152,12 @@ class ThreadsEngine:
         return max(1, self.n_threads // max(1, len(groups)))
 
     def whole(self, spec, problems, tol, max_iter):
-        """Method "whole" (``_whole``): all rows here, the problems on the threads."""
+        """Method "whole" (``_whole``): all rows here, the problems on the threads;
+        (their outputs, their weights stacked)."""
         data = _whole.all_rows(spec, *[(P.X, P.y, P.sw) for P in self.parts])
-        return self._map(lambda j: _whole.solve_problem(data, spec, j, tol, max_iter),
+        outs = self._map(lambda j: _whole.solve_problem(data, spec, j, tol, max_iter),
                          [(j,) for j in problems])
+        return outs, _whole.weights(outs)
 
     def ring_round(self, rnd, groups, sweeps, laps, tol=None, due=None, near=None):
         K = len(self.parts)

@@ -132,8 +132,8 @@ class Whole(Method):
     name, unit = "whole", "sweeps of a problem"
 
     def fit(self, engine, spec, n_problems, d, *, tol, max_rounds, **_ring_options):
-        outs = engine.whole(spec, range(n_problems), tol, max_rounds)
-        return _whole.result(outs, tol, engine.bytes)
+        outs, W = engine.whole(spec, range(n_problems), tol, max_rounds)
+        return _whole.result(outs, W, tol, engine.bytes)
 
 
 class Newton(Method):

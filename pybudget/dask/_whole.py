@@ -71,11 +71,6 @@ def selection_on(spec, X, y, sw, sqnorms):
     return _resolve_once("auto", X, cvec, spec["bias"], sqnorms, spec["loss"])
 
 
-def n_rows(data):
-    """The rows in ``data`` (``all_rows``): what the client waits for, not the rows."""
-    return data[0].shape[0]
-
-
 def solve_problems(data, spec, js, tol, max_iter):
     """``solve_problem`` for each problem of js, in turn (a task's share of the fit)."""
     return [solve_problem(data, spec, j, tol, max_iter) for j in js]
@@ -115,12 +110,30 @@ def solve_problem(data, spec, j, tol, max_iter):
             "selection": res.selection}
 
 
-def result(outs, tol, bytes_sent):
-    """The FitResult of the problems' ``solve_problem`` outputs (n_rounds: the most
-    sweeps a problem took)."""
+def weights(outs):
+    """The rows of the problems' weights (each ``solve_problem`` output's "w"), stacked
+    into one (n_problems, d + 1) array as they come (``put``): a client that puts each
+    result there as it arrives has no copy of them all left for the end of the fit."""
+    W = None
+    for i, out in enumerate(outs):
+        W = put(W, len(outs), i, out)
+    return W
+
+
+def put(W, n_problems, i, out):
+    """Problem i's weights from its output ``out`` (which keeps the rest) into row i of
+    W, allocated at the first call (W None); returns W."""
+    if W is None:
+        W = np.empty((n_problems, out["w"].shape[0]))
+    W[i] = out.pop("w")
+    return W
+
+
+def result(outs, W, tol, bytes_sent):
+    """The FitResult of the problems' ``solve_problem`` outputs and their stacked
+    weights W (``weights``; n_rounds: the most sweeps a problem took)."""
     col = {key: np.array([o[key] for o in outs]) for key in
            ("gap", "primal", "dual", "kkt", "sweeps", "intercept")}
-    W = np.vstack([o["w"] for o in outs])
     if not np.isfinite(W).all():
         raise ValueError("C is too large for this data: the weights overflowed")
     return FitResult(W=W, n_rounds=int(col["sweeps"].max()), gap=col["gap"],
