@@ -158,8 +158,9 @@ def test_whole_can_be_asked_for_a_binary_and_a_regression_problem(client):
 
 class KillingWholeEngine(DaskEngine):
     """Kills the worker that the first task of ``when`` is sent to, right after
-    sending it: problems (``_whole.solve_problems``), or the copy of the rows
-    (``_whole.all_rows``: the first goes to the worker holding every partition)."""
+    sending it: problems (``_whole.solve_problems``), or the copy of the rows that
+    the host's workers share (``_whole.shared_rows``: it goes to the worker holding
+    every partition)."""
     kills, when = 0, _whole.solve_problems
 
     def _on(self, addr, fn, *args):
@@ -174,7 +175,7 @@ class KillingWholeEngine(DaskEngine):
 
 
 @pytest.mark.cluster
-@pytest.mark.parametrize("when", [_whole.solve_problems, _whole.all_rows])
+@pytest.mark.parametrize("when", [_whole.solve_problems, _whole.shared_rows])
 def test_whole_lost_worker_reruns_its_problems_to_the_same_bits(monkeypatch, when):
     """A worker lost while it runs a problem: the problem runs again on the other; lost
     while the rows are copied, with every partition: they are rebuilt from their

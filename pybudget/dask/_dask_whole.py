@@ -1,22 +1,23 @@
 """Method "whole" on a Dask cluster (a mixin of ``_dask_engine.DaskEngine``, apart so
-that each file holds one concern; it works on the engine's tables): a copy of all rows
-on each worker that runs a problem, then the problems dealt to the workers' threads as
+that each file holds one concern; it works on the engine's tables): all rows on each
+worker that runs a problem (one copy a host), then the problems dealt to the workers' threads as
 they free up (what a worker computes: ``_whole``).
 """
 import time
+import uuid
 
-from pybudget.dask import _whole, _worker
+from pybudget.dask import _host_memory, _whole, _worker
 from pybudget.dask._recovery import MAX_RECOVERIES
 from pybudget.dask._scheduler import POLL_SECONDS, worker_info
-from pybudget.dask.errors import ClusterError, PartitionsLost
+from pybudget.dask.errors import ClusterError, HostCopyMissing, PartitionsLost
 
 
 class WholeProblems:
     """whole and its copies of the rows, for DaskEngine."""
 
     def whole(self, spec, problems, tol, max_iter):
-        """Method "whole" (``_whole``): a copy of all rows on each worker that will run
-        a problem (as many as there are problems), then the problems dealt as the
+        """Method "whole" (``_whole``): all rows on each worker that will run a problem
+        (``_rows_everywhere``; as many as there are problems), then the problems dealt as the
         workers' threads free up, a few to a task (``_share``), so the problems spread
         over the workers' threads; while more are left than the workers have threads,
         one more task waits on each worker, so that a thread does not wait for the client
@@ -86,31 +87,79 @@ class WholeProblems:
     def _rows_everywhere(self, spec, n_problems, rebuild=False):
         """({worker: future of all rows there (``_whole.all_rows``)}, {worker: its
         threads}) on as many live workers as there are problems, those holding the most
-        rows first; Dask moves the partitions' rows from worker to worker.  A worker
-        lost meanwhile: its partitions are rebuilt on the others and the copies made
-        again (``rebuild``: first of all)."""
-        for attempt in range(MAX_RECOVERIES + 1):
+        rows first; Dask moves the partitions' rows from worker to worker.  The workers
+        of one host share one copy (``_whole.shared_rows``, ``_host_memory``), or each
+        gets its own where they cannot.  A worker lost meanwhile: its partitions are
+        rebuilt on the others and the copies made again (``rebuild``: first of all)."""
+        share, losses = True, 0
+        while True:
+            names, hosts = {}, {}
             try:
-                if rebuild or attempt:
+                if rebuild or losses:
                     self._rebuild_lost()
                 parts = [self._submit(_worker.partition_rows_task, p, self.job, p,
                                       track=False) for p in range(len(self.where))]
                 info = worker_info(self.client)
                 here = {a: sum(self.part_bytes[p] for p in self.where if self.where[p] == a)
                         for a in self._live_workers()}
-                data, slots = {}, {}
                 for addr in sorted(here, key=lambda a: (-here[a], a))[:n_problems]:
-                    data[addr] = self._on(addr, _whole.all_rows, spec, *parts)
-                    slots[addr] = max(1, int(info.get(addr, {}).get("nthreads") or 1))
-                    self.bytes["workers"] += sum(self.part_bytes) - here[addr]
+                    hosts.setdefault(_host(addr, info), []).append(addr)
+                data, shared = {}, {}
+                for addrs in hosts.values():
+                    first = addrs[0]
+                    if share and len(addrs) > 1:
+                        name = names[first] = f"pybudget-{uuid.uuid4().hex}"
+                        data[first] = self._on(first, _whole.shared_rows, name, spec, *parts)
+                        shared[first] = self._on(first, _whole.shared_layout, name,
+                                                 data[first])
+                    else:
+                        for addr in addrs:
+                            data[addr] = self._on(addr, _whole.all_rows, spec, *parts)
+                    for addr in addrs if first not in shared else [first]:
+                        self.bytes["workers"] += sum(self.part_bytes) - here[addr]
+                # (the layouts come here, and go on as values: a future depending on
+                # another that the client cancels later trips the scheduler's cancel)
+                layouts = dict(zip(shared, self._gather(list(shared.values()),
+                                                        also=set(data))))
+                for addrs in hosts.values():
+                    for addr in addrs[1:] if addrs[0] in layouts else []:
+                        if layouts[addrs[0]] is None:      # (kept private: copies)
+                            data[addr] = self._on(addr, _whole.all_rows, spec, *parts)
+                            self.bytes["workers"] += sum(self.part_bytes) - here[addr]
+                        else:
+                            data[addr] = self._on(addr, _whole.mapped_rows,
+                                                  names[addrs[0]], layouts[addrs[0]])
+                slots = {a: max(1, int(info.get(a, {}).get("nthreads") or 1)) for a in data}
                 # (waits for the copies without bringing them to the client)
                 self._gather(list(data.values()), also=set(data), fetch=False)
                 # (the partitions' copies go with their futures, when this returns: a
                 # cancel would cancel the copies made from them too)
                 return data, slots
             except PartitionsLost as exc:
-                lost = exc
-        raise ClusterError(f"workers kept leaving while the rows were copied; last: {lost}")
+                losses += 1
+                if losses > MAX_RECOVERIES:
+                    raise ClusterError(f"workers kept leaving while the rows were "
+                                       f"copied; last: {exc}") from None
+            except HostCopyMissing:
+                share = False          # (each worker copies the rows, from now on)
+            finally:
+                self._unlink_shared(names, hosts)
+
+    def _unlink_shared(self, names, hosts):
+        """Have the shared copies' files unlinked, by every worker of their host (the
+        workers mapped them already, or failed), without waiting."""
+        for first, name in names.items():
+            try:
+                addrs = next(a for a in hosts.values() if a[0] == first)
+                self.client.run(_host_memory.unlink_async, [name], workers=addrs,
+                                wait=False)
+            except Exception:      # (a closing cluster: its workers' /dev/shm goes too)
+                pass
+
+
+def _host(addr, info):
+    """The host of worker addr: the workers of one host can share memory."""
+    return info.get(addr, {}).get("host") or addr.rsplit(":", 1)[0]
 
 
 def _share(left, threads):

@@ -2,8 +2,9 @@
 
 For small data, a ring or a parallel method pays a hop, or a combine, per visit of
 every problem, where the rows would fit on a worker many times over.  Here each worker
-that runs a problem gets a copy of all rows (in their own order: the same rows and
-order whoever runs it), and each binary problem runs start to end on one worker with the
+that runs a problem holds all rows (in their own order: the same rows and order
+whoever runs it; the workers of a host share one copy, ``shared_rows``), and each
+binary problem runs start to end on one worker with the
 one-machine solver (``linear.problem._solve_binary``, the problem's
 seed as one machine gives it): the problems spread over the workers' threads as
 ``n_jobs`` spreads them over one machine's.
@@ -17,12 +18,16 @@ problem ends at a gap at most
 ``tol`` or reports unconverged.  Which worker or thread runs a problem never changes
 its bits.
 """
+import os
+
 import numpy as np
 import scipy.sparse as sp
 
 from pybudget._core import _validation as V
 from pybudget._core._estimator import problem_seed
+from pybudget.dask import _host_memory
 from pybudget.dask._driver import FitResult
+from pybudget.dask.errors import HostCopyMissing
 from pybudget.linear.problem import _resolve_once, _solve_binary, problem_costs
 
 FIRST_TOL = 0.1      # pybudget.LinearSVC's (and LogisticRegression's, LinearSVR's) tol
@@ -56,6 +61,50 @@ def all_rows(spec, *parts):
         y = np.searchsorted(spec["classes"], y)
     sqnorms = V.row_sqnorms(X, spec["bias"])
     return X, y, sw, sqnorms, selection_on(spec, X, y, sw, sqnorms)
+
+
+def shared_rows(name, spec, *parts):
+    """``all_rows``, its arrays moved into the host's file ``name`` (``_host_memory``)
+    for the host's other workers to map (``mapped_rows``); kept private when the file
+    cannot be made."""
+    X, y, sw, sqnorms, selection = all_rows(spec, *parts)
+    out = _host_memory.publish(name, [X.data, X.indices, X.indptr, y, sw, sqnorms])
+    if out is None:
+        return X, y, sw, sqnorms, selection
+    (data, indices, indptr, y, sw, sqnorms), _ = out
+    return _csr(data, indices, indptr, X.shape), y, sw, sqnorms, selection
+
+
+def shared_layout(name, rows):
+    """What ``mapped_rows`` needs of the rows ``shared_rows`` made (a task on their
+    worker, so that the rows do not move): the file's layout, the shape of X and the
+    selection; None when they were kept private."""
+    X, y, sw, sqnorms, selection = rows
+    if not os.path.exists(_host_memory.path(name)):
+        return None
+    arrays = [X.data, X.indices, X.indptr, y, sw, sqnorms]
+    return _host_memory.layout_of(arrays), X.shape, selection
+
+
+def mapped_rows(name, shared):
+    """The rows of another worker of this host (``shared_rows``), mapped, not copied:
+    the same arrays, so the same bits.  HostCopyMissing when they were kept private
+    or this process does not see the file (the client then copies the rows here)."""
+    if shared is None:
+        raise HostCopyMissing(f"no shared copy {name}")
+    layout, shape, selection = shared
+    try:
+        data, indices, indptr, y, sw, sqnorms = _host_memory.attach(name, layout)
+    except OSError as exc:
+        raise HostCopyMissing(f"{name}: {exc}") from None
+    return _csr(data, indices, indptr, shape), y, sw, sqnorms, selection
+
+
+def _csr(data, indices, indptr, shape):
+    # (the arrays of all_rows' X: its indices sorted)
+    X = sp.csr_matrix((data, indices, indptr), shape=shape, copy=False)
+    X.has_sorted_indices = True
+    return X
 
 
 def selection_on(spec, X, y, sw, sqnorms):

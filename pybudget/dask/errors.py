@@ -3,7 +3,8 @@
 ``ClusterError`` is public (``pybudget.dask.ClusterError``): the one error a fit raises
 when the cluster fails it.  The others stay inside the package: a worker's task raises
 ``PartitionMissing`` when what it needs is not in its process, an engine turns that (or
-a worker's absence) into ``PartitionsLost``, and the driver answers it by a recovery.
+a worker's absence) into ``PartitionsLost``, and the driver answers it by a recovery;
+``HostCopyMissing`` makes method "whole" copy the rows where it meant to share them.
 """
 
 
@@ -24,3 +25,9 @@ class CheckpointLost(PartitionsLost):
 class PartitionMissing(RuntimeError):
     """Raised on a worker: a partition, a held row or a checkpoint's copy is not in this
     process (it was lost with another worker, or the task ran where it should not)."""
+
+
+class HostCopyMissing(RuntimeError):
+    """Raised on a worker: the copy of the rows that another worker of its host was to
+    share with it (method "whole", ``_host_memory``) is not there; the client then
+    copies the rows to it."""

@@ -238,7 +238,7 @@ class _DistributedBase(SVMBase):
         """(method, selection): ``method`` and ``selection``, or for "auto" by the data
         alone, never the cluster.  The method: "whole" for small data
         (``_sources.rows_bytes`` at most WHOLE_BYTES: each worker that runs a problem
-        holds a copy of the rows, and the problem runs there without a hop, as on one
+        holds the rows, and the problem runs there without a hop, as on one
         machine: docs/benchmarks.md, section 10); else "newton" where one machine's
         ``selection="auto"`` would run the primal Newton solver
         (``linear.problem.primal_pays``: a smooth loss, many more rows than columns in
@@ -398,7 +398,7 @@ _COMMON_DOC = """
         cluster"): "ring", the partitions take turns within a round (one round is one
         sweep of one-machine dual CD); "bda", parallel sweeps with a line search;
         "cocoa", parallel sweeps added with sigma' = K (CoCoA+); "whole", every worker
-        gets a copy of all rows and runs whole problems with the one-machine solver
+        holds all rows (one copy a host) and runs whole problems with the one-machine solver
         (``n_rounds_`` is then the most sweeps of a problem); "newton" (squared hinge,
         logistic and squared epsilon-insensitive losses, ``selection="auto"``), the
         primal Newton solver on the client with its sums over the partitions

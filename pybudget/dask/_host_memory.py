@@ -1,0 +1,94 @@
+"""One copy of arrays for all the worker processes of a host: a file in /dev/shm (a
+tmpfs, Linux), written by one worker and mapped by the others.
+
+Method "whole" gives every worker that runs a problem all the rows.  Two worker
+processes each with their own copy computed the same problems 4-9 % slower than with
+one copy they share (docs/benchmarks.md, section 10, run 6), and each copy costs the
+host the rows' bytes again.  The file's name is chosen by the client, so that it can
+have the file unlinked as soon as the other workers have mapped it (a mapping outlives
+its name): nothing is left in /dev/shm after the fit, unless every worker of the host
+died in between.
+"""
+import mmap
+import os
+
+import numpy as np
+
+ROOT = "/dev/shm"
+ALIGN = 64           # each array starts on a cache line
+
+
+def available():
+    """Whether this machine has the tmpfs (elsewhere every worker keeps its own copy)."""
+    return os.path.isdir(ROOT)
+
+
+def path(name):
+    return os.path.join(ROOT, name)
+
+
+def publish(name, arrays):
+    """Views of ``arrays`` copied into the new file ``name`` and its layout (what
+    ``attach`` needs), or None when the file cannot be made (no tmpfs, or too little
+    room: the space is reserved before a page is written, so a full tmpfs fails here
+    and not with SIGBUS at a write)."""
+    layout, size = layout_of(arrays)
+    try:
+        fd = os.open(path(name), os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+    except OSError:
+        return None
+    try:
+        os.posix_fallocate(fd, 0, size)
+        mm = mmap.mmap(fd, size)
+    except OSError:
+        unlink(name)
+        return None
+    finally:
+        os.close(fd)
+    views = _views(mm, layout)
+    for view, a in zip(views, arrays):
+        view[...] = a
+    return views, (layout, size)
+
+
+def layout_of(arrays):
+    """(each array's offset, shape and dtype, the file's size) for ``arrays``."""
+    layout, size = [], 0
+    for a in arrays:
+        size = -(-size // ALIGN) * ALIGN
+        layout.append((size, a.shape, a.dtype.str))
+        size += a.nbytes
+    return layout, max(size, 1)
+
+
+def attach(name, layout):
+    """Views of the arrays in file ``name`` (``publish``'s layout); OSError when this
+    process does not see the file (another host's, or another /dev/shm)."""
+    layout, size = layout
+    fd = os.open(path(name), os.O_RDWR)
+    try:
+        mm = mmap.mmap(fd, size)
+    finally:
+        os.close(fd)
+    return _views(mm, layout)
+
+
+def _views(mm, layout):
+    # (each view keeps the mapping alive; it is unmapped with the last of them)
+    return [np.frombuffer(mm, dtype=np.dtype(dtype), count=int(np.prod(shape)),
+                          offset=offset).reshape(shape) if np.prod(shape) else
+            np.empty(shape, dtype=np.dtype(dtype)) for offset, shape, dtype in layout]
+
+
+def unlink(name):
+    """Remove the file's name (the mappings stay valid); gone already: nothing."""
+    try:
+        os.unlink(path(name))
+    except FileNotFoundError:
+        pass
+
+
+async def unlink_async(names):
+    """unlink for each name, as a coroutine: ``Client.run`` sends it without waiting."""
+    for name in names:
+        unlink(name)

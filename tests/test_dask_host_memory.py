@@ -1,0 +1,139 @@
+"""Method "whole" on the workers of one host: one copy of the rows, shared through a
+file in /dev/shm (``_host_memory``), mapped by the other workers; the same bits as one
+machine, nothing left in /dev/shm, and each worker its own copy where the file cannot
+be made."""
+import errno
+import glob
+import os
+import time
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import pybudget
+import pybudget.dask as pbd
+from pybudget.dask import _host_memory, _whole
+from pybudget.dask._dask_engine import DaskEngine
+from pybudget.dask.errors import HostCopyMissing
+
+distributed = pytest.importorskip("distributed")
+pytestmark = pytest.mark.skipif(not _host_memory.available(), reason="no /dev/shm")
+
+
+def make_data(n=1200, d=250, classes=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=0.05, format="csr", random_state=seed)
+    X.data = rng.normal(size=X.data.shape)
+    y = np.argmax(X @ rng.normal(size=(d, classes)) + 0.5 * rng.normal(size=(n, classes)),
+                  axis=1)
+    return X, y
+
+
+def ours():
+    return set(glob.glob(_host_memory.path("pybudget-*")))
+
+
+def spy_on(monkeypatch, swap=None):
+    """The functions DaskEngine sends to the workers, in order (``swap``: send another
+    function in one's place)."""
+    sent, real = [], DaskEngine._on
+
+    def spy(self, addr, fn, *args):
+        sent.append(fn.__name__)
+        if swap and fn in swap:
+            fn = swap[fn]
+        return real(self, addr, fn, *args)
+
+    monkeypatch.setattr(DaskEngine, "_on", spy)
+    return sent
+
+
+def gone_soon(before):
+    """Our files in /dev/shm are those of before within 5 s (the unlink is not waited
+    for)."""
+    deadline = time.monotonic() + 5
+    while ours() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not (ours() - before)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_publish_then_attach_gives_the_same_arrays(dtype):
+    arrays = [np.arange(7, dtype=dtype), np.arange(5, dtype=np.int32),
+              np.empty(0, dtype=np.int64), np.linspace(0, 1, 9)]
+    name = "pybudget-test-roundtrip"
+    views, layout = _host_memory.publish(name, arrays)
+    try:
+        got = _host_memory.attach(name, layout)
+    finally:
+        _host_memory.unlink(name)
+    assert not os.path.exists(_host_memory.path(name))
+    for a, v, g in zip(arrays, views, got):
+        assert v.dtype == g.dtype == a.dtype and g.shape == a.shape
+        np.testing.assert_array_equal(g, a)
+        assert g.ctypes.data % _host_memory.ALIGN == 0 or a.size == 0
+    with pytest.raises(OSError):         # (unlinked: a late worker cannot map it)
+        _host_memory.attach(name, layout)
+
+
+def test_publish_on_a_full_tmpfs_leaves_nothing(monkeypatch):
+    """A tmpfs without room fails the reservation (not a write with SIGBUS): no copy
+    is published and no file is left."""
+    def full(fd, offset, size):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    before = ours()
+    assert _host_memory.publish("pybudget-test-full", [np.ones(10)]) is None
+    assert ours() == before
+
+
+def test_mapped_rows_without_a_copy_raise_host_copy_missing():
+    with pytest.raises(HostCopyMissing):
+        _whole.mapped_rows("pybudget-none", None)
+    layout = _host_memory.layout_of([np.ones(3)])
+    with pytest.raises(HostCopyMissing):
+        _whole.mapped_rows("pybudget-none", (layout, (3, 1), "avsf"))
+
+
+def test_the_workers_of_a_host_share_one_copy_to_one_machines_bits(client, monkeypatch):
+    """Two workers of one host: one copies the rows into /dev/shm, the other maps them
+    (no second copy moved between the workers); one machine's bits; no file left."""
+    X, y = make_data()
+    sent = spy_on(monkeypatch)
+    before = ours()
+    m = pbd.LinearSVC(method="whole", tol=1.0, random_state=0, client=client).fit(X, y)
+    one = pybudget.LinearSVC(random_state=0).fit(X, y)
+    np.testing.assert_array_equal(m.coef_, one.coef_)
+    np.testing.assert_array_equal(m.intercept_, one.intercept_)
+    assert sent.count("shared_rows") == 1 and sent.count("mapped_rows") == 1
+    assert "all_rows" not in sent
+    assert m.bytes_sent_["workers"] == 0      # (in memory: all rows on one worker)
+    assert gone_soon(before)
+
+
+@pytest.mark.parametrize("how", ["not made", "not seen"])
+def test_where_the_copy_cannot_be_shared_each_worker_copies(client, monkeypatch, how):
+    """The first worker keeps its rows private (as where /dev/shm is missing or full):
+    the other gets its own copy; or the other cannot map the file (as in a container
+    with its own /dev/shm): both get their own copy.  The same bits either way."""
+    X, y = make_data(seed=1)
+    if how == "not made":
+        swap = {_whole.shared_rows: lambda name, spec, *parts: _whole.all_rows(spec,
+                                                                              *parts)}
+    else:
+        swap = {_whole.mapped_rows: lambda name, layout: _whole.mapped_rows(name + "-x",
+                                                                            layout)}
+    sent = spy_on(monkeypatch, swap=swap)
+    before = ours()
+    m = pbd.LinearSVC(method="whole", tol=1.0, random_state=0, client=client).fit(X, y)
+    one = pybudget.LinearSVC(random_state=0).fit(X, y)
+    np.testing.assert_array_equal(m.coef_, one.coef_)
+    np.testing.assert_array_equal(m.intercept_, one.intercept_)
+    if how == "not made":
+        assert "mapped_rows" not in sent and sent.count("all_rows") == 1
+    else:
+        assert sent.count("mapped_rows") == 1 and sent.count("all_rows") == 2
+    assert m.bytes_sent_["workers"] > 0
+    assert gone_soon(before)
