@@ -77,6 +77,61 @@ def test_publish_then_attach_gives_the_same_arrays(dtype):
         _host_memory.attach(name, layout)
 
 
+def _parts(case):
+    """Partitions' (X, y, sample_weight) and the spec all_rows needs, for ``case``."""
+    rng = np.random.default_rng(5)
+    X = sp.random(90, 40, density=0.2, format="csr", random_state=5)
+    X.data = rng.normal(size=X.data.shape)
+    y = rng.integers(0, 3, size=90) * 7 + 1
+    spec = {"d": 40, "dealt": False, "selection": "auto", "C": 1.0, "bias": 1.0,
+            "loss": "hinge", "classes": np.array([1, 8, 15]),
+            "class_weight": np.ones(3)}
+    cuts = [0, 30, 55, 90]
+    if case == "float32":
+        X = X.astype(np.float32)
+    if case == "regression":
+        y = rng.normal(size=90)
+        spec.update(regression=True, loss="epsilon_insensitive")
+    if case == "dealt":
+        spec["dealt"] = True
+    if case == "one partition":
+        cuts = [0, 90]
+    parts = [(X[a:b].copy(), y[a:b], rng.uniform(0.5, 2, size=b - a))
+             for a, b in zip(cuts, cuts[1:])]
+    if case == "narrow and unsorted":        # (a partition without the last columns)
+        Xn = parts[0][0][:, :30].tocsr()
+        Xn.indices, Xn.data = Xn.indices.copy(), Xn.data.copy()
+        for r in range(Xn.shape[0]):          # each row's entries reversed
+            s = slice(Xn.indptr[r], Xn.indptr[r + 1])
+            Xn.indices[s], Xn.data[s] = Xn.indices[s][::-1], Xn.data[s][::-1]
+        Xn.has_sorted_indices = False
+        parts[0] = (Xn, parts[0][1], parts[0][2])
+    return spec, parts
+
+
+@pytest.mark.parametrize("case", ["plain", "float32", "regression", "dealt",
+                                  "one partition", "narrow and unsorted"])
+def test_shared_and_mapped_rows_are_all_rows(case):
+    """The rows written straight into the file, and their mapping by another worker,
+    are all_rows' arrays, value for value and dtype for dtype (so the same bits)."""
+    spec, parts = _parts(case)
+    ref = _whole.all_rows(spec, *parts)
+    name = f"pybudget-test-rows-{case.replace(' ', '-')}"
+    try:
+        got = _whole.shared_rows(name, spec, *parts)
+        mapped = _whole.mapped_rows(name, _whole.shared_layout(name, got))
+    finally:
+        _host_memory.unlink(name)
+    for rows in (got, mapped):
+        X, Xr = rows[0], ref[0]
+        assert X.shape == Xr.shape and X.has_sorted_indices
+        for a, b in [(X.data, Xr.data), (X.indices, Xr.indices), (X.indptr, Xr.indptr),
+                     *zip(rows[1:4], ref[1:4])]:
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+        assert rows[4] == ref[4]
+
+
 def test_publish_on_a_full_tmpfs_leaves_nothing(monkeypatch):
     """A tmpfs without room fails the reservation (not a write with SIGBUS): no copy
     is published and no file is left."""
@@ -92,7 +147,7 @@ def test_publish_on_a_full_tmpfs_leaves_nothing(monkeypatch):
 def test_mapped_rows_without_a_copy_raise_host_copy_missing():
     with pytest.raises(HostCopyMissing):
         _whole.mapped_rows("pybudget-none", None)
-    layout = _host_memory.layout_of([np.ones(3)])
+    layout = _host_memory.layout_of([((3,), np.float64)])
     with pytest.raises(HostCopyMissing):
         _whole.mapped_rows("pybudget-none", (layout, (3, 1), "avsf"))
 

@@ -28,11 +28,20 @@ def path(name):
 
 
 def publish(name, arrays):
-    """Views of ``arrays`` copied into the new file ``name`` and its layout (what
-    ``attach`` needs), or None when the file cannot be made (no tmpfs, or too little
-    room: the space is reserved before a page is written, so a full tmpfs fails here
-    and not with SIGBUS at a write)."""
-    layout, size = layout_of(arrays)
+    """``create`` for ``arrays``, their values copied in."""
+    out = create(name, [(a.shape, a.dtype) for a in arrays])
+    if out is not None:
+        for view, a in zip(out[0], arrays):
+            view[...] = a
+    return out
+
+
+def create(name, shapes):
+    """Views of zeroed arrays of ``shapes`` ((shape, dtype) each) in the new file
+    ``name``, and its layout (what ``attach`` needs); None when the file cannot be
+    made (no tmpfs, or too little room: the space is reserved before a page is
+    written, so a full tmpfs fails here and not with SIGBUS at a write)."""
+    layout, size = layout_of(shapes)
     try:
         fd = os.open(path(name), os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
     except OSError:
@@ -45,19 +54,16 @@ def publish(name, arrays):
         return None
     finally:
         os.close(fd)
-    views = _views(mm, layout)
-    for view, a in zip(views, arrays):
-        view[...] = a
-    return views, (layout, size)
+    return _views(mm, layout), (layout, size)
 
 
-def layout_of(arrays):
-    """(each array's offset, shape and dtype, the file's size) for ``arrays``."""
+def layout_of(shapes):
+    """(each array's offset, shape and dtype, the file's size) for ``shapes``."""
     layout, size = [], 0
-    for a in arrays:
+    for shape, dtype in shapes:
         size = -(-size // ALIGN) * ALIGN
-        layout.append((size, a.shape, a.dtype.str))
-        size += a.nbytes
+        layout.append((size, tuple(shape), np.dtype(dtype).str))
+        size += int(np.prod(shape)) * np.dtype(dtype).itemsize
     return layout, max(size, 1)
 
 

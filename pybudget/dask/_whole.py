@@ -42,14 +42,11 @@ def all_rows(spec, *parts):
     order, so that the problems see the rows as one machine does.  y: the targets, or
     for classification the labels' indices in ``spec["classes"]``.  The norms, these
     indices and the selection (``selection_on``) serve every problem."""
-    d, dealt = spec["d"], spec["dealt"]
-    Xs = [X if X.shape[1] == d else sp.csr_matrix((X.data, X.indices, X.indptr),
-                                                  shape=(X.shape[0], d))
-          for X, _, _ in parts]
+    Xs = _widened(spec, parts)
     X = sp.vstack(Xs, format="csr") if len(Xs) > 1 else Xs[0]
     y = np.concatenate([p[1] for p in parts])
     sw = np.concatenate([p[2] for p in parts])
-    if dealt and len(parts) > 1:
+    if spec["dealt"] and len(parts) > 1:
         # row i is row i // K of partition i % K
         K, n = len(parts), X.shape[0]
         start = np.concatenate([[0], np.cumsum([p[1].shape[0] for p in parts])[:-1]])
@@ -57,6 +54,19 @@ def all_rows(spec, *parts):
         order = start[i % K] + i // K
         X, y, sw = X[order], y[order], sw[order]
     X.sort_indices()
+    return _finished(spec, X, y, sw)
+
+
+def _widened(spec, parts):
+    # (a partition's X may have fewer columns than the data)
+    d = spec["d"]
+    return [X if X.shape[1] == d else sp.csr_matrix((X.data, X.indices, X.indptr),
+                                                    shape=(X.shape[0], d))
+            for X, _, _ in parts]
+
+
+def _finished(spec, X, y, sw):
+    """all_rows' tuple from the stacked rows (X's indices sorted)."""
     if not spec.get("regression"):
         y = np.searchsorted(spec["classes"], y)
     sqnorms = V.row_sqnorms(X, spec["bias"])
@@ -64,15 +74,39 @@ def all_rows(spec, *parts):
 
 
 def shared_rows(name, spec, *parts):
-    """``all_rows``, its arrays moved into the host's file ``name`` (``_host_memory``)
-    for the host's other workers to map (``mapped_rows``); kept private when the file
-    cannot be made."""
-    X, y, sw, sqnorms, selection = all_rows(spec, *parts)
-    out = _host_memory.publish(name, [X.data, X.indices, X.indptr, y, sw, sqnorms])
+    """``all_rows`` in the host's new file ``name`` (``_host_memory``), for the host's
+    other workers to map (``mapped_rows``): the partitions' rows written straight into
+    it (dealt rows: made, then copied); kept private when the file cannot be made."""
+    if spec["dealt"] and len(parts) > 1:
+        X, y, sw, sqnorms, selection = all_rows(spec, *parts)
+        out = _host_memory.publish(name, [X.data, X.indices, X.indptr, y, sw, sqnorms])
+        if out is None:
+            return X, y, sw, sqnorms, selection
+        (data, indices, indptr, y, sw, sqnorms), _ = out
+        return _csr(data, indices, indptr, X.shape), y, sw, sqnorms, selection
+    Xs = [X if X.has_sorted_indices else X.sorted_indices() for X in _widened(spec, parts)]
+    n, nnz = sum(X.shape[0] for X in Xs), sum(X.nnz for X in Xs)
+    index = np.result_type(*[a.dtype for X in Xs for a in (X.indices, X.indptr)])
+    label = (np.result_type(*[p[1].dtype for p in parts]) if spec.get("regression")
+             else np.intp)
+    out = _host_memory.create(name, [((nnz,), np.result_type(*[X.dtype for X in Xs])),
+                                     ((nnz,), index), ((n + 1,), index), ((n,), label),
+                                     ((n,), np.float64), ((n,), np.float64)])
     if out is None:
-        return X, y, sw, sqnorms, selection
+        return all_rows(spec, *parts)
     (data, indices, indptr, y, sw, sqnorms), _ = out
-    return _csr(data, indices, indptr, X.shape), y, sw, sqnorms, selection
+    np.concatenate([X.data for X in Xs], out=data)
+    np.concatenate([X.indices for X in Xs], out=indices)
+    row = at = 0
+    for X in Xs:
+        indptr[row:row + X.shape[0] + 1] = X.indptr + at
+        row, at = row + X.shape[0], at + X.nnz
+    X = _csr(data, indices, indptr, (n, spec["d"]))
+    X, codes, weights, norms, selection = _finished(
+        spec, X, np.concatenate([p[1] for p in parts]),
+        np.concatenate([p[2] for p in parts]))
+    y[...], sw[...], sqnorms[...] = codes, weights, norms
+    return X, y, sw, sqnorms, selection
 
 
 def shared_layout(name, rows):
@@ -83,7 +117,7 @@ def shared_layout(name, rows):
     if not os.path.exists(_host_memory.path(name)):
         return None
     arrays = [X.data, X.indices, X.indptr, y, sw, sqnorms]
-    return _host_memory.layout_of(arrays), X.shape, selection
+    return _host_memory.layout_of([(a.shape, a.dtype) for a in arrays]), X.shape, selection
 
 
 def mapped_rows(name, shared):
