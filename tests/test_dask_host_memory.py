@@ -13,7 +13,7 @@ import scipy.sparse as sp
 
 import pybudget
 import pybudget.dask as pbd
-from pybudget.dask import _host_memory, _whole
+from pybudget.dask import _dask_engine, _host_memory, _whole
 from pybudget.dask._dask_engine import DaskEngine
 from pybudget.dask.errors import HostCopyMissing
 
@@ -34,13 +34,21 @@ def ours():
     return set(glob.glob(_host_memory.path("pybudget-*")))
 
 
+class Sent(list):
+    """Names of the functions sent, and where each went (``where``)."""
+    def __init__(self):
+        super().__init__()
+        self.where = {}
+
+
 def spy_on(monkeypatch, swap=None):
     """The functions DaskEngine sends to the workers, in order (``swap``: send another
     function in one's place)."""
-    sent, real = [], DaskEngine._on
+    sent, real = Sent(), DaskEngine._on
 
     def spy(self, addr, fn, *args):
         sent.append(fn.__name__)
+        sent.where.setdefault(fn.__name__, []).append(addr)
         if swap and fn in swap:
             fn = swap[fn]
         return real(self, addr, fn, *args)
@@ -112,17 +120,36 @@ def _parts(case):
 @pytest.mark.parametrize("case", ["plain", "float32", "regression", "dealt",
                                   "one partition", "narrow and unsorted"])
 def test_shared_and_mapped_rows_are_all_rows(case):
-    """The rows written straight into the file, and their mapping by another worker,
-    are all_rows' arrays, value for value and dtype for dtype (so the same bits)."""
+    """The rows copied into the file or written there by each partition, and their
+    mapping by another worker, are all_rows' arrays, value for value and dtype for
+    dtype (so the same bits)."""
     spec, parts = _parts(case)
     ref = _whole.all_rows(spec, *parts)
     name = f"pybudget-test-rows-{case.replace(' ', '-')}"
+    made = []
     try:
-        got = _whole.shared_rows(name, spec, *parts)
-        mapped = _whole.mapped_rows(name, _whole.shared_layout(name, got))
+        made.append(_whole.shared_rows(name, spec, *parts))
+        made.append(_whole.mapped_rows(name, _whole.shared_layout(name, made[0])))
     finally:
         _host_memory.unlink(name)
-    for rows in (got, mapped):
+    if case != "dealt":         # (each partition writes its own rows, in any order)
+        Xs = [X if X.shape[1] == spec["d"] else
+              sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], spec["d"]))
+              for X, _, _ in parts]
+        infos = [{"n": X.shape[0], "nnz": X.nnz, "dtypes": [
+            a.dtype.str for a in (X.data, X.indices, X.indptr, y)]} for X, (_, y, _)
+            in zip(Xs, parts)]
+        shapes, starts = _whole.file_plan(spec, infos)
+        layout = _host_memory.layout_of(shapes)
+        try:
+            created = _whole.file_create(name, shapes)
+            written = [_whole.file_write(name, layout, spec, row, at, created, part)
+                       for (row, at), part in reversed(list(zip(starts, parts)))]
+            made.append(_whole.file_rows(name, layout, spec, ref[0].shape[0], *written))
+            made.append(_whole.mapped_rows(name, _whole.shared_layout(name, made[-1])))
+        finally:
+            _host_memory.unlink(name)
+    for rows in made:
         X, Xr = rows[0], ref[0]
         assert X.shape == Xr.shape and X.has_sorted_indices
         for a, b in [(X.data, Xr.data), (X.indices, Xr.indices), (X.indptr, Xr.indptr),
@@ -152,43 +179,65 @@ def test_mapped_rows_without_a_copy_raise_host_copy_missing():
         _whole.mapped_rows("pybudget-none", (layout, (3, 1), "avsf"))
 
 
-def test_the_workers_of_a_host_share_one_copy_to_one_machines_bits(client, monkeypatch):
-    """Two workers of one host: one copies the rows into /dev/shm, the other maps them
-    (no second copy moved between the workers); one machine's bits; no file left."""
-    X, y = make_data()
+def fit_on(client, monkeypatch, inputs, seed=0):
+    """A "whole" fit on 2 worker processes of one host, and one machine's.  "dask
+    array": 2 chunks, persisted, each partition built on the worker of its chunk (above
+    a lowered SMALL_BYTES), so each writes its own rows into the file; "in memory": the
+    rows dealt to the partitions, on one worker (small), so stacked, then copied in."""
+    X, y = make_data(seed=seed)
+    one = pybudget.LinearSVC(random_state=0).fit(X, y)
+    if inputs == "dask array":
+        monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)
+        da = pytest.importorskip("dask.array")
+        Xd = da.from_array(X, chunks=(600, X.shape[1]))
+        yd = da.from_array(y, chunks=600)
+        X, y = client.persist([Xd, yd])
+        distributed.wait([X, y])
+    m = pbd.LinearSVC(method="whole", tol=1.0, random_state=0, client=client).fit(X, y)
+    return m, one
+
+
+@pytest.mark.parametrize("inputs", ["dask array", "in memory"])
+def test_the_workers_of_a_host_share_one_copy_to_one_machines_bits(client, monkeypatch,
+                                                                   inputs):
+    """Two workers of one host: the rows go into one file in /dev/shm (each partition
+    writing its own, or stacked on one worker), the other worker maps it: no rows
+    between the workers but those stacked; one machine's bits; no file left."""
     sent = spy_on(monkeypatch)
     before = ours()
-    m = pbd.LinearSVC(method="whole", tol=1.0, random_state=0, client=client).fit(X, y)
-    one = pybudget.LinearSVC(random_state=0).fit(X, y)
+    m, one = fit_on(client, monkeypatch, inputs)
     np.testing.assert_array_equal(m.coef_, one.coef_)
     np.testing.assert_array_equal(m.intercept_, one.intercept_)
-    assert sent.count("shared_rows") == 1 and sent.count("mapped_rows") == 1
-    assert "all_rows" not in sent
-    assert m.bytes_sent_["workers"] == 0      # (in memory: all rows on one worker)
+    assert "all_rows" not in sent and sent.count("mapped_rows") == 1
+    if inputs == "dask array":
+        assert sent.count("file_write") == 2 and "shared_rows" not in sent
+        assert len(set(sent.where["file_write"])) == 2       # (each its own rows)
+        assert m.bytes_sent_["workers"] == 0
+    else:
+        assert sent.count("shared_rows") == 1 and "file_write" not in sent
+        assert m.bytes_sent_["workers"] == 0      # (small: all rows on one worker)
     assert gone_soon(before)
 
 
+@pytest.mark.parametrize("inputs", ["dask array", "in memory"])
 @pytest.mark.parametrize("how", ["not made", "not seen"])
-def test_where_the_copy_cannot_be_shared_each_worker_copies(client, monkeypatch, how):
-    """The first worker keeps its rows private (as where /dev/shm is missing or full):
-    the other gets its own copy; or the other cannot map the file (as in a container
-    with its own /dev/shm): both get their own copy.  The same bits either way."""
-    X, y = make_data(seed=1)
+def test_where_the_copy_cannot_be_shared_each_worker_copies(client, monkeypatch, how,
+                                                            inputs):
+    """The file cannot be made (as where /dev/shm is missing or full), or the other
+    worker cannot map it (as in a container with its own /dev/shm): each worker gets
+    its own copy, to the same bits."""
     if how == "not made":
-        swap = {_whole.shared_rows: lambda name, spec, *parts: _whole.all_rows(spec,
+        swap = {_whole.file_create: lambda name, shapes: False,
+                _whole.shared_rows: lambda name, spec, *parts: _whole.all_rows(spec,
                                                                               *parts)}
     else:
-        swap = {_whole.mapped_rows: lambda name, layout: _whole.mapped_rows(name + "-x",
-                                                                            layout)}
+        swap = {_whole.mapped_rows: lambda name, shared: _whole.mapped_rows(name + "-x",
+                                                                            shared)}
     sent = spy_on(monkeypatch, swap=swap)
     before = ours()
-    m = pbd.LinearSVC(method="whole", tol=1.0, random_state=0, client=client).fit(X, y)
-    one = pybudget.LinearSVC(random_state=0).fit(X, y)
+    m, one = fit_on(client, monkeypatch, inputs, seed=1)
     np.testing.assert_array_equal(m.coef_, one.coef_)
     np.testing.assert_array_equal(m.intercept_, one.intercept_)
-    if how == "not made":
-        assert "mapped_rows" not in sent and sent.count("all_rows") == 1
-    else:
-        assert sent.count("mapped_rows") == 1 and sent.count("all_rows") == 2
+    assert sent.count("all_rows") == 2
     assert m.bytes_sent_["workers"] > 0
     assert gone_soon(before)

@@ -219,6 +219,7 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
             self._gather_on(max(sorted(rows), key=rows.get))
         self.n_rows = sum(s["n"] for s in out)
         self.part_bytes = [rows_bytes(s["n"], s["nnz"]) for s in out]
+        self.part_info = out
         return out
 
     def _sent(self, source, part):

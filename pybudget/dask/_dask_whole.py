@@ -81,15 +81,17 @@ class WholeProblems:
                 self.client.cancel(list(running))
                 raise ClusterError(f"no task of the fit finished for timeout="
                                    f"{self.timeout:g} s; it is abandoned")
-        self.client.cancel(list(data.values()))
+        # (let go, not cancelled: the scheduler fails to cancel a future that has a
+        # dependent the client let go, as the rows of a host's other workers are)
+        data.clear()
         return [outs[j] for j in problems], W
 
     def _rows_everywhere(self, spec, n_problems, rebuild=False):
         """({worker: future of all rows there (``_whole.all_rows``)}, {worker: its
         threads}) on as many live workers as there are problems, those holding the most
         rows first; Dask moves the partitions' rows from worker to worker.  The workers
-        of one host share one copy (``_whole.shared_rows``, ``_host_memory``), or each
-        gets its own where they cannot.  A worker lost meanwhile: its partitions are
+        of one host share one copy (``_host_copy``, ``_host_memory``), or each gets its
+        own where they cannot.  A worker lost meanwhile: its partitions are
         rebuilt on the others and the copies made again (``rebuild``: first of all)."""
         share, losses = True, 0
         while True:
@@ -104,34 +106,26 @@ class WholeProblems:
                         for a in self._live_workers()}
                 for addr in sorted(here, key=lambda a: (-here[a], a))[:n_problems]:
                     hosts.setdefault(_host(addr, info), []).append(addr)
-                data, shared = {}, {}
-                for addrs in hosts.values():
+                data, chain = {}, []
+                for host, addrs in hosts.items():
                     first = addrs[0]
-                    if share and len(addrs) > 1:
-                        name = names[first] = f"pybudget-{uuid.uuid4().hex}"
-                        data[first] = self._on(first, _whole.shared_rows, name, spec, *parts)
-                        shared[first] = self._on(first, _whole.shared_layout, name,
-                                                 data[first])
-                    else:
+                    if not (share and len(addrs) > 1):
                         for addr in addrs:
                             data[addr] = self._on(addr, _whole.all_rows, spec, *parts)
-                    for addr in addrs if first not in shared else [first]:
-                        self.bytes["workers"] += sum(self.part_bytes) - here[addr]
-                # (the layouts come here, and go on as values: a future depending on
-                # another that the client cancels later trips the scheduler's cancel)
-                layouts = dict(zip(shared, self._gather(list(shared.values()),
-                                                        also=set(data))))
-                for addrs in hosts.values():
-                    for addr in addrs[1:] if addrs[0] in layouts else []:
-                        if layouts[addrs[0]] is None:      # (kept private: copies)
-                            data[addr] = self._on(addr, _whole.all_rows, spec, *parts)
                             self.bytes["workers"] += sum(self.part_bytes) - here[addr]
-                        else:
-                            data[addr] = self._on(addr, _whole.mapped_rows,
-                                                  names[addrs[0]], layouts[addrs[0]])
+                        continue
+                    name = names[first] = f"pybudget-{uuid.uuid4().hex}"
+                    data[first] = self._host_copy(name, spec, parts, first, host, info,
+                                                  here, chain)
+                    shared = self._on(first, _whole.shared_layout, name, data[first])
+                    chain.append(shared)
+                    for addr in addrs[1:]:
+                        data[addr] = self._on(addr, _whole.mapped_rows, name, shared)
                 slots = {a: max(1, int(info.get(a, {}).get("nthreads") or 1)) for a in data}
-                # (waits for the copies without bringing them to the client)
-                self._gather(list(data.values()), also=set(data), fetch=False)
+                # (waits for the copies without bringing them to the client; the chain
+                # is held until then: the scheduler fails to cancel a future that has
+                # a dependent the client let go)
+                self._gather(list(data.values()) + chain, also=set(data), fetch=False)
                 # (the partitions' copies go with their futures, when this returns: a
                 # cancel would cancel the copies made from them too)
                 return data, slots
@@ -144,6 +138,30 @@ class WholeProblems:
                 share = False          # (each worker copies the rows, from now on)
             finally:
                 self._unlink_shared(names, hosts)
+
+    def _host_copy(self, name, spec, parts, first, host, info, here, chain):
+        """Future of all rows on worker ``first`` of ``host``, in the new file ``name``
+        that the host's other workers map: each partition held on the host writes its
+        own rows into it (``_whole.file_write``: no bytes between the workers), the
+        others' rows move to ``first``, which writes them; dealt rows, whose order
+        interleaves the partitions, are stacked on ``first``, then copied in
+        (``_whole.shared_rows``).  The intermediate futures go to ``chain``."""
+        if spec["dealt"] and len(parts) > 1:
+            self.bytes["workers"] += sum(self.part_bytes) - here[first]
+            return self._on(first, _whole.shared_rows, name, spec, *parts)
+        shapes, starts = _whole.file_plan(spec, self.part_info)
+        layout = _host_memory.layout_of(shapes)
+        created = self._on(first, _whole.file_create, name, shapes)
+        written = []
+        for p, (row, at) in enumerate(starts):
+            writer = self.where[p] if _host(self.where[p], info) == host else first
+            written.append(self._on(writer, _whole.file_write, name, layout, spec, row,
+                                    at, created, parts[p]))
+            if writer != self.where[p]:
+                self.bytes["workers"] += self.part_bytes[p]
+        chain += [created, *written]
+        return self._on(first, _whole.file_rows, name, layout, spec, self.n_rows,
+                        *written)
 
     def _unlink_shared(self, names, hosts):
         """Have the shared copies' files unlinked, by every worker of their host (the

@@ -108,9 +108,12 @@ class Partition:
         return self.X.shape[0]
 
     def summary(self, regression):
-        """What the client needs before setup: rows, columns, non-zeros, the labels
+        """What the client needs before setup: rows, columns, non-zeros, the dtypes of
+        X's data, indices and indptr and of y, the labels
         (classification) or the largest |target| (regression), and the columns in use."""
-        out = {"n": self.n, "d": self.X.shape[1], "nnz": int(self.X.nnz)}
+        out = {"n": self.n, "d": self.X.shape[1], "nnz": int(self.X.nnz),
+               "dtypes": [a.dtype.str for a in (self.X.data, self.X.indices,
+                                                self.X.indptr, self.y)]}
         if regression:
             out["max_abs_y"] = float(np.max(np.abs(self.y))) if self.n else 0.0
         else:

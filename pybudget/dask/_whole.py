@@ -3,7 +3,7 @@
 For small data, a ring or a parallel method pays a hop, or a combine, per visit of
 every problem, where the rows would fit on a worker many times over.  Here each worker
 that runs a problem holds all rows (in their own order: the same rows and order
-whoever runs it; the workers of a host share one copy, ``shared_rows``), and each
+whoever runs it; the workers of a host share one copy, ``file_rows``), and each
 binary problem runs start to end on one worker with the
 one-machine solver (``linear.problem._solve_binary``, the problem's
 seed as one machine gives it): the problems spread over the workers' threads as
@@ -42,11 +42,14 @@ def all_rows(spec, *parts):
     order, so that the problems see the rows as one machine does.  y: the targets, or
     for classification the labels' indices in ``spec["classes"]``.  The norms, these
     indices and the selection (``selection_on``) serve every problem."""
-    Xs = _widened(spec, parts)
+    d, dealt = spec["d"], spec["dealt"]
+    Xs = [X if X.shape[1] == d else sp.csr_matrix((X.data, X.indices, X.indptr),
+                                                  shape=(X.shape[0], d))
+          for X, _, _ in parts]
     X = sp.vstack(Xs, format="csr") if len(Xs) > 1 else Xs[0]
     y = np.concatenate([p[1] for p in parts])
     sw = np.concatenate([p[2] for p in parts])
-    if spec["dealt"] and len(parts) > 1:
+    if dealt and len(parts) > 1:
         # row i is row i // K of partition i % K
         K, n = len(parts), X.shape[0]
         start = np.concatenate([[0], np.cumsum([p[1].shape[0] for p in parts])[:-1]])
@@ -54,19 +57,6 @@ def all_rows(spec, *parts):
         order = start[i % K] + i // K
         X, y, sw = X[order], y[order], sw[order]
     X.sort_indices()
-    return _finished(spec, X, y, sw)
-
-
-def _widened(spec, parts):
-    # (a partition's X may have fewer columns than the data)
-    d = spec["d"]
-    return [X if X.shape[1] == d else sp.csr_matrix((X.data, X.indices, X.indptr),
-                                                    shape=(X.shape[0], d))
-            for X, _, _ in parts]
-
-
-def _finished(spec, X, y, sw):
-    """all_rows' tuple from the stacked rows (X's indices sorted)."""
     if not spec.get("regression"):
         y = np.searchsorted(spec["classes"], y)
     sqnorms = V.row_sqnorms(X, spec["bias"])
@@ -74,39 +64,73 @@ def _finished(spec, X, y, sw):
 
 
 def shared_rows(name, spec, *parts):
-    """``all_rows`` in the host's new file ``name`` (``_host_memory``), for the host's
-    other workers to map (``mapped_rows``): the partitions' rows written straight into
-    it (dealt rows: made, then copied); kept private when the file cannot be made."""
-    if spec["dealt"] and len(parts) > 1:
-        X, y, sw, sqnorms, selection = all_rows(spec, *parts)
-        out = _host_memory.publish(name, [X.data, X.indices, X.indptr, y, sw, sqnorms])
-        if out is None:
-            return X, y, sw, sqnorms, selection
-        (data, indices, indptr, y, sw, sqnorms), _ = out
-        return _csr(data, indices, indptr, X.shape), y, sw, sqnorms, selection
-    Xs = [X if X.has_sorted_indices else X.sorted_indices() for X in _widened(spec, parts)]
-    n, nnz = sum(X.shape[0] for X in Xs), sum(X.nnz for X in Xs)
-    index = np.result_type(*[a.dtype for X in Xs for a in (X.indices, X.indptr)])
-    label = (np.result_type(*[p[1].dtype for p in parts]) if spec.get("regression")
-             else np.intp)
-    out = _host_memory.create(name, [((nnz,), np.result_type(*[X.dtype for X in Xs])),
-                                     ((nnz,), index), ((n + 1,), index), ((n,), label),
-                                     ((n,), np.float64), ((n,), np.float64)])
+    """``all_rows``, copied into the host's new file ``name`` (``_host_memory``) for the
+    host's other workers to map (``mapped_rows``), for rows that ``file_rows`` cannot
+    write in place (dealt rows); kept private when the file cannot be made."""
+    X, y, sw, sqnorms, selection = all_rows(spec, *parts)
+    out = _host_memory.publish(name, [X.data, X.indices, X.indptr, y, sw, sqnorms])
     if out is None:
-        return all_rows(spec, *parts)
+        return X, y, sw, sqnorms, selection
     (data, indices, indptr, y, sw, sqnorms), _ = out
-    np.concatenate([X.data for X in Xs], out=data)
-    np.concatenate([X.indices for X in Xs], out=indices)
-    row = at = 0
-    for X in Xs:
-        indptr[row:row + X.shape[0] + 1] = X.indptr + at
-        row, at = row + X.shape[0], at + X.nnz
+    return _csr(data, indices, indptr, X.shape), y, sw, sqnorms, selection
+
+
+def file_plan(spec, infos):
+    """For all rows in partition order in one file (``all_rows``' arrays, not dealt),
+    from the partitions' summaries ``infos``: the arrays' (shape, dtype), and each
+    partition's first row and first non-zero there.  The dtypes are those ``all_rows``
+    gives: so are the bits."""
+    n, nnz = sum(s["n"] for s in infos), sum(s["nnz"] for s in infos)
+    dt = [[np.dtype(t) for t in s["dtypes"]] for s in infos]
+    index = np.result_type(*[t for ts in dt for t in ts[1:3]])
+    label = np.result_type(*[ts[3] for ts in dt]) if spec.get("regression") else np.intp
+    shapes = [((nnz,), np.result_type(*[ts[0] for ts in dt])), ((nnz,), index),
+              ((n + 1,), index), ((n,), label), ((n,), np.float64), ((n,), np.float64)]
+    rows = np.concatenate([[0], np.cumsum([s["n"] for s in infos])]).tolist()
+    firsts = np.concatenate([[0], np.cumsum([s["nnz"] for s in infos])]).tolist()
+    return shapes, list(zip(rows[:-1], firsts[:-1]))
+
+
+def file_create(name, shapes):
+    """The host's new file ``name`` for ``shapes`` (``_host_memory.create``); whether it
+    could be made."""
+    return _host_memory.create(name, shapes) is not None
+
+
+def file_write(name, layout, spec, row, first, created, part):
+    """One partition's rows (X, y, sample weights) written into the file from its row
+    ``row`` and non-zero ``first`` on (``file_plan``), by a worker of the host, with
+    their label indices and squared norms (row by row, so the bits of all rows').
+    HostCopyMissing when the file was not made or is not seen here."""
+    if not created:
+        raise HostCopyMissing(f"{name} could not be made")
+    X, y, sw = part
+    X = X if X.has_sorted_indices else X.sorted_indices()
+    try:
+        data, indices, indptr, codes, weights, norms = _host_memory.attach(name, layout)
+    except OSError as exc:
+        raise HostCopyMissing(f"{name}: {exc}") from None
+    n, nnz = X.shape[0], X.nnz
+    data[first:first + nnz] = X.data
+    indices[first:first + nnz] = X.indices
+    # (indptr[row] is also the previous partition's last entry: both write `first`)
+    indptr[row:row + n + 1] = X.indptr + first
+    codes[row:row + n] = y if spec.get("regression") else np.searchsorted(spec["classes"], y)
+    weights[row:row + n] = sw
+    norms[row:row + n] = V.row_sqnorms(X, spec["bias"])
+    return True
+
+
+def file_rows(name, layout, spec, n, *written):
+    """``all_rows`` from the file that the partitions wrote (``file_write``, each
+    ``written`` its result: the task waits for them): mapped, with the selection made
+    on them."""
+    try:
+        data, indices, indptr, y, sw, sqnorms = _host_memory.attach(name, layout)
+    except OSError as exc:
+        raise HostCopyMissing(f"{name}: {exc}") from None
     X = _csr(data, indices, indptr, (n, spec["d"]))
-    X, codes, weights, norms, selection = _finished(
-        spec, X, np.concatenate([p[1] for p in parts]),
-        np.concatenate([p[2] for p in parts]))
-    y[...], sw[...], sqnorms[...] = codes, weights, norms
-    return X, y, sw, sqnorms, selection
+    return X, y, sw, sqnorms, selection_on(spec, X, y, sw, sqnorms)
 
 
 def shared_layout(name, rows):
