@@ -134,9 +134,9 @@ def file_rows(name, layout, spec, n, *written):
 
 
 def shared_layout(name, rows):
-    """What ``mapped_rows`` needs of the rows ``shared_rows`` made (a task on their
-    worker, so that the rows do not move): the file's layout, the shape of X and the
-    selection; None when they were kept private."""
+    """What ``mapped_rows`` needs of the rows in file ``name`` (``file_rows`` or
+    ``shared_rows``; a task on their worker, so that the rows do not move): the file's
+    layout, the shape of X and the selection; None when they were kept private."""
     X, y, sw, sqnorms, selection = rows
     if not os.path.exists(_host_memory.path(name)):
         return None
@@ -145,7 +145,7 @@ def shared_layout(name, rows):
 
 
 def mapped_rows(name, shared):
-    """The rows of another worker of this host (``shared_rows``), mapped, not copied:
+    """The rows of another worker of this host (``shared_layout``), mapped, not copied:
     the same arrays, so the same bits.  HostCopyMissing when they were kept private
     or this process does not see the file (the client then copies the rows here)."""
     if shared is None:
