@@ -171,6 +171,20 @@ def test_publish_on_a_full_tmpfs_leaves_nothing(monkeypatch):
     assert ours() == before
 
 
+@pytest.mark.parametrize("lacks", ["tmpfs", "posix_fallocate"])
+def test_without_a_tmpfs_or_fallocate_nothing_is_published(monkeypatch, lacks):
+    """Where there is no /dev/shm (macOS, Windows) or no way to reserve its space, no
+    file is made: each worker keeps its own copy."""
+    if lacks == "tmpfs":
+        monkeypatch.setattr(_host_memory, "ROOT", "/no/such/dir")
+    else:
+        monkeypatch.delattr(os, "posix_fallocate")
+    before = ours()
+    assert not _host_memory.available()
+    assert _host_memory.publish("pybudget-test-none", [np.ones(4)]) is None
+    assert ours() == before
+
+
 def test_mapped_rows_without_a_copy_raise_host_copy_missing():
     with pytest.raises(HostCopyMissing):
         _whole.mapped_rows("pybudget-none", None)

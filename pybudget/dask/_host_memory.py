@@ -19,8 +19,9 @@ ALIGN = 64           # each array starts on a cache line
 
 
 def available():
-    """Whether this machine has the tmpfs (elsewhere every worker keeps its own copy)."""
-    return os.path.isdir(ROOT)
+    """Whether this machine has the tmpfs and a way to reserve its space (elsewhere
+    every worker keeps its own copy)."""
+    return os.path.isdir(ROOT) and hasattr(os, "posix_fallocate")
 
 
 def path(name):
@@ -42,6 +43,8 @@ def create(name, shapes):
     made (no tmpfs, or too little room: the space is reserved before a page is
     written, so a full tmpfs fails here and not with SIGBUS at a write)."""
     layout, size = layout_of(shapes)
+    if not available():
+        return None
     try:
         fd = os.open(path(name), os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
     except OSError:
