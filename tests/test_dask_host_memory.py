@@ -193,20 +193,32 @@ def test_mapped_rows_without_a_copy_raise_host_copy_missing():
         _whole.mapped_rows("pybudget-none", (layout, (3, 1), "avsf"))
 
 
+def blocks_on_workers(client, X, y):
+    """X and y as Dask arrays of one block a worker, each sent to its worker (so each
+    partition is built there, where a persisted array's chunks may share a worker)."""
+    da = pytest.importorskip("dask.array")
+    workers = sorted(client.scheduler_info()["workers"])
+    step = -(-X.shape[0] // len(workers))
+    xs, ys = [], []
+    for k, w in enumerate(workers):
+        lo, hi = step * k, min(step * (k + 1), X.shape[0])
+        fx, fy = client.scatter([X[lo:hi], y[lo:hi]], workers=[w])
+        n = hi - lo
+        xs.append(da.from_delayed(fx, shape=(n, X.shape[1]), dtype=X.dtype, meta=X[:0]))
+        ys.append(da.from_delayed(fy, shape=(n,), dtype=y.dtype))
+    return da.concatenate(xs), da.concatenate(ys)
+
+
 def fit_on(client, monkeypatch, inputs, seed=0):
     """A "whole" fit on 2 worker processes of one host, and one machine's.  "dask
-    array": 2 chunks, persisted, each partition built on the worker of its chunk (above
+    array": a block a worker, each partition built on the worker of its block (above
     a lowered SMALL_BYTES), so each writes its own rows into the file; "in memory": the
     rows dealt to the partitions, on one worker (small), so stacked, then copied in."""
     X, y = make_data(seed=seed)
     one = pybudget.LinearSVC(random_state=0).fit(X, y)
     if inputs == "dask array":
         monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)
-        da = pytest.importorskip("dask.array")
-        Xd = da.from_array(X, chunks=(600, X.shape[1]))
-        yd = da.from_array(y, chunks=600)
-        X, y = client.persist([Xd, yd])
-        distributed.wait([X, y])
+        X, y = blocks_on_workers(client, X, y)
     m = pbd.LinearSVC(method="whole", tol=1.0, random_state=0, client=client).fit(X, y)
     return m, one
 
@@ -255,3 +267,26 @@ def test_where_the_copy_cannot_be_shared_each_worker_copies(client, monkeypatch,
     assert sent.count("all_rows") == 2
     assert m.bytes_sent_["workers"] > 0
     assert gone_soon(before)
+
+
+def test_a_worker_that_runs_no_problem_still_writes_its_partition(monkeypatch):
+    """4 workers of one host, 3 problems: the partition of the worker left out is
+    written into the file by that worker all the same (no rows move), and the three
+    that run problems share it; one machine's bits."""
+    X, y = make_data(n=1600, classes=3, seed=2)
+    one = pybudget.LinearSVC(random_state=0).fit(X, y)
+    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)
+    sent = spy_on(monkeypatch)
+    before = ours()
+    with distributed.LocalCluster(n_workers=4, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as c:
+        Xd, yd = blocks_on_workers(c, X, y)
+        m = pbd.LinearSVC(method="whole", tol=1.0, random_state=0, client=c,
+                          n_partitions=4).fit(Xd, yd)
+        assert gone_soon(before)
+    np.testing.assert_array_equal(m.coef_, one.coef_)
+    np.testing.assert_array_equal(m.intercept_, one.intercept_)
+    assert len(set(sent.where["file_write"])) == 4
+    assert len(set(sent.where["solve_problems"])) == 3
+    assert sent.count("mapped_rows") == 2 and m.bytes_sent_["workers"] == 0
