@@ -184,14 +184,20 @@ class KillingWholeEngine(DaskEngine):
 
 
 @pytest.mark.cluster
-@pytest.mark.parametrize("when", [_whole.solve_problems, _whole.shared_rows])
-def test_whole_lost_worker_reruns_its_problems_to_the_same_bits(monkeypatch, when):
+@pytest.mark.parametrize("when, inputs", [(_whole.solve_problems, "in memory"),
+                                          (_whole.shared_rows, "in memory"),
+                                          (_whole.file_rows, "dask array")])
+def test_whole_lost_worker_reruns_its_problems_to_the_same_bits(monkeypatch, when,
+                                                                 inputs):
     """A worker lost while it runs a problem: the problem runs again on the other; lost
-    while the rows are copied, with every partition: they are rebuilt from their
-    sources and copied again.  The same bits either way."""
+    while the rows are copied (stacked, or written by the partitions into the host's
+    file), with every partition: they are rebuilt from their sources and copied
+    again.  The same bits either way."""
     X, y = make_data(seed=7)
     kw = dict(C=1.0, tol=1e-3, random_state=0)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
+    if inputs == "dask array":
+        X, y = chunked(X, y, 2)
     monkeypatch.setattr(E, "DaskEngine", KillingWholeEngine)
     monkeypatch.setattr(KillingWholeEngine, "when", when)
     KillingWholeEngine.kills = 0

@@ -1,7 +1,7 @@
 """Method "whole" on a Dask cluster (a mixin of ``_dask_engine.DaskEngine``, apart so
 that each file holds one concern; it works on the engine's tables): all rows on each
-worker that runs a problem (one copy a host), then the problems dealt to the workers' threads as
-they free up (what a worker computes: ``_whole``).
+worker that runs a problem (one copy a host), then the problems dealt to the workers'
+threads as they free up (what a worker computes: ``_whole``).
 """
 import time
 import uuid
@@ -17,11 +17,11 @@ class WholeProblems:
 
     def whole(self, spec, problems, tol, max_iter):
         """Method "whole" (``_whole``): all rows on each worker that will run a problem
-        (``_rows_everywhere``; as many as there are problems), then the problems dealt as the
-        workers' threads free up, a few to a task (``_share``), so the problems spread
-        over the workers' threads; while more are left than the workers have threads,
-        one more task waits on each worker, so that a thread does not wait for the client
-        between two tasks.  A task whose worker leaves runs again on another (a
+        (``_rows_everywhere``; as many as there are problems), then the problems dealt
+        as the workers' threads free up, a few to a task (``_share``), so the problems
+        spread over the workers' threads; while more are left than the workers have
+        threads, one more task waits on each worker, so that a thread does not wait for
+        the client between two tasks.  A task whose worker leaves runs again on another (a
         problem's bits do not depend on where); when no worker holding the rows is left,
         the lost partitions are rebuilt and the rows copied again (at most
         MAX_RECOVERIES times); a fit in which no task finished for ``timeout`` seconds
@@ -81,9 +81,9 @@ class WholeProblems:
                 self.client.cancel(list(running))
                 raise ClusterError(f"no task of the fit finished for timeout="
                                    f"{self.timeout:g} s; it is abandoned")
-        # (let go, not cancelled: the scheduler fails to cancel a future that has a
-        # dependent the client let go, as the rows of a host's other workers are)
-        data.clear()
+        # (the rows' futures are let go on return, not cancelled: the scheduler fails
+        # to cancel a future with a dependent the client let go, as a host's shared
+        # rows have)
         return [outs[j] for j in problems], W
 
     def _rows_everywhere(self, spec, n_problems, rebuild=False):

@@ -1,5 +1,6 @@
 """One copy of arrays for all the worker processes of a host: a file in /dev/shm (a
-tmpfs, Linux), written by one worker and mapped by the others.
+tmpfs, Linux), made by one worker, written by the workers that hold the arrays' parts,
+and mapped by all.
 
 Method "whole" gives every worker that runs a problem all the rows.  Two worker
 processes each with their own copy computed the same problems 4-9 % slower than with
@@ -71,7 +72,7 @@ def layout_of(shapes):
 
 
 def attach(name, layout):
-    """Views of the arrays in file ``name`` (``publish``'s layout); OSError when this
+    """Views of the arrays in file ``name`` (``create``'s layout); OSError when this
     process does not see the file (another host's, or another /dev/shm)."""
     layout, size = layout
     fd = os.open(path(name), os.O_RDWR)

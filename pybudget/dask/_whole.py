@@ -19,6 +19,7 @@ problem ends at a gap at most
 its bits.
 """
 import os
+from itertools import accumulate
 
 import numpy as np
 import scipy.sparse as sp
@@ -57,10 +58,14 @@ def all_rows(spec, *parts):
         order = start[i % K] + i // K
         X, y, sw = X[order], y[order], sw[order]
     X.sort_indices()
-    if not spec.get("regression"):
-        y = np.searchsorted(spec["classes"], y)
+    y = _codes(spec, y)
     sqnorms = V.row_sqnorms(X, spec["bias"])
     return X, y, sw, sqnorms, selection_on(spec, X, y, sw, sqnorms)
+
+
+def _codes(spec, y):
+    """Classification: the labels' indices in ``spec["classes"]``; regression: y."""
+    return y if spec.get("regression") else np.searchsorted(spec["classes"], y)
 
 
 def shared_rows(name, spec, *parts):
@@ -86,9 +91,9 @@ def file_plan(spec, infos):
     label = np.result_type(*[ts[3] for ts in dt]) if spec.get("regression") else np.intp
     shapes = [((nnz,), np.result_type(*[ts[0] for ts in dt])), ((nnz,), index),
               ((n + 1,), index), ((n,), label), ((n,), np.float64), ((n,), np.float64)]
-    rows = np.concatenate([[0], np.cumsum([s["n"] for s in infos])]).tolist()
-    firsts = np.concatenate([[0], np.cumsum([s["nnz"] for s in infos])]).tolist()
-    return shapes, list(zip(rows[:-1], firsts[:-1]))
+    rows = accumulate((s["n"] for s in infos), initial=0)
+    firsts = accumulate((s["nnz"] for s in infos), initial=0)
+    return shapes, list(zip(rows, firsts))[:-1]
 
 
 def file_create(name, shapes):
@@ -106,16 +111,13 @@ def file_write(name, layout, spec, row, first, created, part):
         raise HostCopyMissing(f"{name} could not be made")
     X, y, sw = part
     X = X if X.has_sorted_indices else X.sorted_indices()
-    try:
-        data, indices, indptr, codes, weights, norms = _host_memory.attach(name, layout)
-    except OSError as exc:
-        raise HostCopyMissing(f"{name}: {exc}") from None
+    data, indices, indptr, codes, weights, norms = _mapped(name, layout)
     n, nnz = X.shape[0], X.nnz
     data[first:first + nnz] = X.data
     indices[first:first + nnz] = X.indices
     # (indptr[row] is also the previous partition's last entry: both write `first`)
     indptr[row:row + n + 1] = X.indptr + first
-    codes[row:row + n] = y if spec.get("regression") else np.searchsorted(spec["classes"], y)
+    codes[row:row + n] = _codes(spec, y)
     weights[row:row + n] = sw
     norms[row:row + n] = V.row_sqnorms(X, spec["bias"])
     return True
@@ -125,10 +127,7 @@ def file_rows(name, layout, spec, n, *written):
     """``all_rows`` from the file that the partitions wrote (``file_write``, each
     ``written`` its result: the task waits for them): mapped, with the selection made
     on them."""
-    try:
-        data, indices, indptr, y, sw, sqnorms = _host_memory.attach(name, layout)
-    except OSError as exc:
-        raise HostCopyMissing(f"{name}: {exc}") from None
+    data, indices, indptr, y, sw, sqnorms = _mapped(name, layout)
     X = _csr(data, indices, indptr, (n, spec["d"]))
     return X, y, sw, sqnorms, selection_on(spec, X, y, sw, sqnorms)
 
@@ -151,11 +150,17 @@ def mapped_rows(name, shared):
     if shared is None:
         raise HostCopyMissing(f"no shared copy {name}")
     layout, shape, selection = shared
+    data, indices, indptr, y, sw, sqnorms = _mapped(name, layout)
+    return _csr(data, indices, indptr, shape), y, sw, sqnorms, selection
+
+
+def _mapped(name, layout):
+    """The arrays of file ``name`` mapped here; HostCopyMissing where this process
+    does not see the file."""
     try:
-        data, indices, indptr, y, sw, sqnorms = _host_memory.attach(name, layout)
+        return _host_memory.attach(name, layout)
     except OSError as exc:
         raise HostCopyMissing(f"{name}: {exc}") from None
-    return _csr(data, indices, indptr, shape), y, sw, sqnorms, selection
 
 
 def _csr(data, indices, indptr, shape):
