@@ -133,26 +133,41 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
                         f"the workers of partitions {parts} left the cluster" if parts
                         else f"workers {sorted(gone)} left the cluster"))
                 elif time.monotonic() > deadline:
-                    # (asked only now: the workers know when a task last finished)
-                    since = self._last_progress()
+                    # (asked only now: the workers know when a task last finished; a
+                    # failed ask counts as no progress, so the watchdog cannot die of
+                    # it and leave the gather without a timeout)
+                    try:
+                        since = self._last_progress()
+                    except Exception:
+                        since = math.inf
                     if since < self.timeout:
                         deadline = time.monotonic() + self.timeout - since
                     else:
                         why.append(ClusterError(f"no task of the fit finished for timeout="
                                                 f"{self.timeout:g} s; it is abandoned"))
                 if why:
-                    self.client.cancel(futures)
+                    try:
+                        self.client.cancel(futures)
+                    except Exception:      # (a closing client: gather fails anyway)
+                        pass
                     return
 
         watchdog = threading.Thread(target=watch, daemon=True)
         watchdog.start()
         try:
             if not fetch:
-                from distributed import wait
+                from distributed import TimeoutError as WaitTimeout, wait
                 with self.client.as_current():     # (wait() asks the default client)
-                    wait(futures)
+                    while not why:                 # (the watchdog's verdict ends it)
+                        try:
+                            wait(futures, timeout=self.timeout)
+                            break
+                        except WaitTimeout:       # (asyncio's on Python 3.10)
+                            pass
                 # (gathers only a failed future: raises its error)
                 futures = [f for f in futures if f.status != "finished"]
+            if why:
+                raise why[0]
             return self.client.gather(futures, direct=True)
         except Exception as exc:
             if why:

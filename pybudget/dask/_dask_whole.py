@@ -28,7 +28,7 @@ class WholeProblems:
         is abandoned, and a problem's own error (an overflow, say) stops the others.
         Returns the problems' outputs and their weights, put in one array as each
         task's results arrive (``_whole.put``)."""
-        from distributed import wait
+        from distributed import TimeoutError as WaitTimeout, wait
         data, slots = self._rows_everywhere(spec, len(problems))
         todo, running, outs, recoveries = list(problems)[::-1], {}, {}, 0
         row, W = {j: i for i, j in enumerate(problems)}, None
@@ -63,7 +63,7 @@ class WholeProblems:
                 with self.client.as_current():     # (wait() asks the default client)
                     done = wait(list(running), timeout=POLL_SECONDS,
                                 return_when="FIRST_COMPLETED").done
-            except TimeoutError:           # (none finished within the poll)
+            except WaitTimeout:            # (none finished within the poll)
                 done = ()
             for fut in done:
                 addr, js = running.pop(fut)
@@ -164,15 +164,20 @@ class WholeProblems:
                         *written)
 
     def _unlink_shared(self, names, hosts):
-        """Have the shared copies' files unlinked, by every worker of their host (the
-        workers mapped them already, or failed), without waiting."""
-        for first, name in names.items():
-            try:
+        """Have the shared copies' files unlinked, by every live worker of their host
+        (the workers mapped them already, or failed), without waiting.  Not by one
+        that left: the scheduler would try to reach it for its connect timeout (30 s)."""
+        if not names:
+            return
+        try:
+            live = set(self.workers())
+            for first, name in names.items():
                 addrs = next(a for a in hosts.values() if a[0] == first)
-                self.client.run(_host_memory.unlink_async, [name], workers=addrs,
-                                wait=False)
-            except Exception:      # (a closing cluster: its workers' /dev/shm goes too)
-                pass
+                if [a for a in addrs if a in live]:
+                    self.client.run(_host_memory.unlink_async, [name], wait=False,
+                                    workers=[a for a in addrs if a in live])
+        except Exception:          # (a closing cluster: its workers' /dev/shm goes too)
+            pass
 
 
 def _host(addr, info):
