@@ -104,3 +104,22 @@ def test_timeout_counts_from_the_last_progress(client):
     eng.where = {0: addr}
     with pytest.raises(ClusterError, match="no task of the fit finished"):
         eng._gather([eng._on(addr, time.sleep, 4.0)])
+
+
+@pytest.mark.parametrize("fetch", [True, False])
+def test_timeout_holds_when_the_progress_poll_fails(client, monkeypatch, fetch):
+    """The watchdog asks the workers for their progress; when that ask fails (a
+    closing comm, say), the gather is still abandoned at the timeout.  (Before, the
+    watchdog's thread died of the error and the gather waited for the task.)"""
+    eng = _dask_engine.DaskEngine(client, timeout=1.0)
+    addr = eng.workers()[0]
+    eng.where = {0: addr}
+
+    def fails():
+        raise OSError("the poll failed")
+
+    monkeypatch.setattr(eng, "_last_progress", fails)
+    t0 = time.monotonic()
+    with pytest.raises(ClusterError, match="no task of the fit finished"):
+        eng._gather([eng._on(addr, time.sleep, 6.0)], fetch=fetch)
+    assert time.monotonic() - t0 < 6.0           # (abandoned, not waited for)

@@ -170,12 +170,13 @@ class KillingWholeEngine(DaskEngine):
     sending it: problems (``_whole.solve_problems``), or the copy of the rows that
     the host's workers share (``_whole.shared_rows``: it goes to the worker holding
     every partition)."""
-    kills, when = 0, _whole.solve_problems
+    kills, when, killed = 0, _whole.solve_problems, None
 
     def _on(self, addr, fn, *args):
         fut = super()._on(addr, fn, *args)
         if fn is type(self).when and type(self).kills == 0:
             type(self).kills += 1
+            type(self).killed = addr
             os.kill(self.client.run(os.getpid, workers=[addr])[addr], signal.SIGKILL)
             deadline = time.monotonic() + 30
             while addr in self.workers() and time.monotonic() < deadline:
@@ -192,7 +193,17 @@ def test_whole_lost_worker_reruns_its_problems_to_the_same_bits(monkeypatch, whe
     """A worker lost while it runs a problem: the problem runs again on the other; lost
     while the rows are copied (stacked, or written by the partitions into the host's
     file), with every partition: they are rebuilt from their sources and copied
-    again.  The same bits either way."""
+    again.  The same bits either way; the host's file is unlinked by the live workers
+    only (the scheduler would try to reach a lost one for 30 s)."""
+    from pybudget.dask import _host_memory
+    unlinks, run = [], distributed.Client.run
+
+    def spy(self, fn, *args, workers=None, **kw):
+        if fn is _host_memory.unlink_async:
+            unlinks.append(workers)
+        return run(self, fn, *args, workers=workers, **kw)
+
+    monkeypatch.setattr(distributed.Client, "run", spy)
     X, y = make_data(seed=7)
     kw = dict(C=1.0, tol=1e-3, random_state=0)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
@@ -206,6 +217,8 @@ def test_whole_lost_worker_reruns_its_problems_to_the_same_bits(monkeypatch, whe
             distributed.Client(cluster) as c:
         m = pbd.LinearSVC(client=c, timeout=60, **kw).fit(X, y)
     assert KillingWholeEngine.kills == 1
+    if when is not _whole.solve_problems:      # (lost before the file was unlinked)
+        assert unlinks and all(KillingWholeEngine.killed not in ws for ws in unlinks)
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     np.testing.assert_array_equal(m.intercept_, ref.intercept_)
 

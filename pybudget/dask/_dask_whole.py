@@ -164,18 +164,20 @@ class WholeProblems:
                         *written)
 
     def _unlink_shared(self, names, hosts):
-        """Have the shared copies' files unlinked, by every live worker of their host
-        (the workers mapped them already, or failed), without waiting.  Not by one
-        that left: the scheduler would try to reach it for its connect timeout (30 s)."""
+        """Have the shared copies' files unlinked by every live worker of their host
+        (the workers mapped them already, or failed), without waiting for the unlink.
+        Not by one that left: the scheduler would try to reach it for its connect
+        timeout (30 s here)."""
         if not names:
             return
         try:
             live = set(self.workers())
             for first, name in names.items():
                 addrs = next(a for a in hosts.values() if a[0] == first)
-                if [a for a in addrs if a in live]:
-                    self.client.run(_host_memory.unlink_async, [name], wait=False,
-                                    workers=[a for a in addrs if a in live])
+                alive = [a for a in addrs if a in live]
+                if alive:
+                    self.client.run(_host_memory.unlink_async, [name], workers=alive,
+                                    wait=False)
         except Exception:          # (a closing cluster: its workers' /dev/shm goes too)
             pass
 
