@@ -217,7 +217,7 @@ def test_whole_lost_worker_reruns_its_problems_to_the_same_bits(monkeypatch, whe
             distributed.Client(cluster) as c:
         m = pbd.LinearSVC(client=c, timeout=60, **kw).fit(X, y)
     assert KillingWholeEngine.kills == 1
-    if when is not _whole.solve_problems:      # (lost before the file was unlinked)
+    if when is not _whole.solve_problems:      # (lost while copying: before the unlink)
         assert unlinks and all(KillingWholeEngine.killed not in ws for ws in unlinks)
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     np.testing.assert_array_equal(m.intercept_, ref.intercept_)
