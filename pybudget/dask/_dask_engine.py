@@ -430,10 +430,16 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
         threads = sum(w.get("nthreads", 1) for w in worker_info(self.client).values())
         return max(1, min(threads, n_problems))
 
+    def _alive(self, addrs):
+        """Those of addrs the scheduler lists now, sorted: a ``Client.run`` on a worker
+        that left waits for the connect timeout (30 s here)."""
+        live = set(self.workers())
+        return sorted(a for a in addrs if a in live)
+
     def peak_memory(self):
         # (the live workers of the fit only: an idle worker's first call imports
-        # pybudget, 2 s here; one that left would be waited for, 30 s)
-        workers = sorted(self.used & set(self.workers()))
+        # pybudget, 2 s here)
+        workers = self._alive(self.used)
         if not workers:
             return {}
         return self.client.run(peak_rss_mb, workers=workers, on_error="ignore")
@@ -442,7 +448,7 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
         self.sources = None          # (their futures: the chunks on the cluster)
         self.rows = {}
         try:
-            workers = sorted(self.used & set(self.workers()))
+            workers = self._alive(self.used)
             if workers:
                 # (not waited for, 15-20 ms a fit here: the fit has its result, and
                 # each job's tables are its own)

@@ -165,16 +165,11 @@ class WholeProblems:
 
     def _unlink_shared(self, names, hosts):
         """Have the shared copies' files unlinked by every live worker of their host
-        (the workers mapped them already, or failed), without waiting for the unlink.
-        Not by one that left: the scheduler would try to reach it for its connect
-        timeout (30 s here)."""
-        if not names:
-            return
+        (``_alive``; the workers mapped them already, or failed), without waiting for
+        the unlink."""
         try:
-            live = set(self.workers())
             for first, name in names.items():
-                addrs = next(a for a in hosts.values() if a[0] == first)
-                alive = [a for a in addrs if a in live]
+                alive = self._alive(next(a for a in hosts.values() if a[0] == first))
                 if alive:
                     self.client.run(_host_memory.unlink_async, [name], workers=alive,
                                     wait=False)
