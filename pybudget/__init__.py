@@ -38,17 +38,18 @@ if _spec is not None:
     _sys.modules[__name__] = _module
     _spec.loader.exec_module(_module)
 else:
-    import sys as _sys
+    from pybudget._lazy import exports as _exports
 
-    from pybudget.budget import BudgetResult, BudgetSVC, merging, solve_budget
-    from pybudget.io import load, save
-    from pybudget.linear import (CrammerSingerResult, CVGridResult, LinearResult, LinearSVC,
-                                 LinearSVR, LogisticRegression, cv_grid, linear_path,
-                                 solve_crammer_singer, solve_linear)
-    from pybudget.stream import stream_fit
-
-    # ``import pybudget.merging`` keeps working where it always did
-    _sys.modules[__name__ + ".merging"] = merging
+    # (imported when first used: pybudget._lazy)
+    __getattr__, __dir__ = _exports(__name__, {
+        **dict.fromkeys(["BudgetResult", "BudgetSVC", "merging", "solve_budget"],
+                        "pybudget.budget"),
+        **dict.fromkeys(["load", "save"], "pybudget.io"),
+        **dict.fromkeys(["CrammerSingerResult", "CVGridResult", "LinearResult", "LinearSVC",
+                         "LinearSVR", "LogisticRegression", "cv_grid", "linear_path",
+                         "solve_crammer_singer", "solve_linear"], "pybudget.linear"),
+        "stream_fit": "pybudget.stream"},
+        submodules=("budget", "io", "linear", "stream"))
 
     __version__ = "0.1.0"
     __all__ = ["LinearSVC", "LinearSVR", "LogisticRegression", "LinearResult", "solve_linear",

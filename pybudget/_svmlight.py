@@ -8,7 +8,6 @@ import os
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.datasets import load_svmlight_file
 
 from pybudget._core import _validation as V
 
@@ -48,6 +47,7 @@ def parse(source, n_features, zero_based, dtype, where):
     zero_based = V.boolean("zero_based", zero_based)   # never sklearn's per-chunk "auto"
     dtype = value_dtype(dtype)
     kw = {} if n_features is None else {"n_features": n_features}
+    from sklearn.datasets import load_svmlight_file    # (not at import: _lazy.py)
     try:
         X, y = load_svmlight_file(source, zero_based=zero_based, dtype=dtype, **kw)
     except (PermissionError, IsADirectoryError):

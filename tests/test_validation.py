@@ -218,3 +218,54 @@ def test_mixed_label_types_are_named():
     for fit in (lambda: solve_linear(X, y), lambda: solve_budget(X, y, budget=5)):
         with pytest.raises(TypeError, match="mixes label types"):
             fit()
+
+
+def _blocks():
+    rng = np.random.default_rng(0)
+    A = sp.random(30, 12, density=0.3, format="csr", random_state=1)
+    unsorted = A.copy()
+    unsorted.indices[:2] = unsorted.indices[1::-1].copy()     # (row 0 holds > 2 entries)
+    wide = sp.csr_matrix((A.data, A.indices.astype(np.int64), A.indptr.astype(np.int64)),
+                         shape=A.shape)
+    big = np.full((2, 3), 1e308)                # finite, but its sum overflows
+    return {"csr": A, "csc": A.tocsc(), "coo": A.tocoo(), "unsorted": unsorted,
+            "int64 indices": wide, "float32": A.astype(np.float32),
+            "dense": A.toarray(), "dense float32": A.toarray().astype(np.float32),
+            "dense int": rng.integers(-3, 4, (5, 4)), "dense bool": rng.random((5, 4)) < .5,
+            "overflowing sum": big, "overflowing sparse sum": sp.csr_matrix(big),
+            "list": [[0.0, 1.0], [2.0, 0.0]], "object": np.array([[1, "a"]], dtype=object),
+            "no columns": np.zeros((3, 0))}
+
+
+@pytest.mark.parametrize("name", list(_blocks()))
+def test_block_csr_equals_as_csr(name):
+    """The Dask workers' check of a block (V.block_csr, without scikit-learn) gives what
+    as_csr (scikit-learn's check_array, then ours) gives: the same matrix or the same
+    error."""
+    from pybudget._core._validation import block_csr
+    X = _blocks()[name]
+    try:
+        want = as_csr(X)
+    except (ValueError, TypeError) as exc:
+        with pytest.raises(type(exc)):
+            block_csr(X)
+        return
+    got = block_csr(X)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    for a in ("data", "indices", "indptr"):
+        assert np.array_equal(getattr(got, a), getattr(want, a))
+        assert getattr(got, a).dtype == getattr(want, a).dtype
+
+
+@pytest.mark.parametrize("value,says", [(np.nan, "NaN"), (np.inf, "infinity"),
+                                        (-np.inf, "infinity")])
+@pytest.mark.parametrize("kind", ["dense", "csr", "float32"])
+def test_block_csr_names_nan_and_infinity_as_as_csr_does(value, says, kind):
+    from pybudget._core._validation import block_csr
+    X = np.ones((4, 3), dtype=np.float32 if kind == "float32" else np.float64)
+    X[2, 1] = value
+    if kind != "dense":
+        X = sp.csr_matrix(X)
+    for check in (as_csr, block_csr):
+        with pytest.raises(ValueError, match=says):
+            check(X)

@@ -7,18 +7,13 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from pybudget._core import _validation as V
-from pybudget._core._parallel import map_threads
+from pybudget._core._parallel import map_threads, problem_seed
 
 
 def binary_problems(n_classes):
     """The positive class of each binary problem a fit on n_classes solves: [1] for two
     classes (class 1 against class 0), else every class against the rest."""
     return [1] if n_classes == 2 else list(range(n_classes))
-
-
-def problem_seed(seed, k):
-    """The seed of the k-th problem of a run seeded with seed (same for every n_jobs)."""
-    return (seed + k) % 2**64
 
 
 def one_vs_rest(n_classes, seed, solve, n_jobs=1):

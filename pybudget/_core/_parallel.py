@@ -10,6 +10,12 @@ stopped.
 import threading
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
+
+def problem_seed(seed, k):
+    """The seed of the k-th problem of a run seeded with seed (same for every n_jobs)."""
+    return (seed + k) % 2**64
+
+
 _local = threading.local()     # .stop: the stop event of the pool running this thread
 
 # The main thread wakes this often while it waits, so that Ctrl-C is seen promptly where

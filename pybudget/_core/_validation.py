@@ -8,7 +8,6 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils import check_array
 
 from pybudget._core._csr import csr_structure
 
@@ -32,8 +31,31 @@ def as_csr(X, name="X"):
     caller's matrix is never modified."""
     if X is None:
         raise TypeError(f"{name} must be an array or sparse matrix, got None")
+    from sklearn.utils import check_array     # (not at import: see _lazy.py)
     X = check_array(X, accept_sparse="csr", dtype=list(VALUE_TYPES), ensure_all_finite=True,
                     input_name=name, accept_large_sparse=True)
+    return canonical_csr(X)
+
+
+def block_csr(X, name="X"):
+    """``as_csr`` for a block of rows on a Dask worker, without scikit-learn (a worker
+    need not import it: ``pybudget._lazy``) for what blocks are: a scipy sparse matrix or
+    a 2-d numpy array of real numbers, with rows and columns.  Anything else goes
+    through ``as_csr``; the errors say what scikit-learn's would."""
+    if not ((sp.issparse(X) or type(X) is np.ndarray) and X.ndim == 2
+            and X.dtype.kind in "fiub" and min(X.shape) > 0):
+        return as_csr(X, name)
+    values = X.data if sp.issparse(X) else X
+    with np.errstate(over="ignore", invalid="ignore"):
+        # (a finite float64 sum means finite values, without a mask of the block; a
+        # sum that overflowed is looked at value by value)
+        finite = (values.dtype.kind != "f" or np.isfinite(np.sum(values, dtype=np.float64))
+                  or np.isfinite(values).all())
+    if not finite:
+        if np.isnan(values).any():
+            raise ValueError(f"Input {name} contains NaN.")
+        raise ValueError(f"Input {name} contains infinity or a value too large for "
+                         f"{values.dtype!r}.")
     return canonical_csr(X)
 
 
@@ -228,6 +250,7 @@ def regression_targets(y, n_samples, name="y"):
     """Finite float64 targets, one per row."""
     if y is None:
         raise TypeError(f"{name} must be an array of targets, got None")
+    from sklearn.utils import check_array
     y = check_array(y, ensure_2d=False, dtype=np.float64, ensure_all_finite=True,
                     input_name=name)
     if y.ndim != 1 or y.shape[0] != n_samples:

@@ -7,10 +7,15 @@ arrays chunked by rows or on LIBSVM shards read on the workers
 (:func:`read_svmlight`); ``engine="threads"`` runs the same algorithm in this process
 without Dask.  See docs/user_guide.md, "Training on a Dask cluster".
 """
-from pybudget.dask._sources import (GeneratedShards, SvmlightShards, make_classification,
-                                    read_svmlight)
-from pybudget.dask.errors import ClusterError
-from pybudget.dask.estimators import LinearSVC, LinearSVR, LogisticRegression
+from pybudget._lazy import exports as _exports
+
+# (imported when first used: a worker unpickling its tasks imports this package)
+__getattr__, __dir__ = _exports(__name__, {
+    **dict.fromkeys(["GeneratedShards", "SvmlightShards", "make_classification",
+                     "read_svmlight"], "pybudget.dask._sources"),
+    "ClusterError": "pybudget.dask.errors",
+    **dict.fromkeys(["LinearSVC", "LinearSVR", "LogisticRegression"],
+                    "pybudget.dask.estimators")})
 
 __all__ = ["ClusterError", "GeneratedShards", "LinearSVC", "LinearSVR", "LogisticRegression",
            "SvmlightShards", "make_classification", "read_svmlight"]

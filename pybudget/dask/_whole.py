@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pybudget._core import _validation as V
-from pybudget._core._estimator import problem_seed
+from pybudget._core._parallel import problem_seed
 from pybudget.dask import _host_memory
 from pybudget.dask._driver import FitResult
 from pybudget.dask.errors import HostCopyMissing

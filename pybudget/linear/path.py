@@ -17,7 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import KFold, StratifiedKFold
 
 from pybudget._core import _validation as V
-from pybudget._core._estimator import problem_seed
+from pybudget._core._parallel import problem_seed
 from pybudget.linear.problem import (LOSSES, REGRESSION_LOSSES, _solve_binary,
                                      check_linear_params, next_start, resolve_selection)
 from pybudget.linear.svm import LinearSVC

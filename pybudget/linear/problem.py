@@ -9,7 +9,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from pybudget._core import _validation as V
 from pybudget._core._csr import rows_combination, used_columns
@@ -547,6 +546,7 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
                         seed=V.seed_from(random_state), n_threads=n_jobs, **extra)
     res.classes = classes
     if not res.converged:
+        from sklearn.exceptions import ConvergenceWarning    # (not at import: _lazy.py)
         warnings.warn(f"{unconverged('dual CD', res.selection, max_iter, tol)} "
                       f"(final KKT violation {res.kkt_violation:.3g})", ConvergenceWarning)
     return res
