@@ -3,7 +3,6 @@
 does not import scikit-learn (seconds on a small machine)."""
 import subprocess
 import sys
-
 import warnings
 
 import numpy as np

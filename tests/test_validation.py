@@ -230,42 +230,55 @@ def _blocks():
     big = np.full((2, 3), 1e308)                # finite, but its sum overflows
     return {"csr": A, "csc": A.tocsc(), "coo": A.tocoo(), "unsorted": unsorted,
             "int64 indices": wide, "float32": A.astype(np.float32),
-            "dense": A.toarray(), "dense float32": A.toarray().astype(np.float32),
+            "csr_array": sp.csr_array(A), "dense": A.toarray(),
+            "fortran": np.asfortranarray(A.toarray()),
+            "dense float32": A.toarray().astype(np.float32),
             "dense int": rng.integers(-3, 4, (5, 4)), "dense bool": rng.random((5, 4)) < .5,
             "overflowing sum": big, "overflowing sparse sum": sp.csr_matrix(big),
             "list": [[0.0, 1.0], [2.0, 0.0]], "object": np.array([[1, "a"]], dtype=object),
             "no columns": np.zeros((3, 0))}
 
 
+def _reference_csr(X):
+    """What as_csr gave before it checked arrays itself: scikit-learn's check_array,
+    then canonical_csr."""
+    from sklearn.utils import check_array
+
+    from pybudget._core._validation import VALUE_TYPES, canonical_csr
+    return canonical_csr(check_array(X, accept_sparse="csr", dtype=list(VALUE_TYPES),
+                                     ensure_all_finite=True, input_name="X",
+                                     accept_large_sparse=True))
+
+
 @pytest.mark.parametrize("name", list(_blocks()))
-def test_block_csr_equals_as_csr(name):
-    """The Dask workers' check of a block (V.block_csr, without scikit-learn) gives what
-    as_csr (scikit-learn's check_array, then ours) gives: the same matrix or the same
-    error."""
-    from pybudget._core._validation import block_csr
+def test_as_csr_equals_check_array_then_canonical_csr(name):
+    """as_csr checks scipy sparse and numpy arrays without scikit-learn (as a Dask
+    worker does its blocks): the same matrix, or the same error, as check_array."""
     X = _blocks()[name]
     try:
-        want = as_csr(X)
+        want = _reference_csr(X)
     except (ValueError, TypeError) as exc:
-        with pytest.raises(type(exc)):
-            block_csr(X)
+        with pytest.raises(type(exc)) as got:
+            as_csr(X)
+        assert str(got.value).splitlines()[0] == str(exc).splitlines()[0]
         return
-    got = block_csr(X)
-    assert got.dtype == want.dtype and got.shape == want.shape
+    got = as_csr(X)
+    assert type(got) is type(want) and got.dtype == want.dtype and got.shape == want.shape
     for a in ("data", "indices", "indptr"):
         assert np.array_equal(getattr(got, a), getattr(want, a))
         assert getattr(got, a).dtype == getattr(want, a).dtype
 
 
-@pytest.mark.parametrize("value,says", [(np.nan, "NaN"), (np.inf, "infinity"),
-                                        (-np.inf, "infinity")])
-@pytest.mark.parametrize("kind", ["dense", "csr", "float32"])
-def test_block_csr_names_nan_and_infinity_as_as_csr_does(value, says, kind):
-    from pybudget._core._validation import block_csr
-    X = np.ones((4, 3), dtype=np.float32 if kind == "float32" else np.float64)
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("kind", ["dense", "fortran", "csr", "csr_array", "float32"])
+def test_as_csr_names_nan_and_infinity_as_check_array_does(value, kind):
+    X = np.ones((4, 3), dtype=np.float32 if kind == "float32" else np.float64,
+                order="F" if kind == "fortran" else "C")
     X[2, 1] = value
-    if kind != "dense":
-        X = sp.csr_matrix(X)
-    for check in (as_csr, block_csr):
-        with pytest.raises(ValueError, match=says):
-            check(X)
+    X = {"csr": sp.csr_matrix, "csr_array": sp.csr_array, "float32": sp.csr_matrix}.get(
+        kind, np.asarray)(X)
+    with pytest.raises(ValueError) as want:
+        _reference_csr(X)
+    with pytest.raises(ValueError) as got:
+        as_csr(X)
+    assert str(got.value).splitlines()[0] == str(want.value).splitlines()[0]

@@ -28,27 +28,23 @@ def as_csr(X, name="X"):
     """Check X (dense or sparse) and return a canonical CSR matrix for the kernels:
     float64 or float32 data (kept as given; other types become float64), int32 sorted
     indices without duplicates, at least one row and column, all values finite.  The
-    caller's matrix is never modified."""
+    caller's matrix is never modified.  A scipy sparse matrix or a 2-d numpy array of
+    real numbers is checked here; anything else (lists, data frames, object or complex
+    arrays, no rows or columns) by scikit-learn's check_array first, which is imported
+    only then (a Dask worker checks its blocks without it: ``pybudget._lazy``).  The
+    errors are scikit-learn's either way."""
     if X is None:
         raise TypeError(f"{name} must be an array or sparse matrix, got None")
-    from sklearn.utils import check_array     # (not at import: see _lazy.py)
-    X = check_array(X, accept_sparse="csr", dtype=list(VALUE_TYPES), ensure_all_finite=True,
-                    input_name=name, accept_large_sparse=True)
-    return canonical_csr(X)
-
-
-def block_csr(X, name="X"):
-    """``as_csr`` for a block of rows on a Dask worker, without scikit-learn (a worker
-    need not import it: ``pybudget._lazy``) for what blocks are: a scipy sparse matrix or
-    a 2-d numpy array of real numbers, with rows and columns.  Anything else goes
-    through ``as_csr``; the errors say what scikit-learn's would."""
     if not ((sp.issparse(X) or type(X) is np.ndarray) and X.ndim == 2
             and X.dtype.kind in "fiub" and min(X.shape) > 0):
-        return as_csr(X, name)
+        from sklearn.utils import check_array
+        X = check_array(X, accept_sparse="csr", dtype=list(VALUE_TYPES),
+                        ensure_all_finite=True, input_name=name, accept_large_sparse=True)
+        return canonical_csr(X)
     values = X.data if sp.issparse(X) else X
     with np.errstate(over="ignore", invalid="ignore"):
-        # (a finite float64 sum means finite values, without a mask of the block; a
-        # sum that overflowed is looked at value by value)
+        # (a finite float64 sum means finite values, without a mask of X; a sum that
+        # overflowed is looked at value by value)
         finite = (values.dtype.kind != "f" or np.isfinite(np.sum(values, dtype=np.float64))
                   or np.isfinite(values).all())
     if not finite:

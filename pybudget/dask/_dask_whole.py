@@ -167,14 +167,14 @@ class WholeProblems:
         """Have the shared copies' files unlinked by every live worker of their host
         (``_alive``; the workers mapped them already, or failed), without waiting for
         the unlink."""
-        try:
-            for first, name in names.items():
+        for first, name in names.items():
+            try:
                 alive = self._alive(next(a for a in hosts.values() if a[0] == first))
                 if alive:
                     self.client.run(_host_memory.unlink_async, [name], workers=alive,
                                     wait=False)
-        except Exception:          # (a closing cluster: its workers' /dev/shm goes too)
-            pass
+            except Exception:      # (a closing cluster: its workers' /dev/shm goes too)
+                pass
 
 
 def _host(addr, info):

@@ -410,7 +410,7 @@ def check_block(X, y, where, d=None, regression=False, sample_weight=None):
         X = sp.csr_matrix((0, X.shape[1] if d is None else d))
         return X, np.asarray(y).ravel()[:0], None
     try:
-        Xc = V.block_csr(X)
+        Xc = V.as_csr(X)
     except (ValueError, TypeError) as exc:
         raise ValueError(f"{where}: {str(exc).splitlines()[0]}") from None
     if d is not None and Xc.shape[1] != d:
