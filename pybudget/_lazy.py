@@ -6,7 +6,8 @@ packages above it; with every estimator imported there, each fresh worker also i
 scikit-learn (2.4-2.9 s on a 2-core machine, with pandas installed: scikit-learn then
 imports pandas and pyarrow), which the solvers do not need.  So the packages name their
 public objects here instead of importing them, and the solver layer imports scikit-learn
-only inside the functions that use it (input checks, warnings, the LIBSVM parser).
+only inside the functions that use it (input checks, warnings); the LIBSVM reader is
+our own (_core/_libsvm_text.pyx).
 """
 import importlib
 

@@ -1,6 +1,6 @@
 """The one LIBSVM/svmlight reader behind ``datasets.load_svmlight`` (a whole file) and
-the streaming reader (chunks of lines): opening compressed files, parsing with
-scikit-learn's parser, and the checks and index narrowing both need."""
+the streaming reader (chunks of lines): opening compressed files, parsing
+(``_core._libsvm_text``), and the checks and index narrowing both need."""
 import bz2
 import gzip
 import lzma
@@ -9,7 +9,7 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
-from pybudget._core import _validation as V
+from pybudget._core import _libsvm_text as _text, _validation as V
 
 ZERO_BASED_HINT = (" (feature indices are 1-based as in LIBSVM; for a 0-based file pass "
                    "zero_based=True, or --zero-based on the command line)")
@@ -38,30 +38,68 @@ def value_dtype(dtype):
     return dt.type
 
 
-def parse(source, n_features, zero_based, dtype, where):
+# text read and parsed at a time: the parser's arrays are sized by the block's lines and
+# colons, so the arrays of a file are at most one block's worth larger than its CSR
+BLOCK_BYTES = 1 << 23
+
+
+def parse(source, n_features, zero_based, dtype, where, first_line=1):
     """(CSR X, float64 y) from an open binary file or buffer; ``where`` names the
-    source in errors ("'a.txt'", "a.txt lines 1-7").  X has values of ``dtype``
-    (float64 or float32, parsed straight into it by scikit-learn's reader: no float64
-    intermediate); they must be finite.  Indices are int32 where they fit
-    (scikit-learn's partial_fit estimators refuse int64)."""
+    source in errors ("'a.txt'"), whose line numbers start at
+    ``first_line``.  X has values of ``dtype`` (float64 or float32, parsed straight
+    into it: no float64 intermediate); they must be finite.  Indices are int32 where
+    they fit (scikit-learn's partial_fit estimators refuse int64).  The format is
+    scikit-learn's ``load_svmlight_file``'s (tests/test_svmlight.py compares them),
+    parsed by ``_core._libsvm_text`` a block of whole lines at a time."""
     zero_based = V.boolean("zero_based", zero_based)   # never sklearn's per-chunk "auto"
     dtype = value_dtype(dtype)
-    kw = {} if n_features is None else {"n_features": n_features}
-    from sklearn.datasets import load_svmlight_file    # (not at import: _lazy.py)
-    try:
-        X, y = load_svmlight_file(source, zero_based=zero_based, dtype=dtype, **kw)
-    except (PermissionError, IsADirectoryError):
-        raise
-    except (ValueError, OverflowError, EOFError, lzma.LZMAError, OSError) as e:
-        hint = ZERO_BASED_HINT if "Invalid index 0" in str(e) else ""
-        raise ValueError(f"cannot read {where} as a LIBSVM file: {e}{hint}") from None
+    parts, carry, line = [], b"", first_line
+    while True:
+        try:
+            chunk = source.read(BLOCK_BYTES)
+        except (EOFError, lzma.LZMAError, OSError) as e:
+            if isinstance(e, (PermissionError, IsADirectoryError)):
+                raise
+            raise ValueError(f"cannot read {where} as a LIBSVM file: {e}") from None
+        text = carry + chunk
+        cut = len(text) if not chunk else text.rfind(b"\n") + 1
+        text, carry = text[:cut], text[cut:]
+        if text:
+            parts.append(_parse_block(text, zero_based, dtype, where, line))
+            line += text.count(b"\n")
+        if not chunk:
+            break
+    y = np.concatenate([np.zeros(0)] + [p[0] for p in parts])
+    nnz = sum(len(p[2]) for p in parts)
+    width = max([p[4] for p in parts], default=0)
+    if n_features is not None and n_features < width:
+        raise ValueError(f"n_features={n_features}, but {where} has feature index "
+                         f"{width - 1 + (not zero_based)} ({width} features)")
+    wide = nnz >= 2**31 - 1 or width >= 2**31 - 1
+    index = np.int64 if wide else np.int32
+    indptr = np.zeros(len(y) + 1, dtype=index)
+    np.cumsum(np.concatenate([np.zeros(0, index)] + [p[1] for p in parts]),
+              out=indptr[1:])
+    indices = np.concatenate([np.zeros(0, index)] + [p[2].astype(index) for p in parts])
+    data = parts[0][3] if len(parts) == 1 else \
+        np.concatenate([np.zeros(0, dtype)] + [p[3] for p in parts])
     with np.errstate(over="ignore", invalid="ignore"):
         # a finite float64 sum means finite values, without an nnz-sized mask
-        finite = np.isfinite(np.sum(X.data, dtype=np.float64))
-    if not (finite or np.all(np.isfinite(X.data))) or not np.all(np.isfinite(y)):
+        finite = np.isfinite(np.sum(data, dtype=np.float64))
+    if not (finite or np.all(np.isfinite(data))) or not np.all(np.isfinite(y)):
         raise ValueError(f"{where}: NaN or infinity in the data")
-    X = X.tocsr()
-    if X.indices.dtype != np.int32 and X.nnz < 2**31 - 1 and X.shape[1] < 2**31 - 1:
-        X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)),
-                          shape=X.shape)
-    return X, y
+    shape = (len(y), max(width, 1) if n_features is None else n_features)
+    return sp.csr_matrix((data, indices, indptr), shape=shape), y
+
+
+def _parse_block(text, zero_based, dtype, where, first_line):
+    """(labels, row lengths, int64 indices, values, columns) of whole lines text."""
+    parsed, error = _text.parse_lines(text, zero_based, dtype)
+    if error is not None:
+        line, at, what = error
+        token = text[at:at + 41].split(None, 1)[0].decode("utf-8", "replace")
+        token = token if len(token) <= 40 else token[:37] + "..."
+        hint = ZERO_BASED_HINT if what == "feature index 0" else ""
+        raise ValueError(f"cannot read {where} as a LIBSVM file: line "
+                         f"{first_line + line - 1}, {token!r}: {what}{hint}")
+    return parsed

@@ -92,7 +92,7 @@ def iter_svmlight_chunks(path, chunk_size=10000, n_features=None, *, zero_based=
     ------
     ValueError
         When the file cannot be parsed, or a compressed stream is corrupt or truncated
-        (naming the file and, for parse errors, the lines).
+        (naming the file and, for parse errors, the line).
     """
     chunk_size = V.positive_int("chunk_size", chunk_size)
     zero_based = V.boolean("zero_based", zero_based)
@@ -100,19 +100,16 @@ def iter_svmlight_chunks(path, chunk_size=10000, n_features=None, *, zero_based=
     with open_binary(path) as f:
         if progress is not None:
             progress.attach(f)
-        lines = []
-        lineno = 0
-        for line in _lines(f, path):
-            lineno += 1
+        lines, rows, first = [], 0, 1
+        for lineno, line in enumerate(_lines(f, path), 1):
+            lines.append(line)
             s = line.strip()
-            if not s or s.startswith(b"#"):
-                continue
-            lines.append(line if line.endswith(b"\n") else line + b"\n")
-            if len(lines) == chunk_size:
-                yield _parse(lines, n_features, zero_based, dtype, path, lineno)
-                lines = []
-        if lines:
-            yield _parse(lines, n_features, zero_based, dtype, path, lineno)
+            rows += bool(s) and not s.startswith(b"#")
+            if rows == chunk_size:
+                yield _parse(lines, n_features, zero_based, dtype, path, first)
+                lines, rows, first = [], 0, lineno + 1
+        if rows:
+            yield _parse(lines, n_features, zero_based, dtype, path, first)
 
 
 def _lines(f, path):
@@ -124,10 +121,12 @@ def _lines(f, path):
         raise ValueError(f"{os.fspath(path)}: cannot read the file: {e}") from e
 
 
-def _parse(lines, n_features, zero_based, dtype, path, lineno):
-    first = lineno - len(lines) + 1
-    return parse(io.BytesIO(b"".join(lines)), n_features, zero_based, dtype,
-                 f"{os.fspath(path)} lines {first}-{lineno} (after skipping comments)")
+def _parse(lines, n_features, zero_based, dtype, path, first):
+    """A chunk's lines (comments and blank lines kept, so that errors give the line
+    numbers of the file: its first line is line ``first``)."""
+    text = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
+    return parse(io.BytesIO(text), n_features, zero_based, dtype, repr(os.fspath(path)),
+                 first_line=first)
 
 
 def scan_svmlight(path, chunk_size=10000, *, zero_based=False, dtype=np.float64):

@@ -16,8 +16,11 @@ def _run(code):
 
 
 def test_the_workers_modules_import_no_scikit_learn():
-    print(_run("import sys; import pybudget.dask._worker, pybudget.dask._whole, "
+    """Not to import them, nor to parse a LIBSVM shard (pybudget._svmlight)."""
+    print(_run("import io, sys; import pybudget.dask._worker, pybudget.dask._whole, "
                "pybudget.dask._host_memory, pybudget.dask._sources; "
+               "from pybudget._svmlight import parse; "
+               "parse(io.BytesIO(b'1 1:2\\n'), None, False, float, 'x'); "
                "assert 'sklearn' not in sys.modules, 'imported sklearn'"))
 
 
@@ -50,9 +53,10 @@ def test_merging_is_where_it_always_was():
 
 
 @pytest.mark.cluster
-def test_a_dask_fit_leaves_its_workers_without_scikit_learn():
+def test_a_dask_fit_leaves_its_workers_without_scikit_learn(tmp_path):
     """Fresh worker processes: Dask-array chunks checked, rows copied, a problem solved
-    (method "whole") and the ring run, without scikit-learn on the workers."""
+    (method "whole") and the ring run, LIBSVM shards parsed, without scikit-learn on the
+    workers."""
     distributed = pytest.importorskip("distributed")
     da = pytest.importorskip("dask.array")
     import pybudget.dask as pbd
@@ -68,4 +72,13 @@ def test_a_dask_fit_leaves_its_workers_without_scikit_learn():
                 warnings.simplefilter("ignore")      # (50 rounds: not to convergence)
                 pbd.LinearSVC(client=client, method=method, tol=1e-2, max_iter=50,
                               random_state=0).fit(Xd, yd)
+        paths, dense = [], X.toarray()
+        for k in range(2):
+            paths.append(tmp_path / f"part-{k}.svm")
+            paths[-1].write_text("".join(
+                f"{y[i]:g} "
+                + " ".join(f"{j + 1}:{float(dense[i, j])!r}" for j in range(X.shape[1]))
+                + "\n" for i in range(k * 100, (k + 1) * 100)))
+        pbd.LinearSVC(client=client, random_state=0).fit(
+            pbd.read_svmlight([str(p) for p in paths], n_features=X.shape[1]))
         assert not any(client.run(lambda: "sklearn" in sys.modules).values())

@@ -120,7 +120,7 @@ def test_errors(libsvm_file, tmp_path):
         stream_fit(BudgetSVC(), empty)
     bad = tmp_path / "bad.txt"
     bad.write_text("1 1:0.5\n1 2:x\n-1 1:1\n")
-    with pytest.raises(ValueError, match="lines 1-3"):
+    with pytest.raises(ValueError, match="bad.txt' as a LIBSVM file: line 2, '2:x'"):
         stream_fit(BudgetSVC(), bad)
     nan = tmp_path / "nan.txt"
     nan.write_text("1 1:0.5\n-1 2:nan\n")
