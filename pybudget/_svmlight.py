@@ -75,7 +75,7 @@ def parse(source, n_features, zero_based, dtype, where, first_line=1):
     if n_features is not None and n_features < width:
         raise ValueError(f"n_features={n_features}, but {where} has feature index "
                          f"{width - 1 + (not zero_based)} ({width} features)")
-    wide = nnz >= 2**31 - 1 or width >= 2**31 - 1
+    wide = max(nnz, width, n_features or 0) >= 2**31 - 1
     index = np.int64 if wide else np.int32
     indptr = np.zeros(len(y) + 1, dtype=index)
     np.cumsum(np.concatenate([np.zeros(0, index)] + [p[1] for p in parts]),
