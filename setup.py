@@ -1,7 +1,8 @@
 """Build script: declares the Cython extensions (metadata lives in pyproject.toml).
 
 Every ``pybudget/**/*.pyx`` becomes an extension named by its path
-(``pybudget/linear/_dcd64.pyx`` -> ``pybudget.linear._dcd64``).  Set
+(``pybudget/linear/_dcd64.pyx`` -> ``pybudget.linear._dcd64``); the typed
+memoryviews' support code is one generated module they share (``SHARED``).  Set
 ``PYBUDGET_DEBUG=1`` to build with bounds checking and without -O3, for debugging.
 """
 import multiprocessing
@@ -62,8 +63,8 @@ extensions = [
 ]
 
 # The support code of typed memoryviews goes in one module of its own (Cython >= 3.1)
-# instead of into each extension: it was half of every module's C, and the builds took
-# 93 s instead of 52 s on 2 cores (CI builds the package three times).
+# instead of into each extension: it was half of every module's C, and a clean build took
+# 88-98 s instead of 45-54 s on 2 cores (CI builds the package three times).
 SHARED = "pybudget._cyutility"
 shared_c = here.joinpath(*SHARED.split(".")).with_suffix(".c")
 with tempfile.TemporaryDirectory() as tmp:
