@@ -69,27 +69,26 @@ def parse(source, n_features, zero_based, dtype, where, first_line=1):
             line += text.count(b"\n")
         if not chunk:
             break
-    y = np.concatenate([np.zeros(0)] + [p[0] for p in parts])
+    y = _joined([p[0] for p in parts], np.float64)
     nnz = sum(len(p[2]) for p in parts)
     width = max([p[4] for p in parts], default=0)
     if n_features is not None and n_features < width:
         raise ValueError(f"n_features={n_features}, but {where} has feature index "
                          f"{width - 1 + (not zero_based)} ({width} features)")
-    wide = max(nnz, width, n_features or 0) >= 2**31 - 1
-    index = np.int64 if wide else np.int32
+    index = np.int64 if max(nnz, width, n_features or 0) >= 2**31 - 1 else np.int32
     indptr = np.zeros(len(y) + 1, dtype=index)
-    np.cumsum(np.concatenate([np.zeros(0, index)] + [p[1] for p in parts]),
-              out=indptr[1:])
-    indices = np.concatenate([np.zeros(0, index)] + [p[2].astype(index) for p in parts])
-    data = parts[0][3] if len(parts) == 1 else \
-        np.concatenate([np.zeros(0, dtype)] + [p[3] for p in parts])
-    with np.errstate(over="ignore", invalid="ignore"):
-        # a finite float64 sum means finite values, without an nnz-sized mask
-        finite = np.isfinite(np.sum(data, dtype=np.float64))
-    if not (finite or np.all(np.isfinite(data))) or not np.all(np.isfinite(y)):
+    np.cumsum(_joined([p[1] for p in parts], index), out=indptr[1:])
+    indices = _joined([p[2] for p in parts], index)
+    data = parts[0][3] if len(parts) == 1 else _joined([p[3] for p in parts], dtype)
+    if not (V.all_finite(data) and V.all_finite(y)):
         raise ValueError(f"{where}: NaN or infinity in the data")
     shape = (len(y), max(width, 1) if n_features is None else n_features)
     return sp.csr_matrix((data, indices, indptr), shape=shape), y
+
+
+def _joined(arrays, dtype):
+    """The arrays one after the other, as dtype (one copy)."""
+    return np.concatenate(arrays, dtype=dtype) if arrays else np.zeros(0, dtype)
 
 
 def _parse_block(text, zero_based, dtype, where, first_line):

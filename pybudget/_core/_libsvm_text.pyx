@@ -35,9 +35,9 @@ def parse_lines(bytes text, bint zero_based, dtype):
                                                  indices, values)
     if error is not None:
         return None, (rows, nnz, error)
-    if nnz < colons:                   # (colons of comments and qid tokens)
-        indices, values = indices[:nnz].copy(), values[:nnz].copy()
-    return (labels[:rows], lengths[:rows], indices, values, width), None
+    # (views: the arrays' tails, for the colons of comments and qid tokens, are not
+    # worth a copy; the caller joins the blocks)
+    return (labels[:rows], lengths[:rows], indices[:nnz], values[:nnz], width), None
 
 
 cdef tuple _count(const unsigned char[::1] text):
@@ -77,7 +77,7 @@ cdef tuple _parse(bytes text, bint zero_based, double[::1] labels, long long[::1
             if hash != NULL:
                 eol = hash
             p = s
-            s = eol + 1 if eol < end and eol[0] == c'\n' else _next_line(eol, end)
+            s = _next_line(eol, end)
             while p < eol and is_space(p[0]):
                 p += 1
             if p == eol:
@@ -156,6 +156,6 @@ cdef tuple _parse(bytes text, bint zero_based, double[::1] labels, long long[::1
 
 
 cdef inline const char* _next_line(const char* eol, const char* end) noexcept nogil:
-    """The start of the line after a comment that begins at eol (or end)."""
+    """The start of the line after eol (its end or the start of its comment), or end."""
     cdef const char* nl = <const char*>memchr(eol, c'\n', end - eol)
     return end if nl == NULL else nl + 1

@@ -24,6 +24,15 @@ VALUE_TYPES = (np.float64, np.float32)
 CHUNK_VALUES = 1 << 16
 
 
+def all_finite(values):
+    """Whether a float array has no NaN or infinity: a finite float64 sum says so
+    without a mask of the array's size; a sum that overflowed or is NaN is looked at
+    value by value."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return bool(np.isfinite(np.sum(values, dtype=np.float64))
+                    or np.isfinite(values).all())
+
+
 def as_csr(X, name="X"):
     """Check X (dense or sparse) and return a canonical CSR matrix for the kernels:
     float64 or float32 data (kept as given; other types become float64), int32 sorted
@@ -42,12 +51,7 @@ def as_csr(X, name="X"):
                         ensure_all_finite=True, input_name=name, accept_large_sparse=True)
         return canonical_csr(X)
     values = X.data if sp.issparse(X) else X
-    with np.errstate(over="ignore", invalid="ignore"):
-        # (a finite float64 sum means finite values, without a mask of X; a sum that
-        # overflowed is looked at value by value)
-        finite = (values.dtype.kind != "f" or np.isfinite(np.sum(values, dtype=np.float64))
-                  or np.isfinite(values).all())
-    if not finite:
+    if values.dtype.kind == "f" and not all_finite(values):
         if np.isnan(values).any():
             raise ValueError(f"Input {name} contains NaN.")
         raise ValueError(f"Input {name} contains infinity or a value too large for "
