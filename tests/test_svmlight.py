@@ -3,6 +3,10 @@ scikit-learn's load_svmlight_file, the independent reference: the same labels, m
 dtypes and shape on the files both accept, and a clear error, naming the line and the
 token, where ours refuses one."""
 import io
+import os
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -139,3 +143,41 @@ def test_real_files_as_scikit_learn_reads_them(name):
         pytest.skip(f"no {path}")
     with _svmlight.open_binary(path) as f:
         _same(f.read(), False)
+
+
+COMMA_LOCALE = "de_DE.UTF-8"
+
+
+@pytest.fixture(scope="module")
+def comma_locale(tmp_path_factory):
+    """A directory (for LOCPATH) holding a locale whose decimal point is a comma,
+    compiled here by glibc's localedef; skips where it cannot be made."""
+    if sys.platform != "linux" or shutil.which("localedef") is None:
+        pytest.skip("no glibc localedef to compile a comma locale")
+    where = tmp_path_factory.mktemp("locales")
+    made = subprocess.run(["localedef", "-i", "de_DE", "-f", "UTF-8",
+                           str(where / COMMA_LOCALE)], capture_output=True)
+    if not (where / COMMA_LOCALE).exists():
+        pytest.skip(f"localedef could not make {COMMA_LOCALE}: {made.stderr[-200:]!r}")
+    return where
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_numbers_are_read_alike_whatever_the_locale(comma_locale, dtype):
+    """A program that set a locale whose decimal point is a comma (as
+    locale.setlocale(locale.LC_ALL, "") does in a German session) reads 1.5 as 1.5, the
+    same bits as in the C locale: the numbers are parsed in the C locale."""
+    text = b"1.5 1:2.25 3:-0.5e-3\n-1 2:1e-3 4:.75\n"
+    code = (
+        "import io, locale, sys, numpy as np\n"
+        f"assert locale.setlocale(locale.LC_ALL, {COMMA_LOCALE!r})\n"
+        "assert locale.localeconv()['decimal_point'] == ','\n"
+        "from pybudget._svmlight import parse\n"
+        f"X, y = parse(io.BytesIO({text!r}), None, False, np.{dtype}, 'f')\n"
+        "sys.stdout.write(repr((y.tolist(), X.toarray().tolist())))\n")
+    env = dict(os.environ, LOCPATH=str(comma_locale))
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    X, y = parse(io.BytesIO(text), None, False, np.dtype(dtype), "f")
+    assert run.stdout == repr((y.tolist(), X.toarray().tolist()))

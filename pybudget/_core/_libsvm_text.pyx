@@ -1,11 +1,20 @@
 # The LIBSVM/svmlight text parser behind pybudget._svmlight.parse: whole lines in, the
-# labels and the CSR arrays out, in C (strtod for the numbers), so that reading a file
-# needs neither Python objects per token nor scikit-learn (whose import costs a Dask
-# worker seconds).  Errors are returned as (line, offset, message) for the caller to word.
-from libc.stdlib cimport strtod
+# labels and the CSR arrays out, in C (strtod in the C locale for the numbers,
+# _c_numbers.h), so that reading a file needs neither Python objects per token nor
+# scikit-learn (whose import costs a Dask worker seconds).  Errors are returned as
+# (line, offset, message) for the caller to word.
 from libc.string cimport memchr
 
 import numpy as np
+
+
+cdef extern from "_c_numbers.h":
+    int pb_c_numbers_init()
+    double pb_strtod(const char* s, char** end) nogil
+
+
+if not pb_c_numbers_init():
+    raise MemoryError("cannot make the C locale that numbers are read in")
 
 ctypedef fused value_t:
     float
@@ -54,7 +63,7 @@ cdef tuple _parse(bytes text, bint zero_based, double[::1] labels, long long[::1
     """parse_lines into arrays of at least as many rows as text has lines and as many
     non-zeros as it has colons: (rows, nnz, largest column + 1, None), or (line,
     offset, 0, message) at the first bad line."""
-    cdef const char* s = text          # (a bytes object ends in a NUL: strtod stops)
+    cdef const char* s = text          # (a bytes object ends in a NUL: pb_strtod stops)
     cdef const char* end = s + len(text)
     cdef const char* eol
     cdef const char* hash
@@ -83,7 +92,7 @@ cdef tuple _parse(bytes text, bint zero_based, double[::1] labels, long long[::1
             if p == eol:
                 continue
             tok = p
-            labels[rows] = strtod(p, &q)
+            labels[rows] = pb_strtod(p, &q)
             if q == p or (q < eol and not is_space(q[0])) or q > eol:
                 error = 1
                 break
@@ -130,7 +139,7 @@ cdef tuple _parse(bytes text, bint zero_based, double[::1] labels, long long[::1
                 if p == eol or is_space(p[0]):
                     error = 2
                     break
-                values[nnz] = <value_t>strtod(p, &q)
+                values[nnz] = <value_t>pb_strtod(p, &q)
                 if q == p or (q < eol and not is_space(q[0])) or q > eol:
                     error = 2
                     break
