@@ -117,6 +117,17 @@ def _parts(case):
     return spec, parts
 
 
+def _file_plan(spec, parts):
+    """_whole.file_plan of the partitions, from the summaries the workers give."""
+    Xs = [X if X.shape[1] == spec["d"] else
+          sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], spec["d"]))
+          for X, _, _ in parts]
+    infos = [{"n": X.shape[0], "nnz": X.nnz, "dtypes": [
+        a.dtype.str for a in (X.data, X.indices, X.indptr, y)]} for X, (_, y, _)
+        in zip(Xs, parts)]
+    return _whole.file_plan(spec, infos)
+
+
 @pytest.mark.parametrize("case", ["plain", "float32", "regression", "dealt",
                                   "one partition", "narrow and unsorted"])
 def test_shared_and_mapped_rows_are_all_rows(case):
@@ -133,20 +144,12 @@ def test_shared_and_mapped_rows_are_all_rows(case):
     finally:
         _host_memory.unlink(name)
     if case != "dealt":         # (each partition writes its own rows, in any order)
-        Xs = [X if X.shape[1] == spec["d"] else
-              sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], spec["d"]))
-              for X, _, _ in parts]
-        infos = [{"n": X.shape[0], "nnz": X.nnz, "dtypes": [
-            a.dtype.str for a in (X.data, X.indices, X.indptr, y)]} for X, (_, y, _)
-            in zip(Xs, parts)]
-        shapes, starts = _whole.file_plan(spec, infos)
-        layout = _host_memory.layout_of(shapes)
+        shapes, starts = _file_plan(spec, parts)
         try:
-            created = _whole.file_create(name, shapes)
-            written = [_whole.file_write(name, layout, spec, row, at, created, part)
+            written = [_whole.file_write(name, shapes, spec, row, at, part)
                        for (row, at), part in reversed(list(zip(starts, parts)))]
-            made.append(_whole.file_rows(name, layout, spec, ref[0].shape[0], *written))
-            made.append(_whole.mapped_rows(name, _whole.shared_layout(name, made[-1])))
+            made += [_whole.file_rows(name, shapes, spec, ref[0].shape[0], *written)
+                     for _ in range(2)]         # (each worker of the host maps it)
         finally:
             _host_memory.unlink(name)
     for rows in made:
@@ -166,9 +169,9 @@ def test_publish_on_a_full_tmpfs_leaves_nothing(monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "posix_fallocate", full)
-    before = ours()
     assert _host_memory.publish("pybudget-test-full", [np.ones(10)]) is None
-    assert ours() == before
+    # (its own name only: other test processes make and unlink theirs meanwhile)
+    assert not os.path.exists(_host_memory.path("pybudget-test-full"))
 
 
 @pytest.mark.parametrize("lacks", ["tmpfs", "posix_fallocate"])
@@ -179,34 +182,56 @@ def test_without_a_tmpfs_or_fallocate_nothing_is_published(monkeypatch, lacks):
         monkeypatch.setattr(_host_memory, "ROOT", "/no/such/dir")
     else:
         monkeypatch.delattr(os, "posix_fallocate")
-    before = ours()
     assert not _host_memory.available()
     assert _host_memory.publish("pybudget-test-none", [np.ones(4)]) is None
-    assert ours() == before
+    monkeypatch.undo()
+    assert not os.path.exists(_host_memory.path("pybudget-test-none"))
 
 
 def test_mapped_rows_without_a_copy_raise_host_copy_missing():
     with pytest.raises(HostCopyMissing):
         _whole.mapped_rows("pybudget-none", None)
-    layout = _host_memory.layout_of([((3,), np.float64)])
+    shapes = [((3,), np.float64)]
     with pytest.raises(HostCopyMissing):
-        _whole.mapped_rows("pybudget-none", (layout, (3, 1), "avsf"))
+        _whole.mapped_rows("pybudget-none", (_host_memory.layout_of(shapes), (3, 1), "avsf"))
+    with pytest.raises(HostCopyMissing):
+        _whole.file_rows("pybudget-none", shapes, {"d": 1}, 3)
+
+
+def test_a_writer_on_a_full_tmpfs_raises_host_copy_missing_and_leaves_nothing(
+        monkeypatch):
+    """The first writer of the host's file cannot reserve its space: HostCopyMissing
+    (the client then gives each worker its own copy), and no file is left."""
+    def full(fd, offset, size):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    spec, parts = _parts("plain")
+    shapes, starts = _file_plan(spec, parts)
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    with pytest.raises(HostCopyMissing, match="could not be made"):
+        _whole.file_write("pybudget-test-full-writer", shapes, spec, *starts[0], parts[0])
+    assert not os.path.exists(_host_memory.path("pybudget-test-full-writer"))
 
 
 def blocks_on_workers(client, X, y):
     """X and y as Dask arrays of one block a worker, each sent to its worker (so each
-    partition is built there, where a persisted array's chunks may share a worker)."""
+    partition is built there, where a persisted array's chunks may share a worker);
+    persisted, so that they no longer need the scattered blocks (an array made from a
+    future does not keep it: once let go, the scheduler forgets the block)."""
     da = pytest.importorskip("dask.array")
     workers = sorted(client.scheduler_info()["workers"])
     step = -(-X.shape[0] // len(workers))
-    xs, ys = [], []
+    xs, ys, sent = [], [], []
     for k, w in enumerate(workers):
         lo, hi = step * k, min(step * (k + 1), X.shape[0])
         fx, fy = client.scatter([X[lo:hi], y[lo:hi]], workers=[w])
+        sent += [fx, fy]
         n = hi - lo
         xs.append(da.from_delayed(fx, shape=(n, X.shape[1]), dtype=X.dtype, meta=X[:0]))
         ys.append(da.from_delayed(fy, shape=(n,), dtype=y.dtype))
-    return da.concatenate(xs), da.concatenate(ys)
+    Xd, yd = client.persist([da.concatenate(xs), da.concatenate(ys)])
+    distributed.wait([Xd, yd])
+    return Xd, yd
 
 
 def fit_on(client, monkeypatch, inputs, seed=0):
@@ -234,13 +259,17 @@ def test_the_workers_of_a_host_share_one_copy_to_one_machines_bits(client, monke
     m, one = fit_on(client, monkeypatch, inputs)
     np.testing.assert_array_equal(m.coef_, one.coef_)
     np.testing.assert_array_equal(m.intercept_, one.intercept_)
-    assert "all_rows" not in sent and sent.count("mapped_rows") == 1
+    assert "all_rows" not in sent
     if inputs == "dask array":
-        assert sent.count("file_write") == 2 and "shared_rows" not in sent
-        assert len(set(sent.where["file_write"])) == 2       # (each its own rows)
+        # (each partition its own rows, no task to fetch them first; both map the file)
+        assert sent.count("file_write_held") == 2 and "shared_rows" not in sent
+        assert len(set(sent.where["file_write_held"])) == 2
+        assert "file_write" not in sent and "partition_rows_task" not in sent
+        assert len(set(sent.where["file_rows"])) == 2 and "mapped_rows" not in sent
         assert m.bytes_sent_["workers"] == 0
     else:
-        assert sent.count("shared_rows") == 1 and "file_write" not in sent
+        assert sent.count("shared_rows") == 1 and sent.count("mapped_rows") == 1
+        assert "file_write_held" not in sent and "file_rows" not in sent
         assert m.bytes_sent_["workers"] == 0      # (small: all rows on one worker)
     assert gone_soon(before)
 
@@ -253,11 +282,14 @@ def test_where_the_copy_cannot_be_shared_each_worker_copies(client, monkeypatch,
     worker cannot map it (as in a container with its own /dev/shm): each worker gets
     its own copy, to the same bits."""
     if how == "not made":
-        swap = {_whole.file_create: lambda name, shapes: False,
+        # (a name in no directory: the file cannot be made)
+        swap = {_whole.file_write_held: lambda name, *args: _whole.file_write_held(
+                    name + "/x", *args),
                 _whole.shared_rows: lambda name, spec, *parts: _whole.all_rows(spec,
                                                                               *parts)}
     else:
-        swap = {_whole.mapped_rows: lambda name, shared: _whole.mapped_rows(name + "-x",
+        swap = {_whole.file_rows: lambda name, *args: _whole.file_rows(name + "-x", *args),
+                _whole.mapped_rows: lambda name, shared: _whole.mapped_rows(name + "-x",
                                                                             shared)}
     sent = spy_on(monkeypatch, swap=swap)
     before = ours()
@@ -287,6 +319,6 @@ def test_a_worker_that_runs_no_problem_still_writes_its_partition(monkeypatch):
         assert gone_soon(before)
     np.testing.assert_array_equal(m.coef_, one.coef_)
     np.testing.assert_array_equal(m.intercept_, one.intercept_)
-    assert len(set(sent.where["file_write"])) == 4
+    assert len(set(sent.where["file_write_held"])) == 4
     assert len(set(sent.where["solve_problems"])) == 3
-    assert sent.count("mapped_rows") == 2 and m.bytes_sent_["workers"] == 0
+    assert len(set(sent.where["file_rows"])) == 3 and m.bytes_sent_["workers"] == 0

@@ -99,8 +99,16 @@ class WholeProblems:
             try:
                 if rebuild or losses:
                     self._rebuild_lost()
-                parts = [self._submit(_worker.partition_rows_task, p, self.job, p,
-                                      track=False) for p in range(len(self.where))]
+                held = {}
+
+                def part(p):
+                    """Partition p's rows, to move them to another worker (a task
+                    on its worker, made once)."""
+                    if p not in held:
+                        held[p] = self._submit(_worker.partition_rows_task, p, self.job,
+                                               p, track=False)
+                    return held[p]
+
                 info = worker_info(self.client)
                 here = {a: sum(self.part_bytes[p] for p in self.where if self.where[p] == a)
                         for a in self._live_workers()}
@@ -108,19 +116,15 @@ class WholeProblems:
                     hosts.setdefault(_host(addr, info), []).append(addr)
                 data, chain = {}, []
                 for host, addrs in hosts.items():
-                    first = addrs[0]
                     if not (share and len(addrs) > 1):
                         for addr in addrs:
-                            data[addr] = self._on(addr, _whole.all_rows, spec, *parts)
+                            data[addr] = self._on(addr, _whole.all_rows, spec,
+                                                  *map(part, range(len(self.where))))
                             self.bytes["workers"] += sum(self.part_bytes) - here[addr]
                         continue
-                    name = names[first] = f"pybudget-{uuid.uuid4().hex}"
-                    data[first] = self._host_copy(name, spec, parts, first, host, info,
-                                                  here, chain)
-                    shared = self._on(first, _whole.shared_layout, name, data[first])
-                    chain.append(shared)
-                    for addr in addrs[1:]:
-                        data[addr] = self._on(addr, _whole.mapped_rows, name, shared)
+                    name = names[addrs[0]] = f"pybudget-{uuid.uuid4().hex}"
+                    data.update(self._host_copy(name, spec, part, addrs, host, info, here,
+                                                chain))
                 slots = {a: max(1, int(info.get(a, {}).get("nthreads") or 1)) for a in data}
                 # (waits for the copies without bringing them to the client; the chain
                 # is held until then: the scheduler fails to cancel a future that has
@@ -139,29 +143,37 @@ class WholeProblems:
             finally:
                 self._unlink_shared(names, hosts)
 
-    def _host_copy(self, name, spec, parts, first, host, info, here, chain):
-        """Future of all rows on worker ``first`` of ``host``, in the new file ``name``
-        that the host's other workers map: each partition held on the host writes its
-        own rows into it (``_whole.file_write``: no bytes between the workers), the
-        others' rows move to ``first``, which writes them; dealt rows, whose order
-        interleaves the partitions, are stacked on ``first``, then copied in
-        (``_whole.shared_rows``).  The intermediate futures go to ``chain``."""
-        if spec["dealt"] and len(parts) > 1:
+    def _host_copy(self, name, spec, part, addrs, host, info, here, chain):
+        """{worker: future of all rows} for the workers ``addrs`` of ``host``, from the
+        new file ``name`` that they map: each partition held on the host writes its own
+        rows into it (``_whole.file_write_held``: no bytes between the workers), the
+        others' rows move to the first worker, which writes them; then every worker
+        maps the file (``_whole.file_rows``).  Dealt rows, whose order interleaves the
+        partitions, are stacked on the first worker and copied in
+        (``_whole.shared_rows``), and mapped by the others (``_whole.mapped_rows``).
+        ``part(p)``: partition p's rows as a future; the intermediate futures go to
+        ``chain``."""
+        first, P = addrs[0], len(self.where)
+        if spec["dealt"] and P > 1:
             self.bytes["workers"] += sum(self.part_bytes) - here[first]
-            return self._on(first, _whole.shared_rows, name, spec, *parts)
+            rows = self._on(first, _whole.shared_rows, name, spec, *map(part, range(P)))
+            shared = self._on(first, _whole.shared_layout, name, rows)
+            chain.append(shared)
+            return {first: rows, **{a: self._on(a, _whole.mapped_rows, name, shared)
+                                    for a in addrs[1:]}}
         shapes, starts = _whole.file_plan(spec, self.part_info)
-        layout = _host_memory.layout_of(shapes)
-        created = self._on(first, _whole.file_create, name, shapes)
         written = []
         for p, (row, at) in enumerate(starts):
-            writer = self.where[p] if _host(self.where[p], info) == host else first
-            written.append(self._on(writer, _whole.file_write, name, layout, spec, row,
-                                    at, created, parts[p]))
-            if writer != self.where[p]:
+            if _host(self.where[p], info) == host:
+                written.append(self._on(self.where[p], _whole.file_write_held, name,
+                                        shapes, spec, row, at, self.job, p))
+            else:
+                written.append(self._on(first, _whole.file_write, name, shapes, spec, row,
+                                        at, part(p)))
                 self.bytes["workers"] += self.part_bytes[p]
-        chain += [created, *written]
-        return self._on(first, _whole.file_rows, name, layout, spec, self.n_rows,
-                        *written)
+        chain += written
+        return {a: self._on(a, _whole.file_rows, name, shapes, spec, self.n_rows, *written)
+                for a in addrs}
 
     def _unlink_shared(self, names, hosts):
         """Have the shared copies' files unlinked by every live worker of their host

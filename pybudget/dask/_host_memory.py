@@ -38,16 +38,20 @@ def publish(name, arrays):
     return out
 
 
-def create(name, shapes):
+def create(name, shapes, exclusive=True):
     """Views of zeroed arrays of ``shapes`` ((shape, dtype) each) in the new file
     ``name``, and its layout (what ``attach`` needs); None when the file cannot be
     made (no tmpfs, or too little room: the space is reserved before a page is
-    written, so a full tmpfs fails here and not with SIGBUS at a write)."""
+    written, so a full tmpfs fails here and not with SIGBUS at a write).  Not
+    ``exclusive``: the file's writers each call this, and whichever comes first makes
+    the file, which the others open (reserving the same space again changes nothing),
+    so that no task has to make it before they start."""
     layout, size = layout_of(shapes)
     if not available():
         return None
     try:
-        fd = os.open(path(name), os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        fd = os.open(path(name), os.O_CREAT | os.O_RDWR | (os.O_EXCL if exclusive else 0),
+                     0o600)
     except OSError:
         return None
     try:

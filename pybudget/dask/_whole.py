@@ -28,6 +28,7 @@ from pybudget._core import _validation as V
 from pybudget._core._parallel import problem_seed
 from pybudget.dask import _host_memory
 from pybudget.dask._driver import FitResult
+from pybudget.dask._worker import partition_rows_task
 from pybudget.dask.errors import HostCopyMissing
 from pybudget.linear.problem import _resolve_once, _solve_binary, problem_costs
 
@@ -96,22 +97,18 @@ def file_plan(spec, infos):
     return shapes, list(zip(rows, firsts))[:-1]
 
 
-def file_create(name, shapes):
-    """The host's new file ``name`` for ``shapes`` (``_host_memory.create``); whether it
-    could be made."""
-    return _host_memory.create(name, shapes) is not None
-
-
-def file_write(name, layout, spec, row, first, created, part):
+def file_write(name, shapes, spec, row, first, part):
     """One partition's rows (X, y, sample weights) written into the file from its row
-    ``row`` and non-zero ``first`` on (``file_plan``), by a worker of the host, with
-    their label indices and squared norms (row by row, so the bits of all rows').
-    HostCopyMissing when the file was not made or is not seen here."""
-    if not created:
+    ``row`` and non-zero ``first`` on (``file_plan``'s ``shapes`` and starts), by a
+    worker of the host, with their label indices and squared norms (row by row, so the
+    bits of all rows').  The first writer makes the file (``_host_memory.create``).
+    HostCopyMissing when the file cannot be made or is not seen here."""
+    made = _host_memory.create(name, shapes, exclusive=False)
+    if made is None:
         raise HostCopyMissing(f"{name} could not be made")
     X, y, sw = part
     X = X if X.has_sorted_indices else X.sorted_indices()
-    data, indices, indptr, codes, weights, norms = _mapped(name, layout)
+    data, indices, indptr, codes, weights, norms = made[0]
     n, nnz = X.shape[0], X.nnz
     data[first:first + nnz] = X.data
     indices[first:first + nnz] = X.indices
@@ -123,19 +120,26 @@ def file_write(name, layout, spec, row, first, created, part):
     return True
 
 
-def file_rows(name, layout, spec, n, *written):
+def file_write_held(name, shapes, spec, row, first, job, part):
+    """``file_write`` of the partition this worker holds (its rows never leave it, and
+    no task fetches them first)."""
+    return file_write(name, shapes, spec, row, first, partition_rows_task(job, part))
+
+
+def file_rows(name, shapes, spec, n, *written):
     """``all_rows`` from the file that the partitions wrote (``file_write``, each
-    ``written`` its result: the task waits for them): mapped, with the selection made
-    on them."""
-    data, indices, indptr, y, sw, sqnorms = _mapped(name, layout)
+    ``written`` its result: the task waits for them), mapped, not copied, with the
+    selection made on them: each worker of the host runs this, so the same arrays and
+    the same bits on each.  HostCopyMissing where this process does not see the file."""
+    data, indices, indptr, y, sw, sqnorms = _mapped(name, _host_memory.layout_of(shapes))
     X = _csr(data, indices, indptr, (n, spec["d"]))
     return X, y, sw, sqnorms, selection_on(spec, X, y, sw, sqnorms)
 
 
 def shared_layout(name, rows):
-    """What ``mapped_rows`` needs of the rows in file ``name`` (``file_rows`` or
-    ``shared_rows``; a task on their worker, so that the rows do not move): the file's
-    layout, the shape of X and the selection; None when they were kept private."""
+    """What ``mapped_rows`` needs of the rows in file ``name`` (``shared_rows``; a task
+    on their worker, so that the rows do not move): the file's layout, the shape of X
+    and the selection; None when they were kept private."""
     X, y, sw, sqnorms, selection = rows
     if not os.path.exists(_host_memory.path(name)):
         return None
@@ -144,9 +148,10 @@ def shared_layout(name, rows):
 
 
 def mapped_rows(name, shared):
-    """The rows of another worker of this host (``shared_layout``), mapped, not copied:
-    the same arrays, so the same bits.  HostCopyMissing when they were kept private
-    or this process does not see the file (the client then copies the rows here)."""
+    """The rows another worker of this host stacked (``shared_rows``,
+    ``shared_layout``), mapped, not copied: the same arrays, so the same bits.
+    HostCopyMissing when they were kept private or this process does not see the file
+    (the client then copies the rows here)."""
     if shared is None:
         raise HostCopyMissing(f"no shared copy {name}")
     layout, shape, selection = shared
