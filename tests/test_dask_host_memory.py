@@ -67,18 +67,25 @@ def gone_soon(before):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_publish_then_attach_gives_the_same_arrays(dtype):
+def test_create_write_then_attach_gives_the_same_arrays(dtype):
+    """Two writers create the file (the second opens the first's), each writes some
+    arrays; a third process's attach sees them all, aligned."""
     arrays = [np.arange(7, dtype=dtype), np.arange(5, dtype=np.int32),
               np.empty(0, dtype=np.int64), np.linspace(0, 1, 9)]
     name = "pybudget-test-roundtrip"
-    views, layout = _host_memory.publish(name, arrays)
+    shapes = [(a.shape, a.dtype) for a in arrays]
     try:
+        views, layout = _host_memory.create(name, shapes)
+        again, same = _host_memory.create(name, shapes)
+        assert same == layout
+        for k, a in enumerate(arrays):
+            (views if k % 2 else again)[k][...] = a
         got = _host_memory.attach(name, layout)
     finally:
         _host_memory.unlink(name)
     assert not os.path.exists(_host_memory.path(name))
-    for a, v, g in zip(arrays, views, got):
-        assert v.dtype == g.dtype == a.dtype and g.shape == a.shape
+    for a, g in zip(arrays, got):
+        assert g.dtype == a.dtype and g.shape == a.shape
         np.testing.assert_array_equal(g, a)
         assert g.ctypes.data % _host_memory.ALIGN == 0 or a.size == 0
     with pytest.raises(OSError):         # (unlinked: a late worker cannot map it)
@@ -91,7 +98,7 @@ def _parts(case):
     X = sp.random(90, 40, density=0.2, format="csr", random_state=5)
     X.data = rng.normal(size=X.data.shape)
     y = rng.integers(0, 3, size=90) * 7 + 1
-    spec = {"d": 40, "dealt": False, "selection": "auto", "C": 1.0, "bias": 1.0,
+    spec = {"d": 40, "selection": "auto", "C": 1.0, "bias": 1.0,
             "loss": "hinge", "classes": np.array([1, 8, 15]),
             "class_weight": np.ones(3)}
     cuts = [0, 30, 55, 90]
@@ -100,8 +107,6 @@ def _parts(case):
     if case == "regression":
         y = rng.normal(size=90)
         spec.update(regression=True, loss="epsilon_insensitive")
-    if case == "dealt":
-        spec["dealt"] = True
     if case == "one partition":
         cuts = [0, 90]
     parts = [(X[a:b].copy(), y[a:b], rng.uniform(0.5, 2, size=b - a))
@@ -128,30 +133,23 @@ def _file_plan(spec, parts):
     return _whole.file_plan(spec, infos)
 
 
-@pytest.mark.parametrize("case", ["plain", "float32", "regression", "dealt",
-                                  "one partition", "narrow and unsorted"])
-def test_shared_and_mapped_rows_are_all_rows(case):
-    """The rows copied into the file or written there by each partition, and their
-    mapping by another worker, are all_rows' arrays, value for value and dtype for
-    dtype (so the same bits)."""
+@pytest.mark.parametrize("case", ["plain", "float32", "regression", "one partition",
+                                  "narrow and unsorted"])
+def test_file_rows_are_all_rows(case):
+    """The rows written into the file by each partition (in any order), as each worker
+    of the host maps them, are all_rows' arrays, value for value and dtype for dtype
+    (so the same bits)."""
     spec, parts = _parts(case)
     ref = _whole.all_rows(spec, *parts)
     name = f"pybudget-test-rows-{case.replace(' ', '-')}"
-    made = []
+    shapes, starts = _file_plan(spec, parts)
     try:
-        made.append(_whole.shared_rows(name, spec, *parts))
-        made.append(_whole.mapped_rows(name, _whole.shared_layout(name, made[0])))
+        written = [_whole.file_write(name, shapes, spec, row, at, part)
+                   for (row, at), part in reversed(list(zip(starts, parts)))]
+        made = [_whole.file_rows(name, shapes, spec, ref[0].shape[0], *written)
+                for _ in range(2)]         # (each worker of the host maps it)
     finally:
         _host_memory.unlink(name)
-    if case != "dealt":         # (each partition writes its own rows, in any order)
-        shapes, starts = _file_plan(spec, parts)
-        try:
-            written = [_whole.file_write(name, shapes, spec, row, at, part)
-                       for (row, at), part in reversed(list(zip(starts, parts)))]
-            made += [_whole.file_rows(name, shapes, spec, ref[0].shape[0], *written)
-                     for _ in range(2)]         # (each worker of the host maps it)
-        finally:
-            _host_memory.unlink(name)
     for rows in made:
         X, Xr = rows[0], ref[0]
         assert X.shape == Xr.shape and X.has_sorted_indices
@@ -162,20 +160,20 @@ def test_shared_and_mapped_rows_are_all_rows(case):
         assert rows[4] == ref[4]
 
 
-def test_publish_on_a_full_tmpfs_leaves_nothing(monkeypatch):
-    """A tmpfs without room fails the reservation (not a write with SIGBUS): no copy
-    is published and no file is left."""
+def test_create_on_a_full_tmpfs_leaves_nothing(monkeypatch):
+    """A tmpfs without room fails the reservation (not a write with SIGBUS): no file
+    is made, and none is left."""
     def full(fd, offset, size):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "posix_fallocate", full)
-    assert _host_memory.publish("pybudget-test-full", [np.ones(10)]) is None
+    assert _host_memory.create("pybudget-test-full", [((10,), np.float64)]) is None
     # (its own name only: other test processes make and unlink theirs meanwhile)
     assert not os.path.exists(_host_memory.path("pybudget-test-full"))
 
 
 @pytest.mark.parametrize("lacks", ["tmpfs", "posix_fallocate"])
-def test_without_a_tmpfs_or_fallocate_nothing_is_published(monkeypatch, lacks):
+def test_without_a_tmpfs_or_fallocate_no_file_is_made(monkeypatch, lacks):
     """Where there is no /dev/shm (macOS, Windows) or no way to reserve its space, no
     file is made: each worker keeps its own copy."""
     if lacks == "tmpfs":
@@ -183,19 +181,14 @@ def test_without_a_tmpfs_or_fallocate_nothing_is_published(monkeypatch, lacks):
     else:
         monkeypatch.delattr(os, "posix_fallocate")
     assert not _host_memory.available()
-    assert _host_memory.publish("pybudget-test-none", [np.ones(4)]) is None
+    assert _host_memory.create("pybudget-test-none", [((4,), np.float64)]) is None
     monkeypatch.undo()
     assert not os.path.exists(_host_memory.path("pybudget-test-none"))
 
 
-def test_mapped_rows_without_a_copy_raise_host_copy_missing():
+def test_file_rows_without_the_file_raise_host_copy_missing():
     with pytest.raises(HostCopyMissing):
-        _whole.mapped_rows("pybudget-none", None)
-    shapes = [((3,), np.float64)]
-    with pytest.raises(HostCopyMissing):
-        _whole.mapped_rows("pybudget-none", (_host_memory.layout_of(shapes), (3, 1), "avsf"))
-    with pytest.raises(HostCopyMissing):
-        _whole.file_rows("pybudget-none", shapes, {"d": 1}, 3)
+        _whole.file_rows("pybudget-none", [((3,), np.float64)], {"d": 1}, 3)
 
 
 def test_a_writer_on_a_full_tmpfs_raises_host_copy_missing_and_leaves_nothing(
@@ -238,7 +231,7 @@ def fit_on(client, monkeypatch, inputs, seed=0):
     """A "whole" fit on 2 worker processes of one host, and one machine's.  "dask
     array": a block a worker, each partition built on the worker of its block (above
     a lowered SMALL_BYTES), so each writes its own rows into the file; "in memory": the
-    rows dealt to the partitions, on one worker (small), so stacked, then copied in."""
+    partitions, blocks of contiguous rows, on one worker (small), which writes them."""
     X, y = make_data(seed=seed)
     one = pybudget.LinearSVC(random_state=0).fit(X, y)
     if inputs == "dask array":
@@ -251,26 +244,21 @@ def fit_on(client, monkeypatch, inputs, seed=0):
 @pytest.mark.parametrize("inputs", ["dask array", "in memory"])
 def test_the_workers_of_a_host_share_one_copy_to_one_machines_bits(client, monkeypatch,
                                                                    inputs):
-    """Two workers of one host: the rows go into one file in /dev/shm (each partition
-    writing its own, or stacked on one worker), the other worker maps it: no rows
-    between the workers but those stacked; one machine's bits; no file left."""
+    """Two workers of one host: the rows go into one file in /dev/shm, each partition's
+    written by the worker holding it, and both workers map it: no rows between the
+    workers, no task fetching a partition's rows first; one machine's bits; no file
+    left."""
     sent = spy_on(monkeypatch)
     before = ours()
     m, one = fit_on(client, monkeypatch, inputs)
     np.testing.assert_array_equal(m.coef_, one.coef_)
     np.testing.assert_array_equal(m.intercept_, one.intercept_)
-    assert "all_rows" not in sent
-    if inputs == "dask array":
-        # (each partition its own rows, no task to fetch them first; both map the file)
-        assert sent.count("file_write_held") == 2 and "shared_rows" not in sent
-        assert len(set(sent.where["file_write_held"])) == 2
-        assert "file_write" not in sent and "partition_rows_task" not in sent
-        assert len(set(sent.where["file_rows"])) == 2 and "mapped_rows" not in sent
-        assert m.bytes_sent_["workers"] == 0
-    else:
-        assert sent.count("shared_rows") == 1 and sent.count("mapped_rows") == 1
-        assert "file_write_held" not in sent and "file_rows" not in sent
-        assert m.bytes_sent_["workers"] == 0      # (small: all rows on one worker)
+    assert "all_rows" not in sent and "file_write" not in sent
+    assert "partition_rows_task" not in sent
+    assert len(set(sent.where["file_rows"])) == 2 and m.bytes_sent_["workers"] == 0
+    # (a Dask array: each worker its own block; in memory: small, all on one worker)
+    assert len(set(sent.where["file_write_held"])) == (2 if inputs == "dask array" else 1)
+    assert sent.count("file_write_held") == m.n_partitions_
     assert gone_soon(before)
 
 
@@ -284,13 +272,9 @@ def test_where_the_copy_cannot_be_shared_each_worker_copies(client, monkeypatch,
     if how == "not made":
         # (a name in no directory: the file cannot be made)
         swap = {_whole.file_write_held: lambda name, *args: _whole.file_write_held(
-                    name + "/x", *args),
-                _whole.shared_rows: lambda name, spec, *parts: _whole.all_rows(spec,
-                                                                              *parts)}
+                    name + "/x", *args)}
     else:
-        swap = {_whole.file_rows: lambda name, *args: _whole.file_rows(name + "-x", *args),
-                _whole.mapped_rows: lambda name, shared: _whole.mapped_rows(name + "-x",
-                                                                            shared)}
+        swap = {_whole.file_rows: lambda name, *args: _whole.file_rows(name + "-x", *args)}
     sent = spy_on(monkeypatch, swap=swap)
     before = ours()
     m, one = fit_on(client, monkeypatch, inputs, seed=1)

@@ -145,7 +145,7 @@ def test_whole_other_problems_match_one_machine(client, cls, kw):
     m = cls(C=0.5, random_state=0, tol=1.0, client=client, n_partitions=3, **kw).fit(
         X, y, sample_weight=sw)
     assert m.method_ == "whole"
-    # (in memory the partitions are dealt the rows p::3; the copies have them in order.
+    # (in memory the partitions are blocks of contiguous rows for this method.
     # "balanced" sums the sample weights per partition, then over them: its class
     # weights, and so the model, may differ from one machine's in the last bits)
     rtol = 1e-10 if kw else 0.0
@@ -167,9 +167,9 @@ def test_whole_can_be_asked_for_a_binary_and_a_regression_problem(client):
 
 class KillingWholeEngine(DaskEngine):
     """Kills the worker that the first task of ``when`` is sent to, right after
-    sending it: problems (``_whole.solve_problems``), or the copy of the rows that
-    the host's workers share (``_whole.shared_rows``: it goes to the worker holding
-    every partition)."""
+    sending it: problems (``_whole.solve_problems``), or the rows' writing into the
+    file that the host's workers share (``_whole.file_write_held``: in memory, small,
+    on the worker holding every partition), or its mapping (``_whole.file_rows``)."""
     kills, when, killed = 0, _whole.solve_problems, None
 
     def _on(self, addr, fn, *args):
@@ -186,13 +186,13 @@ class KillingWholeEngine(DaskEngine):
 
 @pytest.mark.cluster
 @pytest.mark.parametrize("when, inputs", [(_whole.solve_problems, "in memory"),
-                                          (_whole.shared_rows, "in memory"),
+                                          (_whole.file_write_held, "in memory"),
                                           (_whole.file_rows, "dask array")])
 def test_whole_lost_worker_reruns_its_problems_to_the_same_bits(monkeypatch, when,
                                                                  inputs):
     """A worker lost while it runs a problem: the problem runs again on the other; lost
-    while the rows are copied (stacked, or written by the partitions into the host's
-    file), with every partition: they are rebuilt from their sources and copied
+    while the rows are written into the host's file (by the worker holding every
+    partition), or mapped, with its partitions: they are rebuilt from their sources and copied
     again.  The same bits either way; the host's file is unlinked by the live workers
     only (the scheduler would try to reach a lost one for 30 s)."""
     from pybudget.dask import _host_memory

@@ -148,19 +148,9 @@ class WholeProblems:
         new file ``name`` that they map: each partition held on the host writes its own
         rows into it (``_whole.file_write_held``: no bytes between the workers), the
         others' rows move to the first worker, which writes them; then every worker
-        maps the file (``_whole.file_rows``).  Dealt rows, whose order interleaves the
-        partitions, are stacked on the first worker and copied in
-        (``_whole.shared_rows``), and mapped by the others (``_whole.mapped_rows``).
-        ``part(p)``: partition p's rows as a future; the intermediate futures go to
-        ``chain``."""
-        first, P = addrs[0], len(self.where)
-        if spec["dealt"] and P > 1:
-            self.bytes["workers"] += sum(self.part_bytes) - here[first]
-            rows = self._on(first, _whole.shared_rows, name, spec, *map(part, range(P)))
-            shared = self._on(first, _whole.shared_layout, name, rows)
-            chain.append(shared)
-            return {first: rows, **{a: self._on(a, _whole.mapped_rows, name, shared)
-                                    for a in addrs[1:]}}
+        maps the file (``_whole.file_rows``).  ``part(p)``: partition p's rows as a
+        future; the writes go to ``chain``."""
+        first = addrs[0]
         shapes, starts = _whole.file_plan(spec, self.part_info)
         written = []
         for p, (row, at) in enumerate(starts):

@@ -1,5 +1,5 @@
 """One copy of arrays for all the worker processes of a host: a file in /dev/shm (a
-tmpfs, Linux), made by one worker, written by the workers that hold the arrays' parts,
+tmpfs, Linux), made by the first of the workers that write the arrays' parts into it,
 and mapped by all.
 
 Method "whole" gives every worker that runs a problem all the rows.  Two worker
@@ -29,29 +29,19 @@ def path(name):
     return os.path.join(ROOT, name)
 
 
-def publish(name, arrays):
-    """``create`` for ``arrays``, their values copied in."""
-    out = create(name, [(a.shape, a.dtype) for a in arrays])
-    if out is not None:
-        for view, a in zip(out[0], arrays):
-            view[...] = a
-    return out
-
-
-def create(name, shapes, exclusive=True):
-    """Views of zeroed arrays of ``shapes`` ((shape, dtype) each) in the new file
-    ``name``, and its layout (what ``attach`` needs); None when the file cannot be
-    made (no tmpfs, or too little room: the space is reserved before a page is
-    written, so a full tmpfs fails here and not with SIGBUS at a write).  Not
-    ``exclusive``: the file's writers each call this, and whichever comes first makes
-    the file, which the others open (reserving the same space again changes nothing),
-    so that no task has to make it before they start."""
+def create(name, shapes):
+    """Views of the arrays of ``shapes`` ((shape, dtype) each, zeroed when new) in file
+    ``name``, and its layout (what ``attach`` needs): the file's writers each call this,
+    and whichever comes first makes the file, which the others open (reserving the same
+    space again changes nothing), so no task has to make it before they start.  None
+    when the file cannot be made (no tmpfs, or too little room: the space is reserved
+    before a page is written, so a full tmpfs fails here and not with SIGBUS at a
+    write)."""
     layout, size = layout_of(shapes)
     if not available():
         return None
     try:
-        fd = os.open(path(name), os.O_CREAT | os.O_RDWR | (os.O_EXCL if exclusive else 0),
-                     0o600)
+        fd = os.open(path(name), os.O_CREAT | os.O_RDWR, 0o600)
     except OSError:
         return None
     try:

@@ -148,13 +148,19 @@ def row_bounds(n, n_parts):
     return [p * n // n_parts for p in range(n_parts + 1)]
 
 
-def memory_sources(X, y, sw, n_parts):
-    """Sources of in-memory data dealt into n_parts partitions, rows p::n_parts to
-    partition p: files are often ordered (by class, by source), and a ring over
-    contiguous blocks of ordered rows needs several times the rounds of one over
-    dealt rows (docs/benchmarks.md, section 10)."""
-    return [("arrays", X[p::n_parts], y[p::n_parts], None if sw is None else sw[p::n_parts],
-             X.shape[1]) for p in range(n_parts)]
+def memory_sources(X, y, sw, n_parts, dealt=True):
+    """Sources of in-memory data in n_parts partitions: ``dealt``, rows p::n_parts to
+    partition p (files are often ordered, by class or by source, and a ring over
+    contiguous blocks of ordered rows needs several times the rounds of one over dealt
+    rows: docs/benchmarks.md, section 10); else contiguous blocks (method "whole", which
+    runs every problem on all rows in their own order: the blocks only need
+    stacking)."""
+    if dealt:
+        cuts = [slice(p, None, n_parts) for p in range(n_parts)]
+    else:
+        b = row_bounds(X.shape[0], n_parts)
+        cuts = [slice(b[p], b[p + 1]) for p in range(n_parts)]
+    return [("arrays", X[c], y[c], None if sw is None else sw[c], X.shape[1]) for c in cuts]
 
 
 def dask_pieces(arr, n_parts, n):

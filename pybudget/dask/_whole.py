@@ -18,7 +18,6 @@ problem ends at a gap at most
 ``tol`` or reports unconverged.  Which worker or thread runs a problem never changes
 its bits.
 """
-import os
 from itertools import accumulate
 
 import numpy as np
@@ -39,25 +38,19 @@ LAST_TOL = 1e-12     # below this the KKT test is round-off: the run stops uncon
 
 def all_rows(spec, *parts):
     """(X, y, sample weights, squared row norms with the bias, selection) of all rows,
-    from the partitions' (X, y, sample_weight): in partition order, or, for
-    ``spec["dealt"]`` (in-memory input, rows p::K to partition p), back in their own
-    order, so that the problems see the rows as one machine does.  y: the targets, or
-    for classification the labels' indices in ``spec["classes"]``.  The norms, these
-    indices and the selection (``selection_on``) serve every problem."""
-    d, dealt = spec["d"], spec["dealt"]
+    from the partitions' (X, y, sample_weight), in partition order: the rows in their
+    own order (in-memory rows are not dealt for this method:
+    ``_sources.memory_sources``), so that the problems see them as one machine does.
+    y: the targets, or for classification the labels' indices in ``spec["classes"]``.
+    The norms, these indices and the selection (``selection_on``) serve every
+    problem."""
+    d = spec["d"]
     Xs = [X if X.shape[1] == d else sp.csr_matrix((X.data, X.indices, X.indptr),
                                                   shape=(X.shape[0], d))
           for X, _, _ in parts]
     X = sp.vstack(Xs, format="csr") if len(Xs) > 1 else Xs[0]
     y = np.concatenate([p[1] for p in parts])
     sw = np.concatenate([p[2] for p in parts])
-    if dealt and len(parts) > 1:
-        # row i is row i // K of partition i % K
-        K, n = len(parts), X.shape[0]
-        start = np.concatenate([[0], np.cumsum([p[1].shape[0] for p in parts])[:-1]])
-        i = np.arange(n)
-        order = start[i % K] + i // K
-        X, y, sw = X[order], y[order], sw[order]
     X.sort_indices()
     y = _codes(spec, y)
     sqnorms = V.row_sqnorms(X, spec["bias"])
@@ -69,20 +62,8 @@ def _codes(spec, y):
     return y if spec.get("regression") else np.searchsorted(spec["classes"], y)
 
 
-def shared_rows(name, spec, *parts):
-    """``all_rows``, copied into the host's new file ``name`` (``_host_memory``) for the
-    host's other workers to map (``mapped_rows``), for rows that ``file_rows`` cannot
-    write in place (dealt rows); kept private when the file cannot be made."""
-    X, y, sw, sqnorms, selection = all_rows(spec, *parts)
-    out = _host_memory.publish(name, [X.data, X.indices, X.indptr, y, sw, sqnorms])
-    if out is None:
-        return X, y, sw, sqnorms, selection
-    (data, indices, indptr, y, sw, sqnorms), _ = out
-    return _csr(data, indices, indptr, X.shape), y, sw, sqnorms, selection
-
-
 def file_plan(spec, infos):
-    """For all rows in partition order in one file (``all_rows``' arrays, not dealt),
+    """For all rows in partition order in one file (``all_rows``' arrays),
     from the partitions' summaries ``infos``: the arrays' (shape, dtype), and each
     partition's first row and first non-zero there.  The dtypes are those ``all_rows``
     gives: so are the bits."""
@@ -103,7 +84,7 @@ def file_write(name, shapes, spec, row, first, part):
     worker of the host, with their label indices and squared norms (row by row, so the
     bits of all rows').  The first writer makes the file (``_host_memory.create``).
     HostCopyMissing when the file cannot be made or is not seen here."""
-    made = _host_memory.create(name, shapes, exclusive=False)
+    made = _host_memory.create(name, shapes)
     if made is None:
         raise HostCopyMissing(f"{name} could not be made")
     X, y, sw = part
@@ -134,29 +115,6 @@ def file_rows(name, shapes, spec, n, *written):
     data, indices, indptr, y, sw, sqnorms = _mapped(name, _host_memory.layout_of(shapes))
     X = _csr(data, indices, indptr, (n, spec["d"]))
     return X, y, sw, sqnorms, selection_on(spec, X, y, sw, sqnorms)
-
-
-def shared_layout(name, rows):
-    """What ``mapped_rows`` needs of the rows in file ``name`` (``shared_rows``; a task
-    on their worker, so that the rows do not move): the file's layout, the shape of X
-    and the selection; None when they were kept private."""
-    X, y, sw, sqnorms, selection = rows
-    if not os.path.exists(_host_memory.path(name)):
-        return None
-    arrays = [X.data, X.indices, X.indptr, y, sw, sqnorms]
-    return _host_memory.layout_of([(a.shape, a.dtype) for a in arrays]), X.shape, selection
-
-
-def mapped_rows(name, shared):
-    """The rows another worker of this host stacked (``shared_rows``,
-    ``shared_layout``), mapped, not copied: the same arrays, so the same bits.
-    HostCopyMissing when they were kept private or this process does not see the file
-    (the client then copies the rows here)."""
-    if shared is None:
-        raise HostCopyMissing(f"no shared copy {name}")
-    layout, shape, selection = shared
-    data, indices, indptr, y, sw, sqnorms = _mapped(name, layout)
-    return _csr(data, indices, indptr, shape), y, sw, sqnorms, selection
 
 
 def _mapped(name, layout):

@@ -22,7 +22,7 @@ from pybudget.dask._laps import first as first_laps
 from pybudget.dask._dask_engine import DaskEngine
 from pybudget.dask._engines import ThreadsEngine
 from pybudget.dask._sources import (SMALL_BYTES, GeneratedShards, SvmlightShards,
-                                    dask_pieces, memory_sources, rows_bytes)
+                                    dask_pieces, memory_sources, row_bounds, rows_bytes)
 from pybudget.linear.logistic import LogisticRegression as LocalLogisticRegression
 from pybudget.linear.problem import (LOSSES, REGRESSION_LOSSES, auto_selection,
                                      check_linear_params, class_weight_vector, primal_pays)
@@ -128,8 +128,13 @@ class _DistributedBase(SVMBase):
         sw = (None if sample_weight is None
               else V.sample_weights(sample_weight, X.shape[0]))
         P = self.n_partitions or MEMORY_PARTITIONS
-        srcs = memory_sources(X, y, sw, P)
-        names = [f"partition {p} (rows {p}::{P})" for p in range(P)]
+        if self._whole_by_size(X.shape[0], X.nnz):    # (as _method decides, on the same
+            b = row_bounds(X.shape[0], P)             # rows: their sum, X's count)
+            srcs = memory_sources(X, y, sw, P, dealt=False)
+            names = [f"partition {p} (rows {b[p]}-{b[p + 1] - 1})" for p in range(P)]
+        else:
+            srcs = memory_sources(X, y, sw, P)
+            names = [f"partition {p} (rows {p}::{P})" for p in range(P)]
         return srcs, names, None
 
     def _dask_sources(self, X, y, sample_weight, engine):
@@ -193,8 +198,6 @@ class _DistributedBase(SVMBase):
             summ = engine.build(srcs, self._regression, names, locality)
             spec, n_problems, d, classes = self._spec(summ, C, bias, seed, X)
             method, spec["selection"] = self._method(engine, spec, summ)
-            # (in-memory rows are dealt to the partitions: _sources.memory_sources)
-            spec["dealt"] = srcs[0][0] == "arrays"
             # (K: the partitions that take part, those with rows)
             spec["sigma"] = METHODS[method].sigma(sum(1 for s in summ if s["n"]))
             if verbose:
@@ -252,8 +255,8 @@ class _DistributedBase(SVMBase):
         if method == "newton":
             return "newton", "newton"
         if method == "auto":
-            size = rows_bytes(sum(s["n"] for s in summ), sum(s["nnz"] for s in summ))
-            method = "whole" if size <= WHOLE_BYTES else None
+            method = ("whole" if self._whole_by_size(sum(s["n"] for s in summ),
+                                                     sum(s["nnz"] for s in summ)) else None)
         if self.selection != "auto" or method == "whole":
             return method or "ring", self.selection
         got = engine.scales(spec)
@@ -268,6 +271,12 @@ class _DistributedBase(SVMBase):
         if method == "newton":
             return method, "newton"
         return method, auto_selection(scales.shape[0], used, scales)
+
+    def _whole_by_size(self, n, nnz):
+        """Whether the method is "whole": asked for, or "auto" on n rows with nnz
+        non-zeros of at most WHOLE_BYTES (``_sources.rows_bytes``)."""
+        return self.method == "whole" or (self.method == "auto"
+                                          and rows_bytes(n, nnz) <= WHOLE_BYTES)
 
     def _laps(self, method, sweeps, summ, n_problems, d, movable):
         """(laps of the ring's first round, the most they may grow to): ``_laps.first``
