@@ -3,6 +3,7 @@ that each file holds one concern; it works on the engine's tables): all rows on 
 worker that runs a problem (one copy a host), then the problems dealt to the workers'
 threads as they free up (what a worker computes: ``_whole``).
 """
+import functools
 import time
 import uuid
 
@@ -99,16 +100,7 @@ class WholeProblems:
             try:
                 if rebuild or losses:
                     self._rebuild_lost()
-                held = {}
-
-                def part(p):
-                    """Partition p's rows, to move them to another worker (a task
-                    on its worker, made once)."""
-                    if p not in held:
-                        held[p] = self._submit(_worker.partition_rows_task, p, self.job,
-                                               p, track=False)
-                    return held[p]
-
+                part = functools.partial(self._rows_to_move, {})
                 info = worker_info(self.client)
                 here = {a: sum(self.part_bytes[p] for p in self.where if self.where[p] == a)
                         for a in self._live_workers()}
@@ -142,6 +134,14 @@ class WholeProblems:
                 share = False          # (each worker copies the rows, from now on)
             finally:
                 self._unlink_shared(names, hosts)
+
+    def _rows_to_move(self, made, p):
+        """Partition p's rows as a future on its worker, for another worker to take (a
+        task made once per copy of the rows: ``made``)."""
+        if p not in made:
+            made[p] = self._submit(_worker.partition_rows_task, p, self.job, p,
+                                   track=False)
+        return made[p]
 
     def _host_copy(self, name, spec, part, addrs, host, info, here, chain):
         """{worker: future of all rows} for the workers ``addrs`` of ``host``, from the

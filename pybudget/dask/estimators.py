@@ -128,8 +128,10 @@ class _DistributedBase(SVMBase):
         sw = (None if sample_weight is None
               else V.sample_weights(sample_weight, X.shape[0]))
         P = self.n_partitions or MEMORY_PARTITIONS
-        if self._whole_by_size(X.shape[0], X.nnz):    # (as _method decides, on the same
-            b = row_bounds(X.shape[0], P)             # rows: their sum, X's count)
+        # (method "whole" takes contiguous blocks; _method decides it by the same rule on
+        # the partitions' rows and non-zeros, which sum to X's)
+        if self._whole_by_size(X.shape[0], X.nnz):
+            b = row_bounds(X.shape[0], P)
             srcs = memory_sources(X, y, sw, P, dealt=False)
             names = [f"partition {p} (rows {b[p]}-{b[p + 1] - 1})" for p in range(P)]
         else:
