@@ -115,7 +115,7 @@ class WholeProblems:
                             self.bytes["workers"] += sum(self.part_bytes) - here[addr]
                         continue
                     name = names[addrs[0]] = f"pybudget-{uuid.uuid4().hex}"
-                    data.update(self._host_copy(name, spec, part, addrs, host, info, here,
+                    data.update(self._host_copy(name, spec, part, addrs, host, info,
                                                 chain))
                 slots = {a: max(1, int(info.get(a, {}).get("nthreads") or 1)) for a in data}
                 # (waits for the copies without bringing them to the client; the chain
@@ -143,7 +143,7 @@ class WholeProblems:
                                    track=False)
         return made[p]
 
-    def _host_copy(self, name, spec, part, addrs, host, info, here, chain):
+    def _host_copy(self, name, spec, part, addrs, host, info, chain):
         """{worker: future of all rows} for the workers ``addrs`` of ``host``, from the
         new file ``name`` that they map: each partition held on the host writes its own
         rows into it (``_whole.file_write_held``: no bytes between the workers), the

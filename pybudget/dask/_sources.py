@@ -149,18 +149,21 @@ def row_bounds(n, n_parts):
 
 
 def memory_sources(X, y, sw, n_parts, dealt=True):
-    """Sources of in-memory data in n_parts partitions: ``dealt``, rows p::n_parts to
-    partition p (files are often ordered, by class or by source, and a ring over
-    contiguous blocks of ordered rows needs several times the rounds of one over dealt
-    rows: docs/benchmarks.md, section 10); else contiguous blocks (method "whole", which
-    runs every problem on all rows in their own order: the blocks only need
-    stacking)."""
+    """(sources, names) of in-memory data in n_parts partitions: ``dealt``, rows
+    p::n_parts to partition p (files are often ordered, by class or by source, and a
+    ring over contiguous blocks of ordered rows needs several times the rounds of one
+    over dealt rows: docs/benchmarks.md, section 10); else contiguous blocks (method
+    "whole", which runs every problem on all rows in their own order: the blocks only
+    need stacking)."""
     if dealt:
         cuts = [slice(p, None, n_parts) for p in range(n_parts)]
+        names = [f"partition {p} (rows {p}::{n_parts})" for p in range(n_parts)]
     else:
         b = row_bounds(X.shape[0], n_parts)
         cuts = [slice(b[p], b[p + 1]) for p in range(n_parts)]
-    return [("arrays", X[c], y[c], None if sw is None else sw[c], X.shape[1]) for c in cuts]
+        names = [f"partition {p} (rows {b[p]}-{b[p + 1] - 1})" for p in range(n_parts)]
+    return ([("arrays", X[c], y[c], None if sw is None else sw[c], X.shape[1])
+             for c in cuts], names)
 
 
 def dask_pieces(arr, n_parts, n):

@@ -112,25 +112,14 @@ def file_rows(name, shapes, spec, n, *written):
     ``written`` its result: the task waits for them), mapped, not copied, with the
     selection made on them: each worker of the host runs this, so the same arrays and
     the same bits on each.  HostCopyMissing where this process does not see the file."""
-    data, indices, indptr, y, sw, sqnorms = _mapped(name, _host_memory.layout_of(shapes))
-    X = _csr(data, indices, indptr, (n, spec["d"]))
-    return X, y, sw, sqnorms, selection_on(spec, X, y, sw, sqnorms)
-
-
-def _mapped(name, layout):
-    """The arrays of file ``name`` mapped here; HostCopyMissing where this process
-    does not see the file."""
     try:
-        return _host_memory.attach(name, layout)
+        data, indices, indptr, y, sw, sqnorms = _host_memory.attach(
+            name, _host_memory.layout_of(shapes))
     except OSError as exc:
         raise HostCopyMissing(f"{name}: {exc}") from None
-
-
-def _csr(data, indices, indptr, shape):
-    # (the arrays of all_rows' X: its indices sorted)
-    X = sp.csr_matrix((data, indices, indptr), shape=shape, copy=False)
-    X.has_sorted_indices = True
-    return X
+    X = sp.csr_matrix((data, indices, indptr), shape=(n, spec["d"]), copy=False)
+    X.has_sorted_indices = True          # (as the partitions wrote them: file_write)
+    return X, y, sw, sqnorms, selection_on(spec, X, y, sw, sqnorms)
 
 
 def selection_on(spec, X, y, sw, sqnorms):

@@ -22,7 +22,7 @@ from pybudget.dask._laps import first as first_laps
 from pybudget.dask._dask_engine import DaskEngine
 from pybudget.dask._engines import ThreadsEngine
 from pybudget.dask._sources import (SMALL_BYTES, GeneratedShards, SvmlightShards,
-                                    dask_pieces, memory_sources, row_bounds, rows_bytes)
+                                    dask_pieces, memory_sources, rows_bytes)
 from pybudget.linear.logistic import LogisticRegression as LocalLogisticRegression
 from pybudget.linear.problem import (LOSSES, REGRESSION_LOSSES, auto_selection,
                                      check_linear_params, class_weight_vector, primal_pays)
@@ -130,13 +130,8 @@ class _DistributedBase(SVMBase):
         P = self.n_partitions or MEMORY_PARTITIONS
         # (method "whole" takes contiguous blocks; _method decides it by the same rule on
         # the partitions' rows and non-zeros, which sum to X's)
-        if self._whole_by_size(X.shape[0], X.nnz):
-            b = row_bounds(X.shape[0], P)
-            srcs = memory_sources(X, y, sw, P, dealt=False)
-            names = [f"partition {p} (rows {b[p]}-{b[p + 1] - 1})" for p in range(P)]
-        else:
-            srcs = memory_sources(X, y, sw, P)
-            names = [f"partition {p} (rows {p}::{P})" for p in range(P)]
+        srcs, names = memory_sources(X, y, sw, P,
+                                     dealt=not self._whole_by_size(X.shape[0], X.nnz))
         return srcs, names, None
 
     def _dask_sources(self, X, y, sample_weight, engine):
