@@ -1,5 +1,5 @@
-"""pybudget.dask (CoCoA+ with the dual CD strategies as local solver) against the
-one-machine solvers: issue 20's "done means".
+"""pybudget.dask against the one-machine solvers: the same models, rounds against one
+machine's sweeps, wall time and memory on a cluster.
 
 - ``correct``: a 2-worker LocalCluster (2 processes x 1 thread) started here; the
   training data as a Dask array of 4 row chunks (CSR blocks), ``n_partitions=4``,
@@ -50,7 +50,7 @@ one-machine solvers: issue 20's "done means".
 ``*_quick*``.  Writes bench/results/distributed/distributed_<study>.{json,md}.
 
     PYBUDGET_DATA=<data> python bench/distributed.py [--study correct rounds speed memory]
-        [--method auto|ring|bda|cocoa] [-r 3] [--max-rounds 1500] [--quick] [--out DIR]
+        [--method auto|ring|whole|newton] [-r 3] [--max-rounds 1500] [--quick] [--out DIR]
 """
 import argparse
 import contextlib
@@ -1031,9 +1031,9 @@ def main():
                     help="relative gap of the memory study's Dask fit")
     ap.add_argument("--max-rounds", type=int, default=None,
                     help="max_iter (rounds) of the Dask fits (default 1500; quick 30)")
-    ap.add_argument("--method", default="auto", choices=("auto", "ring", "bda", "cocoa"),
+    ap.add_argument("--method", default="auto", choices=("auto", "ring", "whole", "newton"),
                     help="method of the correct, speed and memory studies (default auto)")
-    ap.add_argument("--methods", nargs="+", default=["ring", "bda", "cocoa"],
+    ap.add_argument("--methods", nargs="+", default=["ring"], choices=("ring",),
                     help="methods of the rounds study")
     ap.add_argument("--parts", type=int, nargs="+", default=[2, 4, 8],
                     help="partitions K of the rounds study")

@@ -736,11 +736,12 @@ def build_parser():
     from pybudget.dask._methods import METHODS      # (imports no Dask)
     dk.add_argument("--method", choices=("auto", *METHODS),
                     default="auto",
-                    help="how the partitions share a round (default %(default)s: whole "
-                         "for up to 64 MiB of rows, else ring): ring, "
-                         "they take turns (one round = one sweep of one machine); bda, "
-                         "parallel sweeps with a line search; cocoa, CoCoA+ (sigma' = K); "
-                         "whole, all rows on every worker, each problem on one worker")
+                    help="how the partitions share the work (default %(default)s: whole "
+                         "for up to 64 MiB of rows, else newton where one machine would "
+                         "run it, else ring): ring, they take turns (one round = one "
+                         "sweep of one machine); whole, all rows on every worker, each "
+                         "problem on one worker; newton, the primal Newton solver with "
+                         "its sums over the partitions")
     t.set_defaults(func=_train)
 
     p = sub.add_parser("predict", help="predict a LIBSVM file with a saved model",

@@ -1,5 +1,7 @@
 """Helpers the test modules share (one module: tests never import each other)."""
 import os
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -60,3 +62,35 @@ def need_data(*names):
     """Skip (cleanly) when the benchmark data files are absent."""
     missing = [n for n in names if not (data_dir() / n).exists()]
     return pytest.mark.skipif(bool(missing), reason=f"benchmark data absent: {missing}")
+
+
+@contextmanager
+def pool_rendezvous(parties):
+    """Prove that ``parties`` of pybudget's pool threads ran problems at the same time.
+
+    Each pool thread (named "pybudget...", ``_core._parallel.map_threads``), on its first
+    call into pybudget's code, waits until ``parties`` threads have arrived (30 s at
+    most).  Yields (seen, broken): the threads that arrived, and those whose wait timed
+    out.  A run on fewer threads than ``parties`` leaves ``broken`` non-empty or ``seen``
+    short; with ``parties`` < 2 nothing is checked (one thread: no pool)."""
+    import pybudget
+    package = os.path.dirname(pybudget.__file__)
+    barrier = threading.Barrier(max(parties, 1), timeout=30)
+    seen, broken = set(), []
+
+    def profile(frame, event, arg):
+        name = threading.current_thread().name
+        if (event != "call" or not name.startswith("pybudget") or name in seen
+                or not frame.f_code.co_filename.startswith(package)):
+            return
+        seen.add(name)
+        try:
+            barrier.wait()
+        except threading.BrokenBarrierError:
+            broken.append(name)
+
+    threading.setprofile(profile)      # (threads started from here on)
+    try:
+        yield seen, broken
+    finally:
+        threading.setprofile(None)

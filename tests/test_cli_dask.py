@@ -1,4 +1,4 @@
-"""pybudget train --scheduler / --workers: CoCoA+ on a Dask cluster from the command line."""
+"""pybudget train --scheduler / --workers: a Dask cluster from the command line."""
 import inspect
 import re
 import subprocess

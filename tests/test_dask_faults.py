@@ -14,7 +14,7 @@ from pybudget.dask import _dask_engine, _dask_ring
 from pybudget.dask import estimators as E
 from pybudget.dask._sources import row_bounds
 
-from test_dask import chunked, held, make_data
+from test_dask import chunked, make_data
 
 distributed = pytest.importorskip("distributed")
 
@@ -57,10 +57,6 @@ class KillingEngine(_dask_engine.DaskEngine):
             self._kill(self.rnd)
         return super().snapshot()
 
-    def propose(self, rnd, problems, sweeps, check):
-        self._kill(rnd)
-        return super().propose(rnd, problems, sweeps, check)
-
 
 @pytest.fixture
 def nanny_client():
@@ -94,22 +90,6 @@ def test_killed_worker_mid_fit_replays_to_the_same_bits(nanny_client, monkeypatc
     np.testing.assert_array_equal(m.duality_gap_, ref.duality_gap_)
     # (the replayed rounds' checks are logged once: the log was cut at the checkpoint)
     assert [e["round"] for e in m.rounds_log_] == [e["round"] for e in ref.rounds_log_]
-
-
-def test_killed_worker_mid_bda_fit_replays_to_the_same_bits(nanny_client, monkeypatch):
-    """The parallel methods keep their checkpoint as the ring does (all the weights in
-    one payload on partition 0's worker, the duals where the partitions are)."""
-    X, y = make_data(n=1500, seed=11)
-    Xd, yd = chunked(X, y, 4)
-    kw = dict(C=0.1, tol=1e-2, random_state=0, checkpoint_every=4, method="bda")
-    ref = pbd.LinearSVC(engine="threads", **kw).fit(Xd, yd)
-    assert ref.converged_.all() and ref.n_rounds_ > KillingEngine.at + 2
-    monkeypatch.setattr(E, "DaskEngine", KillingEngine)
-    KillingEngine.kills = 0
-    m = pbd.LinearSVC(client=nanny_client, timeout=60, **kw).fit(Xd, yd)
-    assert KillingEngine.kills == 1 and m.recoveries_ >= 1
-    np.testing.assert_array_equal(m.coef_, ref.coef_)
-    assert set(held(nanny_client).values()) == {0}
 
 
 def test_killed_worker_with_sparse_hops_replays_to_the_same_bits(nanny_client, monkeypatch):

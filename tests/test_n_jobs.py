@@ -11,6 +11,8 @@ from pybudget import BudgetSVC, LinearSVC, LogisticRegression, solve_budget
 from pybudget._core import _validation as V
 from pybudget._core._parallel import map_threads, stop_requested
 
+from helpers import pool_rendezvous
+
 
 @pytest.fixture(scope="module")
 def four_classes():
@@ -43,10 +45,15 @@ def _arrays(est, X):
 
 @pytest.mark.parametrize("name", MAKERS)
 def test_same_model_for_every_n_jobs(name, four_classes):
+    """The same bits, with min(n_jobs, 4 problems) pool threads proven to have run
+    problems at once (``pool_rendezvous``)."""
     X, y = four_classes
     expected = _arrays(MAKERS[name](None).fit(X, y), X)
     for n_jobs in (1, 2, 3, -1):
-        got = _arrays(MAKERS[name](n_jobs).fit(X, y), X)
+        parties = min(V.n_jobs(n_jobs), 4)
+        with pool_rendezvous(parties) as (seen, broken):
+            got = _arrays(MAKERS[name](n_jobs).fit(X, y), X)
+        assert not broken and len(seen) == (parties if parties >= 2 else 0), (n_jobs, seen)
         for a, b in zip(expected, got):
             assert np.array_equal(a, b), (name, n_jobs)
 
@@ -59,7 +66,9 @@ def test_warm_start_and_class_weights_with_threads(four_classes):
         est = LinearSVC(C=0.1, class_weight="balanced", warm_start=True, random_state=1,
                         n_jobs=n_jobs)
         est.fit(X, y, sample_weight=np.linspace(0.0, 2.0, X.shape[0]))
-        est.set_params(C=1.0).fit(X, y, sample_weight=np.linspace(0.0, 2.0, X.shape[0]))
+        with pool_rendezvous(n_jobs) as (seen, broken):
+            est.set_params(C=1.0).fit(X, y, sample_weight=np.linspace(0.0, 2.0, X.shape[0]))
+        assert not broken and len(seen) == (2 if n_jobs == 2 else 0)
         models.append((est.coef_, est.intercept_, est.n_steps_))
     assert all(np.array_equal(a, b) for a, b in zip(*models))
 
@@ -67,7 +76,9 @@ def test_warm_start_and_class_weights_with_threads(four_classes):
 def test_solve_budget_takes_n_jobs(four_classes):
     X, y = four_classes
     one = solve_budget(X, y, solver="bsca", budget=20, random_state=2)
-    two = solve_budget(X, y, solver="bsca", budget=20, random_state=2, n_jobs=2)
+    with pool_rendezvous(2) as (seen, broken):
+        two = solve_budget(X, y, solver="bsca", budget=20, random_state=2, n_jobs=2)
+    assert not broken and len(seen) == 2
     assert np.array_equal(one.dual_coef, two.dual_coef)
     assert np.array_equal(one.support_vectors, two.support_vectors)
 

@@ -1,5 +1,6 @@
-"""One problem on a Dask cluster: the partitions take turns (ring) or work in parallel
-(bda, CoCoA+), with pybudget's dual CD strategies on each partition.
+"""One problem on a Dask cluster: each problem whole on one worker (whole), the
+partitions taking turns (ring) with pybudget's dual CD strategies on each, or the primal
+Newton solver with its sums over the partitions (newton).
 
 ``pip install "pybudget[dask]"`` installs Dask.  The estimators mirror the one-machine
 ones (``pybudget.LinearSVC``, ``LogisticRegression``, ``LinearSVR``) and train on Dask

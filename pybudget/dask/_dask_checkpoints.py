@@ -67,12 +67,11 @@ class Checkpointing:
         # (rows the ring left on the workers are stale: the checkpoint's come back)
         self.client.run(_worker.drop_held, self.job, on_error="ignore")
         self.held, self.last_on = set(), {}
-        if self.ring:
-            self.client.run(_worker.install, on_error="ignore")
+        self.client.run(_worker.install, on_error="ignore")
         live = self._rebuild_lost()[0]
         if token is None:
             self._synced()
-            self.setup(spec, self.ring)
+            self.setup(spec)
             return
         states, rows, loc = token
         if isinstance(states, int):          # kept by the workers: read where it is

@@ -2,11 +2,9 @@
 
 Each partition is built once on a Dask worker and kept there (``_worker.REGISTRY``).
 The weights live on the workers too: a ring run leaves its rows on its worker and the
-next run takes them from there (``_worker.Held``; the ring's runs are ``_dask_ring``);
-the parallel methods' combination runs on the worker of partition 0 and takes the
-partitions' changes as task results, which Dask moves from worker to worker.  The
-client receives scalars (gaps, step sizes, counters), the rows of the problems a check
-passed, and at the end the other weights.  A worker that leaves is noticed by polling
+next run takes them from there (``_worker.Held``; the ring's runs are ``_dask_ring``).
+The client receives scalars (gaps, counters), the rows of the problems a check passed,
+and at the end the other weights.  A worker that leaves is noticed by polling
 the scheduler (a pinned task would otherwise wait for it forever): the driver then gets
 PartitionsLost and asks for ``recover``, which rebuilds the lost partitions on the
 workers left, from their sources, and restores every partition from the checkpoint,
@@ -14,7 +12,6 @@ whose copies are kept on two workers (``_worker.KEPT``); those two are in
 ``_dask_checkpoints``.
 """
 import math
-import operator
 import threading
 import time
 import uuid
@@ -269,27 +266,20 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
         self.bytes["client"] += sum(a.nbytes + b.nbytes for a, b in out)
         return out
 
-    @property
-    def home(self):
-        """The worker that combines the parallel methods' changes (partition 0's)."""
-        return self.where[0]
-
-    def setup(self, spec, ring):
-        self.spec, self.ring = spec, ring
-        if ring:
-            self.client.run(_worker.install)      # (the ring's rows move through it)
+    def setup(self, spec):
+        self.spec = spec
+        self.client.run(_worker.install)      # (the ring's rows move through it)
         inits = [self._submit(_worker.setup_task, p, self.job, p, spec) for p in self.where]
         n_problems = self.n_problems = len(spec["positive"]) if "positive" in spec else 1
         self.done, self.last_on = {}, {}
-        # the ring: each group's weights where its first visit is, the others: on home
-        groups = (_steps.ring_groups(range(n_problems), len(self.where)) if ring
-                  else [(0, list(range(n_problems)))])
-        self.row_bytes = (spec["d"] + 1 + (len(first_carry("svm", 0)) if ring else 0)) * 8
+        # each group's weights where its first visit is
+        groups = _steps.ring_groups(range(n_problems), len(self.where))
+        self.row_bytes = (spec["d"] + 1 + len(first_carry("svm", 0))) * 8
         self.replica_runs, self.latest = {}, {}      # (the ring's tables: _dask_ring)
         self.rows, self.loc = {}, {}
         for start, problems in groups:
             at = self.where[start]
-            fut = self._on(at, _start, inits, problems, spec, ring)
+            fut = self._on(at, _start, inits, problems, spec)
             self.rows.update({j: fut for j in problems})
             self.loc[fut.key] = at
         # (waited for by tokens: setup's errors surface here, the weights stay)
@@ -341,56 +331,6 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
         """The problems whose weights ``rows`` keeps in the payload of fut (a check
         pass's result keeps those it passed; the others went on)."""
         return [j for j, f in rows.items() if f.key == fut.key]
-
-    def _spread(self, futs, to):
-        """Count the bytes of payloads fetched by the workers ``to`` (once per worker)."""
-        for f in futs:
-            for addr in set(to):
-                self._moved(self._payload_size(f), self.loc[f.key], addr)
-
-    def check(self, problems):
-        pls = self._payloads(problems)
-        self._spread(pls, list(self.where.values()) + [self.home])
-        futs = [self._submit(_worker.check_task, p, self.job, p, problems, *pls)
-                for p in self.where]
-        futs.append(self._on(self.home, _weight_stats, problems, *pls))
-        *per, stats = self._gather(futs)
-        self._synced()
-        return _steps.checked(per, stats, problems)
-
-    def _payload_size(self, fut):
-        return sum(self.row_bytes for j in self.rows if self.rows[j].key == fut.key)
-
-    def propose(self, rnd, problems, sweeps, check):
-        W = self.rows[problems[0]]      # (one payload holds every problem here)
-        self._spread([W], self.where.values())
-        props = [self._submit(_worker.propose_task, p, self.job, p, rnd, W, problems, sweeps,
-                              check, *self.after.get(p, ()))
-                 for p in self.where]
-        self.combined = self._on(self.home, _steps.combine, W, props, problems, check)
-        small = self._on(self.home, operator.itemgetter(1, 2), self.combined)
-        small, nbytes = self._gather([small])[0]
-        self._synced()
-        # the changes of partitions on other workers crossed to the home worker
-        share = sum(1 for p in self.where if self.where[p] != self.home) / len(self.where)
-        self.bytes["workers"] += int(nbytes * share)
-        return small
-
-    def terms_at(self, etas):
-        per = self._gather([self._submit(_worker.terms_task, p, self.job, p, etas)
-                            for p in self.where])
-        self._synced()
-        return _steps.sum_terms(per, etas)
-
-    def commit(self, etas):
-        for p in self.where:
-            self._submit(_worker.commit_task, p, self.job, p, etas)
-        W = self.rows[next(iter(self.rows))]
-        fut = self._on(self.home, _apply, W, self.combined, etas)
-        self.loc[fut.key] = self.home
-        self.rows = {j: fut for j in self.rows}
-        self.combined = None
-        self._prune()
 
     def weights(self, n_problems, d):
         got = self._gather([self._on(self.loc[f.key], _worker.rows_task, self.job, f,
@@ -458,14 +398,6 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
             pass
 
 
-def _start(inits, problems, spec, ring):
+def _start(inits, problems, spec):
     W = initial_weights(inits, problems, spec["d"])
-    return start_payload(W, spec, ring)
-
-
-def _weight_stats(problems, *payloads):
-    return _steps.weight_stats(payloads, problems)
-
-
-def _apply(W, combined, etas):
-    return _steps.apply_step(W, combined[0], etas)
+    return start_payload(W, spec)

@@ -1,5 +1,5 @@
-"""The driver of the methods with rounds (``_methods``: ring, bda, cocoa), on any
-engine, for every binary problem of a fit at once.
+"""The driver of the ring (``_methods.Ring``), on any engine, for every binary problem
+of a fit at once.
 
 The stopping rule is the relative duality gap (P(w) - D(alpha)) / P(w) <= tol, from the
 partitions' check pass; a check at round t certifies the weights after t rounds, and a
@@ -41,7 +41,6 @@ class FitResult:
     recoveries: int
     laps: int = 1                 # the ring's laps in its last round
     log: list = field(default_factory=list)
-    steps: list = field(default_factory=list)      # (round, {problem: eta}) of bda
     intercept: np.ndarray = None  # the intercepts as computed (method "whole"), else
                                   # W[:, d] * bias
     selection: str = None         # what the problems ran with, chosen on the workers
@@ -51,7 +50,7 @@ class FitResult:
 class _Driver:
     """The driver's own state: what a checkpoint must restore besides the partitions."""
 
-    def __init__(self, n_problems, first_check, laps=1, max_laps=1):
+    def __init__(self, n_problems, first_check=1, laps=1, max_laps=1):
         self.t = 0
         self.laps, self.max_laps = laps, max(laps, max_laps)
         self.active = list(range(n_problems))
@@ -60,7 +59,6 @@ class _Driver:
         self.final = {}              # problem -> (gap, primal, dual, kkt, round)
         self.n_steps = 0
         self.n_checks = 0
-        self.etas = []
 
     def due(self):
         """The open problems whose check is due after round self.t."""
@@ -141,8 +139,8 @@ def run(engine, spec, n_problems, d, method, *, tol, max_rounds, sweeps, checkpo
     """Run ``method`` (a ``_methods`` object with rounds) on the engine's partitions
     (built already); returns a FitResult.  The ring starts with ``laps`` laps a round
     and may go up to ``max_laps``."""
-    engine.setup(spec, method.ring)
-    drv = _Driver(n_problems, method.first_check, laps, max_laps)
+    engine.setup(spec)
+    drv = _Driver(n_problems, laps=laps, max_laps=max_laps)
     fit = _Fit(engine, spec, sweeps, tol, callback)
     ckpts = Checkpoints(engine, spec, drv, checkpoint_every)
     while drv.active and drv.t < max_rounds:
@@ -172,5 +170,4 @@ def run(engine, spec, n_problems, d, method, *, tol, max_rounds, sweeps, checkpo
     return FitResult(W=W, n_rounds=int(rounds.max()), gap=gap, primal=primal, dual=dual,
                      kkt=kkt, converged=gap <= tol, n_steps=int(drv.n_steps),
                      bytes_sent=dict(engine.bytes), n_checks=drv.n_checks,
-                     recoveries=ckpts.recoveries, laps=drv.laps, log=fit.log,
-                     steps=drv.etas)
+                     recoveries=ckpts.recoveries, laps=drv.laps, log=fit.log)

@@ -37,7 +37,7 @@ class Engine(Protocol):
         """Per partition (C_i (|x_i|^2 + bias^2) of its rows, its columns in use), for
         selection="auto"."""
 
-    def setup(self, spec, ring: bool) -> None:
+    def setup(self, spec) -> None:
         """Every problem's local state and its initial weights (as ring payloads)."""
 
     def ring_round(self, rnd, groups, sweeps, laps, tol=None, due=None,
@@ -47,23 +47,11 @@ class Engine(Protocol):
         ``ring_check``, whose result it returns, leaving out those far from ``near``),
         of the problems not passed."""
 
-    def check(self, problems) -> dict:
-        """{j: (loss, dual terms, kkt, |w|^2, ring steps)} at the current weights."""
-
     def ring_check(self, groups, due=None, near=None) -> dict:
-        """``check`` of the problems in ``due`` (all when None) after a ring round, by
-        each group's pass along the ring (``_steps.check_order``): the same scalars, no
-        weights sent to every worker.  With ``near``, of those whose stale gap is near
-        it (``_steps.check_visit``)."""
-
-    def propose(self, rnd, problems, sweeps, check) -> dict:
-        """The parallel sweeps: {j: the combined scalars} (``_steps.combine``)."""
-
-    def terms_at(self, etas) -> dict:
-        """{j: the dual's terms at alpha + eta_j dalpha}."""
-
-    def commit(self, etas) -> None:
-        """alpha += eta dalpha, w += eta dw (eta = 0: the proposal is dropped)."""
+        """{j: (loss, dual terms, kkt, |w|^2, ring steps)} at the current weights of the
+        problems in ``due`` (all when None), by each group's pass along the ring
+        (``_steps.check_order``).  With ``near``, of those whose stale gap is near it
+        (``_steps.check_visit``)."""
 
     def weights(self, n_problems, d) -> np.ndarray:
         """The weights, (n_problems, d + 1)."""
@@ -103,10 +91,8 @@ def initial_weights(inits, problems, d):
     return W
 
 
-def start_payload(W, spec, ring):
-    """{j: (w_j, carried scalars)} for the ring, {j: w_j} for the parallel methods."""
-    if not ring:
-        return W
+def start_payload(W, spec):
+    """{j: (w_j, the ring's carried scalars)}."""
     kind = PROBLEM_OF[spec["loss"]][0]
     sel = SELECTIONS[spec["selection"]]
     return {j: (w, first_carry(kind, sel)) for j, w in W.items()}
@@ -138,10 +124,10 @@ class ThreadsEngine:
     def scales(self, spec):
         return [P.scales(spec) for P in self.parts]
 
-    def setup(self, spec, ring):
+    def setup(self, spec):
         inits = [P.setup(spec) for P in self.parts]
         W = initial_weights(inits, range(len(inits[0])), spec["d"])
-        self.rows = start_payload(W, spec, ring)
+        self.rows = start_payload(W, spec)
 
     def _map(self, fn, args):
         return map_threads(fn, args, self.n_threads)
@@ -181,11 +167,6 @@ class ThreadsEngine:
             self.rows.update(pl)
         return sums
 
-    def check(self, problems):
-        per = self._map(lambda P: _steps.check_partition(P, [self.rows], problems),
-                        [(P,) for P in self.parts])
-        return _steps.checked(per, _steps.weight_stats([self.rows], problems), problems)
-
     def ring_check(self, groups, due=None, near=None):
         K = len(self.parts)
         groups = [g for g in _steps.checked_groups(groups, due) if g[1]]
@@ -201,22 +182,6 @@ class ThreadsEngine:
         per = _steps.found_by_partition(self._map(travel, groups), K)
         problems = [j for _, group in groups for j in group if j in per[0]]
         return _steps.checked(per, _steps.weight_stats([self.rows], problems), problems)
-
-    def propose(self, rnd, problems, sweeps, check):
-        proposals = self._map(lambda P: _steps.propose_partition(P, rnd, self.rows, problems,
-                                                                 sweeps, check),
-                              [(P,) for P in self.parts])
-        self.dW, small, _ = _steps.combine(self.rows, proposals, problems, check)
-        return small
-
-    def terms_at(self, etas):
-        return _steps.sum_terms([_steps.terms_partition(P, etas) for P in self.parts], etas)
-
-    def commit(self, etas):
-        for P in self.parts:
-            _steps.commit_partition(P, etas)
-        self.rows = _steps.apply_step(self.rows, self.dW, etas)
-        self.dW = None
 
     def weights(self, n_problems, d):
         return assemble(self.rows, n_problems, d)

@@ -4,21 +4,15 @@ state, with the operations every method is made of.
 A partition never leaves the process that built it (a Dask worker, or the client for
 ``engine="threads"``).  The methods (see ``_driver``) use it in two ways:
 
-- the ring (``visit``): the partition runs its sweeps in place on the current weights
-  of a problem with sigma' = 1, exactly as one machine's dual CD would on these rows,
-  and hands the weights on;
-- the parallel methods (``propose``, then ``terms_at`` and ``commit``): every partition
-  runs its sweeps against the same weights on the local problem with sigma' (K for
-  CoCoA+, 1 for BDA), keeps its dual change and returns its weight change dw_k and the
-  scalars of the line search; the driver picks the step eta and the partitions commit
-  alpha += eta dalpha;
+- the ring (``visit``, and ``check`` for its check passes): the partition runs its
+  sweeps in place on the current weights of a problem, exactly as one machine's dual CD
+  would on these rows, and hands the weights on;
 - the primal Newton method (``primal_setup``, then ``primal_at``, ``primal_value``,
   ``primal_hessp``): the partition's sums of the primal's loss terms, which the client
   adds up for its Newton iterations (``_newton``).
 
-In the duals u = sigma' alpha with box sigma' C_i, the local problem is the dual of the
-same loss at sigma' C_i (``linear._dual_cd.dcd_round``), so the unchanged strategies
-solve it.  Everything here is deterministic: the generator of problem j on partition p in
+The sweeps are the one-machine strategies' (``linear._dual_cd.dcd_round``) on the
+partition's rows.  Everything here is deterministic: the generator of problem j on partition p in
 round t is seeded from (seed, j, p, t) alone.
 """
 import numpy as np
@@ -80,13 +74,13 @@ def first_carry(kind, selection):
 
 
 class _Costs:
-    """The per-row constants of one problem: C_i, the box (sigma' C_i or infinite), the
-    diagonal D_ii / sigma' of the squared losses and the curvatures Q_ii."""
+    """The per-row constants of one problem: C_i, the box (C_i or infinite), the
+    diagonal D_ii of the squared losses and the curvatures Q_ii."""
 
-    def __init__(self, X, cvec, sigma, squared, bias):
+    def __init__(self, X, cvec, squared, bias):
         self.cvec = np.ascontiguousarray(cvec)
-        self.upper = np.full(cvec.shape[0], np.inf) if squared else sigma * cvec
-        self.diag = 0.5 / (sigma * cvec) if squared else np.zeros(cvec.shape[0])
+        self.upper = np.full(cvec.shape[0], np.inf) if squared else cvec.copy()
+        self.diag = 0.5 / cvec if squared else np.zeros(cvec.shape[0])
         self.qd = self.diag + V.row_sqnorms(X, bias) if X.shape[0] else self.diag.copy()
 
 
@@ -138,7 +132,7 @@ class Partition:
                 np.flatnonzero(used).astype(np.int32))
 
     def setup(self, spec):
-        """Build the local state of every problem of ``spec`` (a dict: loss, sigma,
+        """Build the local state of every problem of ``spec`` (a dict: loss,
         bias, d, epsilon, selection, seed, and either classes plus class weights and the
         positive class of each problem, or regression=True).  Returns the encoded initial
         contribution of each problem to w (non-zero only for the logistic loss, whose
@@ -147,8 +141,7 @@ class Partition:
         Xk = self.Xk
         self.loss = LOSS[spec["loss"]]
         kind, squared = self.loss.kind, self.loss.squared
-        sigma = spec["sigma"]
-        self.kind, self.squared, self.sigma = kind, squared, sigma
+        self.kind, self.squared = kind, squared
         self.bias, self.epsilon = spec["bias"], spec.get("epsilon", 0.0)
         self.selection = SELECTIONS[spec["selection"]]
         self.seed = spec["seed"]
@@ -158,7 +151,7 @@ class Partition:
         for c in costs:
             key = c.tobytes()
             if key not in shared:
-                shared[key] = _Costs(Xk, c, sigma, squared, self.bias)
+                shared[key] = _Costs(Xk, c, squared, self.bias)
             self.costs.append(shared[key])
         self.problems = [self._fresh(t, c) for t, c in zip(targets, self.costs)]
         return [self._initial(st) for st in self.problems]
@@ -233,7 +226,7 @@ class Partition:
         d1 = self.Xk.shape[1] + 1
         if self.kind != "lr" or self.Xk.shape[0] == 0:
             return ("sparse", np.zeros(0, np.int32), np.zeros(0))
-        ay = st["u"] * st["y"] / self.sigma
+        ay = st["u"] * st["y"]
         w = np.zeros(d1)
         w[:-1] = self.Xk.T @ ay
         w[-1] = self.bias * ay.sum()
@@ -242,14 +235,12 @@ class Partition:
     # ---- the dual objective's terms that do not involve w ----------------------------
 
     def _terms(self, st, cost, u, comp):
-        """At the duals alpha = u / sigma' (and comp = sigma' C - u for the logistic
-        loss): the dual objective is terms - 1/2 |w|^2."""
-        a = u / self.sigma
+        """At the duals u (and comp = C - u for the logistic loss): the dual objective
+        is terms - 1/2 |w|^2."""
         if self.kind == "lr":
-            return -float(self.loss.entropy(a, comp / self.sigma, cost.cvec))
-        lin = self.loss.linear_term(st["y"], a, self.epsilon)
-        # 1/2 sum D_ii alpha_i^2 with D_ii = sigma' diag_i
-        quad = 0.5 * self.sigma * np.sum(cost.diag * a * a) if self.squared else 0.0
+            return -float(self.loss.entropy(u, comp, cost.cvec))
+        lin = self.loss.linear_term(st["y"], u, self.epsilon)
+        quad = 0.5 * np.sum(cost.diag * u * u) if self.squared else 0.0
         return float(lin - quad)
 
     def gap_terms(self, j):
@@ -271,7 +262,7 @@ class Partition:
     # ---- the ring -----------------------------------------------------------------------
 
     def visit(self, j, rnd, w, sweeps, carry, lap=0, laps=1):
-        """The ring's visit (sigma' = 1): ``sweeps`` sweeps of problem j in place on its
+        """The ring's visit: ``sweeps`` sweeps of problem j in place on its
         current weights w, or the lap-th of ``laps`` shares of one sweep, with the
         thresholds and gains carried along the ring (carry, updated in place: this
         partition's extremes folded in, steps added, and after its last lap its stale
@@ -292,89 +283,13 @@ class Partition:
 
     def check(self, j, w):
         """The duality gap's scalars of problem j at weights w: {loss, kkt, dual_terms};
-        also resets hard shrinking's active set, as the parallel methods' check does."""
+        also resets hard shrinking's active set."""
         if self.Xk.shape[0] == 0:
             return {"loss": 0.0, "kkt": 0.0, "dual_terms": 0.0}
         terms = self.gap_terms(j)
         # (the check pass only reads w; dcd_round takes it writable)
         out = self._sweeps(j, 0, w if w.flags.writeable else w.copy(), 0, True)
         return {"loss": out["loss_sum"], "kkt": out["kkt_violation"], "dual_terms": terms}
-
-    # ---- the parallel methods --------------------------------------------------------
-
-    def propose(self, j, rnd, w, sweeps, check):
-        """The local sweeps of problem j against the global weights w (not modified);
-        the duals move, but the move is kept apart until ``commit``.  Returns (encoded
-        dw_k, stats): steps, the line search's scalars and, on check rounds, the duality
-        gap's scalars at w (taken before the sweeps)."""
-        st, cost = self.problems[j], self.costs[j]
-        stats = {"steps": 0, "lin": 0.0, "dquad": 0.0, "dcross": 0.0, "max_step": np.inf,
-                 "slope": 0.0, "terms": 0.0}
-        if self.Xk.shape[0] == 0:
-            st["du"] = None
-            if check:
-                stats.update(loss=0.0, kkt=0.0, dual_terms=0.0)
-            return ("sparse", np.zeros(0, np.int32), np.zeros(0)), stats
-        stats["terms"] = self.gap_terms(j)
-        if check:
-            stats["dual_terms"] = stats["terms"]
-        u_old = st["u"].copy()
-        comp_old = None if st["comp"] is None else st["comp"].copy()
-        v = np.array(w, dtype=np.float64, copy=True)
-        out = self._sweeps(j, rnd, v, sweeps, check)
-        stats["steps"] = out["n_steps"]
-        if check:
-            stats["loss"] = out["loss_sum"]
-            stats["kkt"] = out["kkt_violation"]
-        st["u_new"], st["comp_new"] = st["u"], st["comp"]
-        st["u"], st["comp"] = u_old, comp_old
-        st["du"] = st["u_new"] - u_old
-        stats.update(self._line_scalars(st, cost))
-        v -= w
-        v /= self.sigma
-        return encode(v), stats
-
-    def _line_scalars(self, st, cost):
-        """The step's scalars in alpha units (alpha = u / sigma', dalpha likewise):
-        lin = the linear term's change, dquad = sum D dalpha^2, dcross = sum D alpha
-        dalpha, max_step = the largest feasible eta, slope = the terms' derivative in eta
-        at 0 (for a backtracking search)."""
-        a, da = st["u"] / self.sigma, st["du"] / self.sigma
-        D = self.sigma * cost.diag
-        lo = self.loss.lower(cost.cvec)
-        hi = cost.cvec if not self.squared else np.inf
-        with np.errstate(divide="ignore", invalid="ignore"):
-            up = np.where(da > 0, (hi - a) / da, np.inf)
-            down = np.where(da < 0, (a - lo) / -da, np.inf)
-        max_step = float(min(up.min(), down.min())) if a.size else np.inf
-        dquad, dcross = float(np.sum(D * da * da)), float(np.sum(D * a * da))
-        c = None if st["comp"] is None else st["comp"] / self.sigma
-        lin, slope = self.loss.slope(st["y"], a, da, c, dcross, self.epsilon)
-        return {"lin": lin, "dquad": dquad, "dcross": dcross, "max_step": max_step,
-                "slope": slope}
-
-    def terms_at(self, j, eta):
-        """The terms of the dual at alpha + eta dalpha (for a backtracking search)."""
-        st = self.problems[j]
-        if self.Xk.shape[0] == 0 or st["du"] is None:
-            return 0.0
-        u = st["u"] + eta * st["du"]
-        comp = None if st["comp"] is None else st["comp"] - eta * st["du"]
-        return self._terms(st, self.costs[j], u, comp)
-
-    def commit(self, j, eta):
-        """alpha += eta dalpha (eta = 1 keeps the sweeps' duals exactly)."""
-        st = self.problems[j]
-        du = st.pop("du", None)
-        u_new, comp_new = st.pop("u_new", None), st.pop("comp_new", None)
-        if du is None:
-            return
-        if eta == 1.0:
-            st["u"], st["comp"] = u_new, comp_new
-        else:
-            st["u"] = st["u"] + eta * du
-            if st["comp"] is not None:
-                st["comp"] = st["comp"] - eta * du
 
     # ---- checkpoints -----------------------------------------------------------------
 

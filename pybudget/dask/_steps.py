@@ -1,30 +1,31 @@
 """The pieces of a round that both engines run in the same order, so that a fit gives
-the same bits on either: a ring visit over one group of problems, the sums of the
-partitions' scalars (always in partition order), the combination of the weight changes
-and the step.  Payloads map a problem to its weights (and, on the ring, to its carried
-scalars); every function but the ring's visit returns new arrays and leaves its inputs
-alone (a Dask worker may hand the same input to several tasks)."""
+the same bits on either: a ring visit over one group of problems, and the sums of the
+partitions' scalars (always in partition order).  Payloads map a problem to its weights
+and the ring's carried scalars; every function but the ring's visit returns new arrays
+and leaves its inputs alone (a Dask worker may hand the same input to several tasks)."""
 import numpy as np
 
 from pybudget._core._parallel import map_threads
-from pybudget._core._reduce import fixed_dot
 from pybudget.dask._partition import (CARRY_SEEN_LOSS, CARRY_SEEN_TERMS, CARRY_STEPS,
-                                       add_into, payload_bytes, roll_ring)
+                                       roll_ring)
 from pybudget.linear._dual_cd import sum_of_squares
 
 # A check pass skips a due problem whose stale gap (seen_gap) is above SEEN_NEAR times
 # tol: its exact check would almost surely fail, and costs about a third of a visit.
-# The stale gap lags the exact one: at the checks that passed, it was at most 2.7 tol
-# (fits of debian-sections20, w8a and mushrooms; docs/benchmarks.md section 10).
+# The stale gap lags the exact one: measured with a check every round (engine
+# "threads", 2-core machine), at the checks that passed it was at most 2.7 tol on
+# debian-sections20 (C = 1, tol 6e-2; 2.1 tol at tol 1e-2), 1.85 and 1.79 tol on w8a
+# and mushrooms (C = 1, tol 1e-2).
 SEEN_NEAR = 4.0
 
 # A visit spreads its problems over threads only where each thread gets at least this
 # many non-zeros to sweep (the visit's problems times its share of the partition): a
 # pool costs ~70 us to start, about 50,000 non-zeros of sweeping on debian-lib, and each
 # problem's visit holds the GIL for its Python part.  debian-sections20's ring (1 lap:
-# a visit sweeps a whole partition a problem): 2 threads 1.32-1.37x faster; a
-# synthetic 20-class set whose laps grew to 292 (visits under this bound): 1.08x
-# (docs/benchmarks.md, section 11).
+# a visit sweeps a whole partition a problem): one worker's 2 threads 1.32-1.37x faster
+# than its one (docs/benchmarks.md, section 11, has the 1.32); on a 2-core machine, a
+# synthetic 20-class set (150,000 x 5,000, 30 non-zeros a row) whose laps grew to 292,
+# about 7,700 non-zeros a problem and visit (visits under this bound): 1.08x.
 MIN_THREAD_NNZ = 100_000
 
 
@@ -237,12 +238,6 @@ def payload_nbytes(payload):
                for row in payload.values())
 
 
-def check_partition(P, payloads, problems):
-    """P's gap scalars of each problem at the weights of the payloads."""
-    rows = merged(payloads)
-    return {j: P.check(j, weights_of(rows[j])) for j in problems}
-
-
 def sum_checks(per_part, problems):
     """Partitions' check scalars (in partition order) -> {j: (loss, terms, kkt)}."""
     out = {}
@@ -257,10 +252,10 @@ def sum_checks(per_part, problems):
 
 
 def weight_stats(payloads, problems):
-    """{j: (|w_j|^2, the ring's steps so far, 0 for the parallel methods)}."""
+    """{j: (|w_j|^2, the ring's steps so far)}."""
     rows = merged(payloads)
     return {j: (sum_of_squares(weights_of(rows[j])),
-                rows[j][1][CARRY_STEPS] if isinstance(rows[j], tuple) else 0.0)
+                rows[j][1][CARRY_STEPS])
             for j in problems}
 
 
@@ -278,73 +273,3 @@ def checked(per_part, stats, problems):
     """An engine's check result: {j: (loss, dual terms, kkt, |w|^2, ring steps)}."""
     sums = sum_checks(per_part, problems)
     return {j: (*sums[j], *stats[j]) for j in problems}
-
-
-# ---- the parallel methods -----------------------------------------------------------
-
-LINE_SUMS = ("steps", "lin", "dquad", "dcross", "slope", "terms")
-
-
-def combine(W, proposals, problems, check):
-    """The partitions' proposals (in partition order: (msgs, stats) each) -> (dW, small)
-    with dW = {j: sum_k dw_kj} and small = {j: the summed line-search scalars, max_step,
-    |dw|^2, w'dw, |w|^2 and, on check rounds, the gap's sums}, plus the bytes of the
-    changes sent."""
-    dW, small = {}, {}
-    nbytes = 0
-    for j in problems:
-        dw = np.zeros_like(W[j])
-        s = dict.fromkeys(LINE_SUMS, 0.0)
-        s["max_step"] = np.inf
-        for msgs, stats in proposals:
-            add_into(dw, msgs[j])
-            nbytes += payload_bytes(msgs[j])
-            for k in LINE_SUMS:
-                s[k] += stats[j][k]
-            s["max_step"] = min(s["max_step"], stats[j]["max_step"])
-        s["dw2"] = sum_of_squares(dw)
-        s["wdw"] = fixed_dot(W[j], dw)
-        s["w2"] = sum_of_squares(W[j])
-        if check:
-            s["check"] = sum_checks([st for _, st in proposals], [j])[j]
-        dW[j] = dw
-        small[j] = s
-    return dW, small, nbytes
-
-
-def propose_partition(P, rnd, W, problems, sweeps, check):
-    """P's proposals of the problems: ({j: encoded dw_k}, {j: stats})."""
-    msgs, stats = {}, {}
-    for j in problems:
-        msgs[j], stats[j] = P.propose(j, rnd, W[j], sweeps, check)
-    return msgs, stats
-
-
-def commit_partition(P, etas):
-    for j, eta in etas.items():
-        P.commit(j, eta)
-
-
-def terms_partition(P, etas):
-    return {j: P.terms_at(j, eta) for j, eta in etas.items()}
-
-
-def sum_terms(per_part, etas):
-    """The partitions' terms (in partition order) summed: {j: terms}."""
-    out = {}
-    for j in etas:
-        total = 0.0
-        for s in per_part:
-            total += s[j]
-        out[j] = total
-    return out
-
-
-def apply_step(W, dW, etas):
-    """New weights {j: w_j + eta_j dw_j}; the others (eta = 0 among them) unchanged,
-    not copied."""
-    out = dict(W)
-    for j, eta in etas.items():
-        if eta != 0.0:
-            out[j] = W[j] + dW[j] if eta == 1.0 else W[j] + eta * dW[j]
-    return out

@@ -4,10 +4,10 @@ the registry that keeps the partitions there between rounds.
 The registry is this process's own dictionary, keyed by (job, partition): the rows and
 the duals stay on the worker across rounds.  The ring's weights stay on the worker of the
 run that last changed them (HELD), and the next run takes them from there (``Held``);
-the parallel methods' weights and the ring's sparse hops travel as task results, which
-Dask moves from worker to worker.  The client asks for scalars and final rows.  A worker that
-dies takes its entries with it, which the client sees as PartitionMissing (or the
-worker's absence) and answers by rebuilding from the source.
+the ring's sparse hops travel as task results, which Dask moves from worker to worker.
+The client asks for scalars and final rows.  A worker that dies takes its entries with
+it, which the client sees as PartitionMissing (or the worker's absence) and answers by
+rebuilding from the source.
 Arguments named ``after`` only order a task behind earlier ones on the same partition.
 """
 import asyncio
@@ -347,22 +347,6 @@ def rows_task(job, result, problems, copy):
 def take_received(job):
     """The bytes of sparse hops received here since the last call."""
     return RECEIVED.pop(job, 0)
-
-
-def check_task(job, part, problems, *payloads):
-    return _steps.check_partition(_get(job, part), payloads, problems)
-
-
-def propose_task(job, part, rnd, W, problems, sweeps, check, *after):
-    return _steps.propose_partition(_get(job, part), rnd, W, problems, sweeps, check)
-
-
-def terms_task(job, part, etas):
-    return _steps.terms_partition(_get(job, part), etas)
-
-
-def commit_task(job, part, etas):
-    _steps.commit_partition(_get(job, part), etas)
 
 
 def primal_setup_task(job, part, spec):

@@ -195,8 +195,6 @@ class _DistributedBase(SVMBase):
             summ = engine.build(srcs, self._regression, names, locality)
             spec, n_problems, d, classes = self._spec(summ, C, bias, seed, X)
             method, spec["selection"] = self._method(engine, spec, summ)
-            # (K: the partitions that take part, those with rows)
-            spec["sigma"] = METHODS[method].sigma(sum(1 for s in summ if s["n"]))
             if verbose:
                 report(f"{len(srcs)} partitions, {sum(s['n'] for s in summ)} rows, {d} "
                        f"columns, {n_problems} problems, method {method}, selection "
@@ -242,8 +240,9 @@ class _DistributedBase(SVMBase):
         machine: docs/benchmarks.md, section 10); else "newton" where one machine's
         ``selection="auto"`` would run the primal Newton solver
         (``linear.problem.primal_pays``: a smooth loss, many more rows than columns in
-        use); else the ring: the fewest rounds (or the lowest gap at the cap) of the three
-        methods that share rounds in every cell measured.  The selection: one machine's
+        use); else the ring, which needed fewer rounds than the parallel methods (bda,
+        CoCoA+) it was measured against in every cell (docs/benchmarks.md, section 10).
+        The selection: one machine's
         rule (``linear.problem.resolve_selection``) on the same statistics, gathered from
         the partitions: "newton" for the methods that run the Newton solver, else
         ``auto_selection``'s dual CD strategy; "whole" leaves "auto" to the workers, which
@@ -324,7 +323,6 @@ class _DistributedBase(SVMBase):
         self.kkt_violation_ = res.kkt
         self.converged_ = res.converged
         self.bytes_sent_ = res.bytes_sent
-        self.step_sizes_ = res.steps
         self.n_checks_ = res.n_checks
         self.recoveries_ = res.recoveries
         self.n_partitions_ = n_parts
@@ -399,11 +397,10 @@ def _chunk_span(bounds, p, P, n):
 
 
 _COMMON_DOC = """
-    method : {"auto", "ring", "bda", "cocoa", "whole", "newton"}, default="auto"
+    method : {"auto", "ring", "whole", "newton"}, default="auto"
         How the partitions share the work (docs/user_guide.md, "Training on a Dask
         cluster"): "ring", the partitions take turns within a round (one round is one
-        sweep of one-machine dual CD); "bda", parallel sweeps with a line search;
-        "cocoa", parallel sweeps added with sigma' = K (CoCoA+); "whole", every worker
+        sweep of one-machine dual CD); "whole", every worker
         holds all rows (one copy a host) and runs whole problems with the one-machine solver
         (``n_rounds_`` is then the most sweeps of a problem); "newton" (squared hinge,
         logistic and squared epsilon-insensitive losses, ``selection="auto"``), the

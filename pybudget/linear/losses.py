@@ -1,6 +1,6 @@
 """One entry per loss: the dual problem it is, and the pieces of that dual which the
-one-machine solver (``linear.problem.dual_cd``) and the cluster (``dask._partition``,
-``dask._driver``) both use.  Adding a loss: an entry here (its dual CD problem must
+one-machine solver (``linear.problem.dual_cd``) and the cluster (``dask._partition``)
+both use.  Adding a loss: an entry here (its dual CD problem must
 exist in the compiled hooks, ``linear/_dcd_*.pxd``), then its name in the estimators'
 lists of losses.
 
@@ -48,23 +48,6 @@ class Loss:
         """The logistic dual's sum_i a log(a / C) + c log(c / C) (written with a/C, c/C to
         avoid cancelling C log C)."""
         return np.sum(xlogy(a, a / cvec) + xlogy(c, c / cvec))
-
-    def exact_line_search(self, epsilon):
-        """Whether the dual is quadratic along a line (the parallel methods' exact step;
-        else backtracking)."""
-        return self.kind == "svm" or (self.kind == "svr" and epsilon == 0.0)
-
-    def slope(self, y, a, da, c, dcross, epsilon):
-        """(the linear term's change, the terms' derivative in eta at 0) along da, at a
-        (and c = C - a for the logistic loss); dcross = sum D a da."""
-        if self.kind == "svm":
-            lin = float(da.sum())
-            return lin, lin - dcross
-        if self.kind == "svr":
-            lin = float(np.sum(y * da))
-            sign = np.where(a != 0, np.sign(a), np.sign(da))
-            return lin, lin - epsilon * float(np.sum(sign * da)) - dcross
-        return 0.0, float(np.sum(da * (np.log(c) - np.log(a))))
 
 
 LOSS = {"hinge": Loss("svm", False), "squared_hinge": Loss("svm", True),
