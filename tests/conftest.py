@@ -32,8 +32,8 @@ def client():
 
 @pytest.fixture
 def ring_by_default(monkeypatch):
-    """For the tests of the ring and the parallel methods: method="auto" means the ring
-    also on small data, where it means "whole" (tested in test_dask_whole.py)."""
+    """For the tests of the ring: method="auto" means the ring also on small data,
+    where it means "whole" (tested in tests/dask/test_dask_whole.py)."""
     from pybudget.dask import estimators
     monkeypatch.setattr(estimators, "WHOLE_BYTES", -1)
 

@@ -10,6 +10,9 @@ import scipy.sparse as sp
 
 from pybudget.datasets import external_data_dir
 
+ROOT = Path(__file__).resolve().parents[1]        # the checkout (or the suite's copy)
+TEST_DATA = Path(__file__).resolve().parent / "data"
+
 
 def make_problem(n=60, d=15, density=0.3, seed=0, zero_rows=0):
     """Small sparse binary problem with a linear signal, labels in {-1, +1}."""
@@ -94,3 +97,69 @@ def pool_rendezvous(parties):
         yield seen, broken
     finally:
         threading.setprofile(None)
+
+
+# ---- pybudget.dask -------------------------------------------------------------------
+
+def make_data(n=1200, d=60, seed=0, classes=2, density=0.15):
+    """Sparse rows and labels of ``classes`` linear classes (the cluster tests' data)."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=density, format="csr", random_state=seed)
+    X.data = rng.normal(size=X.data.shape)
+    W = rng.normal(size=(d, classes))
+    y = np.argmax(X @ W + 0.3 * rng.normal(size=(n, classes)), axis=1)
+    return X, y
+
+
+def tall(n=3000, d=8, classes=2, seed=0, sparse=False):
+    """Many more rows than columns (one machine's "auto" runs Newton there)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * rng.uniform(0.5, 3.0, d)
+    W = rng.standard_normal((d, classes))
+    y = np.argmax(X @ W + rng.logistic(size=(n, classes)), axis=1)
+    return (sp.csr_matrix(X) if sparse else X), 7 * y - 2      # any label values
+
+
+def chunked(X, y, parts):
+    """X and y as Dask arrays of ``parts`` row chunks."""
+    import dask.array as da
+    step = -(-X.shape[0] // parts)
+    return da.from_array(X, chunks=(step, X.shape[1])), da.from_array(y, chunks=step)
+
+
+def held(client, within=10.0):
+    """Partitions, weight replicas, checkpoint copies and held rows of every job still
+    registered on the workers, once none is left or after ``within`` seconds (a fit
+    does not wait for its workers to drop its tables: DaskEngine.close)."""
+    import time
+
+    from pybudget.dask import _worker
+    deadline = time.monotonic() + within
+    while True:
+        got = client.run(lambda: len(_worker.REGISTRY) + len(_worker.REPLICAS)
+                         + len(_worker.KEPT) + len(_worker.HELD))
+        if not any(got.values()) or time.monotonic() > deadline:
+            return got
+        time.sleep(0.05)
+
+
+def placement_engine():
+    """A DaskEngine class that records where the partitions were built (``placed``:
+    partition -> worker), made on first use (pybudget.dask imports no Dask itself)."""
+    global _PLACEMENT
+    if _PLACEMENT is None:
+        from pybudget.dask._dask_engine import DaskEngine
+
+        class PlacementEngine(DaskEngine):
+            placed = None
+
+            def build(self, *args, **kwargs):
+                out = super().build(*args, **kwargs)
+                type(self).placed = dict(self.where)
+                return out
+
+        _PLACEMENT = PlacementEngine
+    return _PLACEMENT
+
+
+_PLACEMENT = None

@@ -34,7 +34,8 @@ LOOSE_TOL_FAILS = {
         "sample_weight equals repeating rows only at the optimum; tol is too loose for it",
 }
 # The tolerance up to which those checks (rtol 1e-7) pass for every linear estimator:
-# measured, LinearSVC fails at 1e-8 and passes at 1e-9 (tests/test_linear_estimator_checks.py).
+# measured, LinearSVC fails at 1e-8 and passes at 1e-9
+# (tests/linear/test_linear_estimator_checks.py).
 EQUIVALENCE_TOL = 1e-9
 
 

@@ -1,0 +1,83 @@
+"""Fits that really span 2 and 3 workers, one per method (issue 38, item 8): the data
+here is small, and the small-data rule would put every partition on one worker, so
+SMALL_BYTES is lowered (the ``spread`` fixture); each test then checks that every worker
+held partitions and that bytes moved between them, besides the same bits as the
+threads engine."""
+import distributed
+import numpy as np
+import pytest
+
+import pybudget.dask as pbd
+from pybudget.dask import _dask_engine, _scheduler
+from pybudget.dask import estimators as E
+
+from helpers import make_data, placement_engine, tall
+
+PlacementEngine = placement_engine()
+
+# (these tests are about the ring: conftest.ring_by_default)
+pytestmark = pytest.mark.usefixtures("ring_by_default")
+
+
+@pytest.fixture(scope="module", params=[2, 3], ids=["2 workers", "3 workers"])
+def client(request):
+    with distributed.LocalCluster(n_workers=request.param, threads_per_worker=1,
+                                  processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as c:
+        c.wait_for_workers(request.param)
+        yield c
+
+
+@pytest.fixture
+def spread(monkeypatch):
+    """The partitions spread over the workers in contiguous runs, whatever the size."""
+    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)
+    monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
+
+
+def test_ring_spans_every_worker(client, spread):
+    K = len(_scheduler.worker_addresses(client))
+    X, y = make_data(n=900, classes=3, seed=4)
+    kw = dict(C=0.1, tol=1e-2, random_state=0, method="ring", n_partitions=2 * K,
+              max_iter=300)
+    m = pbd.LinearSVC(client=client, **kw).fit(X, y)
+    ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
+    assert len(set(PlacementEngine.placed.values())) == K
+    assert m.bytes_sent_["workers"] > 0
+    np.testing.assert_array_equal(m.coef_, ref.coef_)
+    assert m.n_rounds_ == ref.n_rounds_
+
+
+def test_newton_spans_every_worker(client, spread):
+    """Method "newton": every worker holds partitions, nothing moves between them, and
+    the partitions' sums, added in partition order, give the threads engine's bits."""
+    K = len(_scheduler.worker_addresses(client))
+    X, y = tall(n=4000, classes=3, seed=5)
+    kw = dict(method="newton", tol=1e-6, C=0.5, n_partitions=2 * K)
+    m = pbd.LogisticRegression(client=client, **kw).fit(X, y)
+    ref = pbd.LogisticRegression(engine="threads", **kw).fit(X, y)
+    assert len(set(PlacementEngine.placed.values())) == K
+    np.testing.assert_array_equal(m.coef_, ref.coef_)
+    np.testing.assert_array_equal(m.intercept_, ref.intercept_)
+    assert m.n_iter_ == ref.n_iter_ and m.recoveries_ == 0
+    assert m.bytes_sent_["client"] > 0 and m.bytes_sent_["workers"] == 0
+
+
+def test_no_recovery_under_load(client, spread):
+    """Issue 38, item 4: under load, with no worker lost, a ring task once ran where its
+    partition was not, and the fit replayed.  Two busy processes beside the cluster:
+    every task runs where it is pinned, no recovery, the same bits."""
+    import subprocess
+    import sys
+    X, y = make_data(n=1500, classes=2, seed=8)
+    kw = dict(C=0.1, tol=1e-3, random_state=0, n_partitions=4, laps=2)
+    ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
+    spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        m = pbd.LinearSVC(client=client, **kw).fit(X, y)
+    finally:
+        for p in spin:
+            p.kill()
+            p.wait()
+    assert m.recoveries_ == 0
+    np.testing.assert_array_equal(m.coef_, ref.coef_)
