@@ -1,4 +1,4 @@
-"""Budgeted solvers against the papers and the peers (issue 5).
+"""Budgeted solvers against the papers and the peers.
 
 Sub-studies (``--study``, several allowed):
 
@@ -39,7 +39,7 @@ from common import machine, median_min_max, results_dir, write_outputs
 from pybudget import BudgetSVC
 from pybudget.datasets import load
 
-# (C, gamma): LIBSVM's tuned values used by the papers (MANIFEST.md)
+# (C, gamma): LIBSVM's tuned values used by the papers
 PARAMS = {"a9a": (32.0, 2.0 ** -7), "ijcnn1": (32.0, 2.0), "w8a": (8.0, 0.03)}
 LIBSVM_REF = {"a9a": (85.07, 42.0), "ijcnn1": (98.70, 8.6), "w8a": (99.05, 12.0)}
 # LIBSVM's support-vector counts at PARAMS, measured by the peers study
@@ -152,12 +152,13 @@ def study_lookup(data, args):
                           "epochs": args.claim_epochs, **summarise(runs), "runs": runs})
             print("claim", label, extra[-1]["time"], extra[-1]["accuracy"], file=sys.stderr)
     md = [f"Seeds {args.seeds} (median [min, max]); {args.epochs} epoch(s); C, gamma as in "
-          "issue 4. Times are BSGD optimisation seconds (`fit_time_`), maintenance = "
-          "`merge_time_`; 'merge steps' = merge events / SGD steps. Audit: one seed, every "
-          f"20th merge event (up to {args.audit_events}); 'same partner' = share of audited "
-          "events where the rule picks the partner GSS (tol 0.01) picks; 'WD excess' = mean "
-          "over audited events of (WD of the merge executed) / (smallest WD over all "
-          "partners with a precise h), then its median and 90th percentile; the mean is "
+          "LIBSVM's tuning (PARAMS). Times are BSGD optimisation seconds (`fit_time_`), "
+          "maintenance = `merge_time_`; 'merge steps' = merge events / SGD steps. Audit: "
+          f"one seed, every 20th merge event (up to {args.audit_events}); 'same partner' = "
+          "share of audited events where the rule picks the partner GSS (tol 0.01) picks; "
+          "'WD excess' = mean over audited events of (WD of the merge executed) / (smallest "
+          "WD over all partners with a precise h), then its median and 90th percentile; the "
+          "mean is "
           "dominated by a few events whose best WD is ~0 (near-duplicate SVs).", "",
           "| data | B | method | time s | maintenance s | maint. share | merge steps | "
           "accuracy % | time / GSS | same partner | WD excess mean / median / p90 |",
@@ -175,7 +176,8 @@ def study_lookup(data, args):
                      f"{a.get('wd_excess_p90', float('nan')):.4f} |" if a else "- | - |"))
     if extra:
         g = extra[0]
-        md += ["", f"Claim check (issue 5): a9a, B = 500, {args.claim_epochs} epochs.", "",
+        md += ["", "Claim check (lookup-wd against GSS): a9a, B = 500, "
+               f"{args.claim_epochs} epochs.", "",
                "| method | time s | maintenance s | accuracy % | time / GSS |",
                "|---|---|---|---|---|"]
         for r in extra:
@@ -224,7 +226,8 @@ def study_multimerge(data, args):
                   f"{r['merge_time']:.3f} | {r['maint_share']:.2f} | {r['accuracy']:.2f} "
                   f"[{r['accuracy_min']:.2f}, {r['accuracy_max']:.2f}] |")
     if claim:
-        md += ["", f"Claim check (issue 5): a9a, B = 500, {args.mm_claim_epochs} epochs.", "",
+        md += ["", "Claim check (lookup-wd multi-merge against GSS, M = 2): a9a, B = 500, "
+               f"{args.mm_claim_epochs} epochs.", "",
                "| setting | time s | maintenance s | accuracy % | time / GSS M=2 |",
                "|---|---|---|---|---|"]
         for r in claim:
@@ -285,10 +288,11 @@ def study_dual(data, args):
             rows.extend(bsca_curve(X, ysign, Xt, yt, classes, C, gamma, B, args.seeds[0],
                                    args.dual_epochs, primal, name))
             print(name, B, "dual done", file=sys.stderr)
-    md = [f"Seed {args.seeds[0]}; C, gamma as in issue 4; primal = 1/2 |w|^2 + C sum hinge "
-          "of the budgeted model on the training set; BSCA dual = sum(alpha) - 1/2 |w|^2 "
-          "with w the budgeted model (not a true dual value once merging has changed w). "
-          "BSGD runs epoch after epoch through partial_fit; BSCA one epoch per call on the "
+    md = [f"Seed {args.seeds[0]}; C, gamma as in LIBSVM's tuning (PARAMS); primal = "
+          "1/2 |w|^2 + C sum hinge of the budgeted model on the training set; BSCA dual = "
+          "sum(alpha) - 1/2 |w|^2 with w the budgeted model (not a true dual value once "
+          "merging has changed w). BSGD runs epoch after epoch through partial_fit; BSCA one "
+          "epoch per call on the "
           "same model and alpha.", "",
           "| data | B | solver | epoch | time s | accuracy % | primal | dual |",
           "|---|---|---|---|---|---|---|---|"]
@@ -426,7 +430,8 @@ def study_peers(data, args):
           "[min, max]); LIBSVM once "
           "(OMP_NUM_THREADS=1: every solver single-threaded). "
           "Times: training only (pybudget `fit_time_`, LIBSVM/Nystroem pipeline `fit`), "
-          "same machine, same run; C, gamma as in issue 4 unless the row says C=...; "
+          "same machine, same run; C, gamma as in LIBSVM's tuning (PARAMS) unless the row "
+          "says C=...; "
           "pybudget rows without merge_search use GSS (tol 0.01). LIBSVM's B column = its "
           "SV count.",
           "", "| data | method | B | time s | accuracy % |", "|---|---|---|---|---|"]

@@ -1,7 +1,8 @@
-"""Issue 4 "Done means": maths checks, accuracy (median and spread over seeds) and epoch
-times of BSGD/BSCA at B = 500 (B = 100 multi-class).  Writes bench/results/
-budget/budget_accuracy.json and .md.  Runs the papers' setting (``offset=False``, the last
-iterate) unless a row says otherwise; bench/budget_defaults.py measures the defaults.
+"""Budgeted SVMs in the papers' setting: maths checks, accuracy (median and spread over
+seeds) against the papers' figures, and epoch times of BSGD/BSCA at B = 500 (B = 100
+multi-class).  Writes bench/results/budget/budget_accuracy.json and .md.  Runs the
+papers' setting (``offset=False``, the last iterate) unless a row says otherwise;
+bench/budget_defaults.py measures the defaults.
 
     python bench/budget_accuracy.py [--quick] [--data-dir DIR] [--seeds 0 1 2]
     python bench/budget_accuracy.py --select "^BSGD 1 epoch ijcnn1$" --seeds 0 1 2 3 4 \
@@ -61,7 +62,8 @@ def load(data_dir, name):
 
 
 def maths_checks(n=100_000):
-    """The issue's maths figures, measured (the tests assert them)."""
+    """The merge maths measured: lookup-wd's relative error, the WD formula against the
+    kernel matrix, golden section against a dense grid (the tests assert them)."""
     rng = np.random.default_rng(0)
     m = rng.uniform(0.01, 0.99, n)
     kappa = rng.uniform(np.exp(-2), 0.999, n)
@@ -104,7 +106,7 @@ def best_shift_accuracy(d, positive):
 
 
 def run(X, y, Xt, yt, solver, epochs, C, gamma, budget, seed, **kw):
-    kw.setdefault("offset", False)    # issue 4's figures: the papers' setting
+    kw.setdefault("offset", False)    # the papers' setting, as their figures were made
     kw.setdefault("averaging", "none")
     clf = BudgetSVC(C=C, gamma=gamma, budget=budget, solver=solver, epochs=epochs,
                     random_state=seed, **kw).fit(X, y)
@@ -216,7 +218,7 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     stem = args.stem or ("budget_accuracy_quick" if args.quick else "budget_accuracy")
     (out / f"{stem}.json").write_text(json.dumps(record, indent=1))
-    lines = ["# Budgeted SVMs: issue 4 figures", "",
+    lines = ["# Budgeted SVMs: the papers' setting", "",
              f"{record['machine']}, {record['cpu_count']} cores, seeds {seeds}, golden-section "
              f"merging (tol {args.merge_tol:g}) unless noted"
              + (f"; runs matching {args.select!r} only" if args.select else "") + "."]

@@ -1,5 +1,5 @@
 """Cross-validated C grid: n_jobs=1 against n_jobs=2 (and optionally a local dask
-cluster) with the same call (issue: C grids done right, item 4).
+cluster) with the same call.
 
     python bench/cvgrid.py [--data debian-lib] [--cv 5] [-r 3] [--dask] [--quick]
 """

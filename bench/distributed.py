@@ -114,7 +114,7 @@ def load_data(name, quick):
             _CACHE[name] = (X[:2000], y[:2000], X[2000:], y[2000:])
         elif name == "long-rows":
             # rows of 1,000 non-zeros (the benchmark files have at most 90 on average):
-            # a set on which no lap constant was chosen (issue 38, item 7)
+            # a set on which no lap constant was chosen
             import scipy.sparse as sp
             from sklearn.datasets import make_classification
             # (with flip_y=0.05 and class_sep=1 one machine was at a gap of 0.2 after

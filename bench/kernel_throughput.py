@@ -1,4 +1,4 @@
-"""Kernel throughput of the budgeted solvers' hot loop (issue 5, item 2).
+"""Kernel throughput of the budgeted solvers' hot loop.
 
 1. Kernel values per second computed one training step at a time (what BSGD/BSCA do:
    the Gaussian kernel row of one sparse point against the B SVs, then the margin), by

@@ -1,4 +1,4 @@
-"""Correctness of the linear solvers on real data (issue: dual CD, "Correct").
+"""Correctness of the linear solvers on real data.
 
 For each data set and C (tol 0.01, no bias): every strategy's exact final KKT
 violation and dual objective, the largest relative spread of the dual objectives

@@ -112,7 +112,7 @@ def study_correct(X, y, loss, s, prob, Cs, peer_tol=1e-6, tol=1e-3):
     for C in Cs:
         runs = {sel: ours(X, y, C, loss, sel, tol) for sel in STRATEGIES}
         best = max(r["dual"] for r in runs.values())
-        # peer_tol 0: no liblinear run (where it cannot finish in a session)
+        # peer_tol 0: no liblinear run (where it would not finish in reasonable time)
         ll = (theirs(prob, X, y, C, s, tol=peer_tol) if peer_tol > 0
               else {"primal": float("nan"), "capped": False})
         for sel, r in runs.items():

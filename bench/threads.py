@@ -3,13 +3,13 @@ liblinear-multicore (-m), interleaved, training time only.
 
 Studies:
 
-- ``speed`` (issue 37's cells): LinearSVC's problem (``solve_linear``, bias on, C as
-  listed, the default strategy or AVSF) on debian-lib, a9a, ijcnn1 and w8a.  Each
-  repetition runs, in turn (the order alternates), pybudget n_jobs=1 and n_jobs=2 in
-  this process and liblinear-multicore ``-m 1`` and ``-m 2`` each in a subprocess of its
-  own Python (its module is named ``liblinear``, like liblinear-official's, so it lives
-  in a virtual environment of its own: ``--multicore-python``; without it the peer's
-  columns are empty).  The peer runs at the loosest of ``-e`` 0.1 (its default), 0.01,
+- ``speed``: LinearSVC's problem (``solve_linear``, bias on, C as listed, the default
+  strategy or AVSF) on debian-lib, a9a, ijcnn1 and w8a.  Each repetition runs, in turn
+  (the order alternates), pybudget n_jobs=1 and n_jobs=2 in this process and
+  liblinear-multicore ``-m 1`` and ``-m 2`` each in a subprocess of its own Python (its
+  module is named ``liblinear``, like liblinear-official's, so it lives in a virtual
+  environment of its own: ``--multicore-python``; without it the peer's columns are
+  empty).  The peer runs at the loosest of ``-e`` 0.1 (its default), 0.01,
   0.001, 1e-4, 1e-5, 1e-6 whose primal is at most pybudget's at its default ``tol``
   (found by untimed runs first): both are timed to the same quality, or the peer to its
   tightest.  Times are the solvers' own (pybudget: ``res.time``; liblinear: around

@@ -1,4 +1,4 @@
-"""Warm-started C paths against cold starts (issue: C grids done right).
+"""Warm-started C paths against cold starts.
 
 For each strategy, solves the increasing grid with linear_path(carry=...) for carry in
 none (cold starts), alpha (dual variables rescaled by C'/C and clipped), all (also

@@ -1,7 +1,7 @@
 /* strtod in the "C" locale, whatever the process's LC_NUMERIC: a LIBSVM file writes
    1.5 wherever it is read, and plain strtod reads it as 1 once a program has set a
-   locale whose decimal point is a comma (locale.setlocale(locale.LC_ALL, "") in a
-   German session, say).  pb_c_numbers_init makes the locale once, under the GIL, at
+   locale whose decimal point is a comma (locale.setlocale(locale.LC_ALL, "") with
+   LANG=de_DE.UTF-8, say).  pb_c_numbers_init makes the locale once, under the GIL, at
    import; it returns 0 when it cannot. */
 #include <locale.h>
 #include <stdlib.h>

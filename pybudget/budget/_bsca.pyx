@@ -1,4 +1,5 @@
-# BSCA (Qaadan, Schueler & Glasmachers): stochastic coordinate ascent on the kernel dual
+# BSCA (Qaadan, Schueler & Glasmachers; docs/algorithms.md#bsca): stochastic coordinate
+# ascent on the kernel dual
 #   max_a  sum_i a_i - 1/2 a^T Q a,  0 <= a_i <= C,  Q_ij = y_i y_j k(x_i, x_j),
 # with the budgeted model standing in for w = sum_i a_i y_i phi(x_i).  Binary only (the
 # Python layer runs one-vs-rest).  Q_ii = k(x_i, x_i) = 1 for the Gaussian kernel, so

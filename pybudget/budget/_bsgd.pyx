@@ -1,4 +1,5 @@
-# BSGD (Wang, Crammer & Vucetic): Pegasos on the kernel primal with a budget.
+# BSGD (Wang, Crammer & Vucetic): Pegasos on the kernel primal with a budget
+# (docs/algorithms.md#bsgd).
 #   lambda = 1/(n C), eta_t = 1/(lambda t), t global over epochs and partial_fit calls.
 #   Step t on (x, y): margin with the current model; every coefficient *= (1 - 1/t)
 #   (lazily, through the model's scale); on a margin violation add x with coefficient

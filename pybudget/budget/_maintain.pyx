@@ -1,6 +1,7 @@
-# Budget maintenance (ALGORITHMS.md section 3): the smallest SV is merged with its best
-# partner(s), removed, or projected onto the others.  The pairwise maths is inline from
-# _merge_math.pxd; the optional partner audit lives in _merge_audit.
+# Budget maintenance (docs/algorithms.md#budget-maintenance, #multi-merge and
+# #removal-and-projection): the smallest SV is merged with its best partner(s), removed,
+# or projected onto the others.  The pairwise maths is inline from _merge_math.pxd; the
+# optional partner audit lives in _merge_audit.
 from libc.math cimport exp, fabs, sqrt
 from scipy.linalg.cython_lapack cimport dposv
 

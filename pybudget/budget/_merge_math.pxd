@@ -1,5 +1,6 @@
-# Merge maths (ALGORITHMS.md section 3): the pairwise objective, its h searches, the weight
-# degradation and the lookup-table interpolation.
+# Merge maths (docs/algorithms.md#merging-two-support-vectors, #finding-h and
+# #lookup-tables): the pairwise objective, its h searches, the weight degradation and the
+# lookup-table interpolation.
 #
 # Notation: two SVs with coefficients b_m, b_n (same sign in the binary case),
 # c = gamma * ||z_m - z_n||^2 = -ln(kappa).  The merged point z = h z_m + (1-h) z_n has

@@ -1,9 +1,10 @@
-"""The unregularised offset of a budgeted model, fitted after training.
+"""The unregularised offset of a budgeted model, fitted after training
+(docs/algorithms.md#averaging-and-the-offset).
 
 BSGD and BSCA train f(x) = sum_j beta_j k(z_j, x) without a bias.  With lambda = 1/(nC)
 and a large C the last steps shift f by a nearly constant amount on a flat kernel, so
 the sign of the last iterate depends on where the run happens to stop, while the shape
-of f is good (docs/benchmarks.md, budget defaults).  The offset b minimises the mean hinge
+of f is good (docs/benchmarks.md, section 3).  The offset b minimises the mean hinge
 loss of f + b over a fixed random sample of training rows: one-dimensional, convex and
 piecewise linear with slope rising by one at each kink, so its minimisers lie between
 two order statistics of the kinks.  Multi-class models (one f_c per class) get one
@@ -16,7 +17,7 @@ support vectors are optimistic, and an offset fitted to them moves a well-placed
 threshold the wrong way (ijcnn1, 5 epochs: +0.7 fitted where the test-optimal one is
 -0.4).  The hinge minimiser then gives the direction and the farthest the threshold may
 move; the offset returned is the point of that segment with the fewest classification
-errors on the sample (issue 22).  The hinge alone can move the threshold too far: on
+errors on the sample.  The hinge alone can move the threshold too far: on
 low-dimensional, nearly separable data with a narrow kernel, a budgeted f fades towards
 0 away from its support vectors, so many rows of the class that fills the space lie
 correctly classified but inside the margin, 0 < yf < 1.  Their hinge falls by one per

@@ -412,7 +412,7 @@ class BudgetSVC(SVMClassifierBase):
 
     **What the defaults return.**  The late steps of both solvers shift f everywhere by
     up to about C/epochs, so the papers' last iterate is a lottery on a flat kernel: its
-    accuracy varies widely from seed to seed (measured in docs/benchmarks.md).  By
+    accuracy varies widely from seed to seed (docs/benchmarks.md, section 3).  By
     default both solvers return the mean of the models after each of their last
     min(n/2, 4 * budget) steps (``averaging="auto"``; for BSCA per one-vs-rest problem)
     and add an offset ``intercept_`` fitted on training rows (``offset=True``).
@@ -458,7 +458,7 @@ class BudgetSVC(SVMClassifierBase):
           With bsca (not in the paper; per one-vs-rest problem) the mean of the
           models after each of those steps: an SV's coefficient enters the mean
           with the value it had at each step.  On ijcnn1 (1 epoch) it lifts the
-          worst of 20 seeds from 96.50 to 97.54 % (docs/benchmarks.md).
+          worst of 20 seeds from 96.50 to 97.54 % (docs/benchmarks.md, section 3).
         - "none": the papers' output, the last iterate.
         - "all": the mean of all iterates of the fit, the quantity the Pegasos and BSGD
           (Theorem 1) analyses bound, via convexity.
@@ -469,7 +469,7 @@ class BudgetSVC(SVMClassifierBase):
         by sum_i acc_i k(z_i, z) (a cascade by its sequence of pairwise rules),
         projection moves them like the coefficients, removal drops them.  Those maps
         are approximations whose errors add up over the averaging window, which is why
-        long windows degrade (docs/benchmarks.md) and "tail" is short.
+        long windows degrade (docs/benchmarks.md, section 3) and "tail" is short.
     checkpoints : int, default=0
         Both solvers.  0 returns the final model.  ``k > 0`` estimates the primal
         objective lambda/2 ||w||^2 + mean hinge loss of the budgeted model

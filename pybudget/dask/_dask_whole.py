@@ -189,6 +189,7 @@ def _share(left, threads):
     thread's share of them, at least one (as OpenMP's guided schedule), so that most
     problems go in a few tasks, each costing the client and the workers ~5 ms of CPU
     here, and the last ones one by one, which balances the threads' ends.  On
-    debian-sections20 (20 problems, 2 workers) this, with the selection made on the
-    workers, took the fit from 1.07 to 1.01 s (docs/benchmarks.md, section 10)."""
+    debian-sections20 (20 problems, 2 workers x 1 thread on a 2-core machine, medians of
+    interleaved fits) this, with the selection made on the workers, took the fit from
+    1.07 to 1.01 s against one problem a task."""
     return max(1, left // (2 * threads))

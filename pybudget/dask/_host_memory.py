@@ -4,11 +4,11 @@ and mapped by all.
 
 Method "whole" gives every worker that runs a problem all the rows.  Two worker
 processes each with their own copy computed the same problems 4-9 % slower than with
-one copy they share (docs/benchmarks.md, section 10, run 6), and each copy costs the
-host the rows' bytes again.  The file's name is chosen by the client, so that it can
-have the file unlinked as soon as the other workers have mapped it (a mapping outlives
-its name): nothing is left in /dev/shm after the fit, unless every worker of the host
-died in between.
+one copy they share (two one-vs-rest fits of debian-sections20 at once on a 2-core
+machine, medians of 8-12), and each copy costs the host the rows' bytes again.  The
+file's name is chosen by the client, so that it can have the file unlinked as soon as
+the other workers have mapped it (a mapping outlives its name): nothing is left in
+/dev/shm after the fit, unless every worker of the host died in between.
 """
 import mmap
 import os

@@ -2,7 +2,8 @@
 the estimator from the built partitions) and when the driver doubles them
 (``grown``).  Both from the data and the gaps alone, never from the cluster: the same
 bits on any number of workers.  (What a lap is: a round goes round the partitions
-``laps`` times, each visit a share of one sweep; docs/user_guide.md.)
+``laps`` times, each visit a share of one sweep; docs/algorithms.md#the-ring.  The rule
+in full: docs/architecture.md#the-dask-cluster.)
 """
 from pybudget.dask._sources import SMALL_BYTES, rows_bytes
 
@@ -30,10 +31,12 @@ def first(laps, method, sweeps, summ, n_problems, d, movable):
 
     A ring whose partitions sweep all their rows in one visit needs several times the
     rounds one machine needs sweeps, shuffled rows or not, and the finer the visits the
-    closer it gets (ijcnn1, hinge, C = 1, 2 partitions, 2/4/8/16 laps: 155/95/70/51
-    rounds against 35-49 sweeps; debian-lib, C = 10, 2 partitions, 32 and 64 visits:
-    140 and 100 rounds against 56-65; docs/benchmarks.md, section 10); with a bias
-    feature the block order can stall altogether (bench/ring_order.py)."""
+    closer it gets (measured on a 2-core machine: ijcnn1 in its file's order, hinge,
+    C = 1, 2 partitions, 2/4/8/16 laps: 155/95/70/51 rounds against one machine's 35-49
+    sweeps; debian-lib, C = 10, 2 partitions, 32 and 64 visits a round: 140 and 100
+    rounds against 56-65); with a bias feature the block order can stall altogether
+    (bench/ring_order.py; docs/benchmarks.md, section 10, "The ring: why a bias needs
+    laps")."""
     if method != "ring" or sweeps > 1:
         return 1, 1
     if laps != "auto":
@@ -43,8 +46,8 @@ def first(laps, method, sweeps, summ, n_problems, d, movable):
     # non-zeros does not (finer visits, fewer rounds)
     big = min(s["nnz"] for s in summ if s["n"]) // MIN_VISIT_NNZ
     # (rows of more than MIN_VISIT_NNZ / MIN_VISIT_ROWS = 128 non-zeros: the rows' cap
-    # alone left 8 partitions of 500 rows of 1,000 non-zeros at one lap, 8.6 times one
-    # machine's sweeps; docs/benchmarks.md, section 10)
+    # alone left 8 partitions of 500 rows of 1,000 non-zeros at one lap, 8.68 times one
+    # machine's sweeps; docs/benchmarks.md, section 10, long-rows at K = 8)
     most = max(1, min(s["n"] for s in summ if s["n"]) // MIN_VISIT_ROWS, big)
     # (MIN_SEGMENTS visits a round: K partitions need ceil(MIN_SEGMENTS / K) laps;
     # at least one lap, so every partition is visited)

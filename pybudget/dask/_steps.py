@@ -22,9 +22,9 @@ SEEN_NEAR = 4.0
 # many non-zeros to sweep (the visit's problems times its share of the partition): a
 # pool costs ~70 us to start, about 50,000 non-zeros of sweeping on debian-lib, and each
 # problem's visit holds the GIL for its Python part.  debian-sections20's ring (1 lap:
-# a visit sweeps a whole partition a problem): one worker's 2 threads 1.32-1.37x faster
-# than its one (docs/benchmarks.md, section 11, has the 1.32); on a 2-core machine, a
-# synthetic 20-class set (150,000 x 5,000, 30 non-zeros a row) whose laps grew to 292,
+# a visit sweeps a whole partition a problem): one worker's second thread made it 1.32x
+# faster (docs/benchmarks.md, section 11; 1.33-1.37x in later runs); on a 2-core
+# machine, a synthetic 20-class set (150,000 x 5,000, 30 non-zeros a row) whose laps grew to 292,
 # about 7,700 non-zeros a problem and visit (visits under this bound): 1.08x.
 MIN_THREAD_NNZ = 100_000
 

@@ -327,9 +327,9 @@ def _changes_rows(rows, logs, own, run, keep):
 
 
 def rows_task(job, result, problems, copy):
-    """The rows of ``problems`` in a ring result (or the parallel methods' weights) with
-    the weights themselves: a row sent as changes is read from this worker's replica,
-    current for it (the result is this worker's own).  ``copy``: arrays of their own
+    """The rows of ``problems`` in a ring result with the weights themselves: a row
+    sent as changes is read from this worker's replica, current for it (the result is
+    this worker's own).  ``copy``: arrays of their own
     (a checkpoint's; the ring changes its payloads in place)."""
     # (Held: this worker's own rows, taken unless copied)
     payload = _rows(job, _steps.payload_of(result), problems, keep=copy)

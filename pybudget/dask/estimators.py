@@ -409,7 +409,8 @@ _COMMON_DOC = """
         Hessian-vector products).  "auto" chooses per fit (``method_``): "whole" for
         rows of at most 64 MiB, else "newton" where one machine's ``selection="auto"``
         runs the primal Newton solver (a smooth classification loss, at least 100 rows
-        per column in use), else "ring".
+        per column in use), else "ring".  With ``selection`` set to a dual CD strategy
+        (not "auto"), "auto" on rows above 64 MiB is always "ring", whatever the loss.
     client : distributed.Client or None, default=None
         The cluster to train on; the current client when None.
     n_partitions : int or None, default=None
@@ -423,8 +424,8 @@ _COMMON_DOC = """
         laps, fewer rounds and more hops between workers per round; "auto" starts at 64
         visits a round, at least one lap per partition, finer for visits of more than
         32768 non-zeros, unless the weights moved would exceed the bytes a sweep reads,
-        and doubles the laps when the gap stalls (``laps_``: the last round's; see the
-        user guide).
+        and doubles the laps when the gap stalls (``laps_``: the last round's; the rule:
+        docs/architecture.md, "The Dask cluster").
     checkpoint_every : int, default=10
         Rounds between checkpoints of the partitions' duals (0: only the start).  A lost
         worker costs at most this many rounds, replayed to the same bits.

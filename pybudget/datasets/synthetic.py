@@ -1,6 +1,6 @@
 """Synthetic data sets built from a seed, for traits no shipped data set has.
 
-``make_skin_like`` shares the traits of the UCI "skin segmentation" set (issue 22): three
+``make_skin_like`` shares the traits of the UCI "skin segmentation" set: three
 dense features on the 0..255 colour scale, a minority class (about 1 row in 5) on a thin
 sheet of colours in the middle of the cube, the majority spread over the whole cube and
 heavy clusters of dark and bright pixels far from the minority, nearly separable with the

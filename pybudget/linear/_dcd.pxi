@@ -3,6 +3,7 @@
 #   SEL_UNIFORM   a fresh random permutation of all variables every sweep
 #   SEL_SHRINKING liblinear's hard shrinking and stopping rule (version >= 2.42)
 #   SEL_AVSF      adaptive variable selection frequencies (Glasmachers & Dogan, Alg. 3-5)
+#   (docs/algorithms.md#hard-shrinking and #avsf describe both strategies)
 #   SEL_PAIRS     uniform sweeps whose steps each add a pair step that keeps the bias
 #                 fixed (SVM and SVR only; svm.py uses it when the bias column dominates)
 #
@@ -57,7 +58,7 @@ from pybudget._core._progress import report
 # without np.sum's temporary w * w, which for a large d (or a K x d Crammer-Singer
 # model) is the largest array a linear fit would allocate after the weights.  Squares
 # are rounded before they are added (no FMA contraction), as numpy's separate
-# multiply rounds them; tests/test_linear_solver.py checks the equality.
+# multiply rounds them; tests/linear/test_linear_solver.py checks the equality.
 cdef extern from *:
     """
     #if defined(__GNUC__) && !defined(__clang__)
@@ -1037,15 +1038,12 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     return res
 
 
-# ---- one CoCoA+ round on one partition (pybudget.dask) -------------------------------
+# ---- one partition's share of a round (pybudget.dask) ---------------------------------
 #
-# CoCoA+ with sigma' = K partitions asks each partition for local steps with curvature
-# sigma' Q_ii and margins against w + sigma' dw_k.  In the variables u = K alpha with box
-# K C_i, that local problem is exactly the dual of the same loss at C' = K C on the
-# partition's rows, started from u and the global w (every conjugate loss of the family
-# scales so: K l*_C(u / K) = l*_{KC}(u), and the L2 losses' D_ii becomes 1 / (2 K C_i)).
-# So a round runs the unchanged strategies on that problem: the caller passes
-# upper = K C_i, diag = D_ii / K and keeps u; the partition's dw_k is (v - w) / K.
+# The ring (docs/algorithms.md#the-ring) runs the unchanged strategies on a partition's
+# rows and the current global w: one machine's problem restricted to those rows (the
+# same box and diagonal), with the partition's duals and strategy state kept by the
+# caller between calls.
 
 def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1] diag,
               const double[::1] cvec, double bias, double[::1] alpha, double[::1] w,
@@ -1176,7 +1174,7 @@ cdef double round_sweeps(const Problem* P, State* S, const Lapped* M, int select
     return kkt
 
 
-# ---- the ring (pybudget.dask, method="ring") ------------------------------------------
+# ---- the ring (pybudget.dask, method="ring"; docs/algorithms.md#the-ring) -------------
 #
 # In a sequential pass over the partitions, hard shrinking's thresholds must come from the
 # whole round, not from one partition's rows: the partitions fold their sweeps' extremes

@@ -7,12 +7,13 @@ mean row length) is large against d, and where a sweep still holds several chunk
 thread (the replicas go stale within a chunk: fewer combines, more sweeps).  Everything
 else runs on one thread, whatever ``n_jobs`` asks: ``n_jobs`` is an upper bound.
 
-The constants were measured on 2-core machines (docs/benchmarks.md, section 11):
-- sparse text (debian-lib, d = 353,593, 90 non-zeros a row): a combine took 1-4 ms
-  and a team of 2 was slower than one thread at every chunk tried (500 to a whole
-  sweep); the rule sends such data to one thread;
+The constants were measured on 2-core machines:
+- sparse text (debian-lib, d = 353,593, 90 non-zeros a row; hinge, C = 1, hard
+  shrinking): a combine took 1-4 ms and a team of 2 was slower than one thread at
+  every chunk tried (500 to a whole sweep); the rule sends such data to one thread;
 - short rows (a9a, w8a, ijcnn1: d <= 300): chunks of 1024 visits were the fastest of
   128-1024 on all three.
+What a team gains where the rule runs one: docs/benchmarks.md, section 11.
 """
 import math
 

@@ -70,7 +70,7 @@ epsilon
           solution start outside the active set.
         - "none": cold starts, for comparison.
 
-        What each saves is measured in docs/benchmarks.md (warm starts).
+        What each saves is measured in docs/benchmarks.md, section 2.
 
     Returns
     -------

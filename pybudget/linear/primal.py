@@ -41,9 +41,9 @@ from pybudget._core._reduce import add_in_order, fixed_dot
 # the floating-point floor is reached, and the run stops there unconverged
 STALLS = 3
 SMOOTH_LOSSES = ("squared_hinge", "logistic", "squared_epsilon_insensitive")
-# Fewer non-zeros: one thread (newton_threads).  Two threads against one on synthetic
-# sets, medians of 7 (docs/benchmarks.md, section 11): 0.86-1.21x at 0.6 M non-zeros,
-# 1.28-1.65x from 1.5 M to 6 M.
+# Fewer non-zeros: one thread (newton_threads).  Measured with primal_newton on
+# synthetic sparse sets on a 2-core machine, two threads against one, medians of 7:
+# 0.86-1.21x at 0.6 M non-zeros, 1.28-1.65x from 1.5 M to 6 M.
 NEWTON_MIN_NNZ = 1_000_000
 # The squared losses' Hessian products run on a copy of the rows with curvature when
 # they are at most this share of the rows: 1.8-2.0x on w8a (22 %), about 1.0x at 44-60 %

@@ -286,15 +286,14 @@ def resolve_selection(selection, X, cvec, bias, sqnorms=None, loss=None):
     losses (squared hinge, logistic) on rows that outnumber the columns in use
     ``PRIMAL_ROWS_PER_COLUMN`` times, the primal Newton solver (``"newton"``,
     :mod:`pybudget.linear.primal`): there dual CD needed 1.05-49 times its time, and
-    often stopped at its sweep cap far from the optimum (docs/benchmarks.md, section 8).
-    Otherwise dual CD.  Hard shrinking wins unless the
+    often stopped at its sweep cap far from the optimum (the measurement is described at
+    ``PRIMAL_ROWS_PER_COLUMN``).  Otherwise dual CD.  Hard shrinking wins unless the
     problem has many free dual variables that need far more updates than the rest,
     which is when AVSF's soft shrinking pays off: data of high dimension relative to the
     number of rows (text), at C large enough that the box constraints stop binding
     (median C_i (‖x_i‖² + bias²) >= 1).  On low-dimensional data at most about d + 1
     variables are free at the optimum, so hard shrinking can drop nearly everything and
-    stays ahead at every C (AVSF paper, §5; bench/, measurements in
-    docs/benchmarks.md).
+    stays ahead at every C (AVSF paper, §5; measured in docs/benchmarks.md, section 1).
 
     Parameters
     ----------
@@ -354,13 +353,16 @@ def primal_pays(loss, n, d_used):
 
 AUTO_MIN_DIM_RATIO = 0.5
 AUTO_MIN_SCALE = 1.0
-# Measured on the binary problems of the benchmark data (docs/benchmarks.md, section 8):
-# from 166 rows per column up (a9a, ijcnn1, w8a, pendigits, svmguide1, a dense 200,000 x
-# 50 set) the primal Newton solver beat dual CD in every cell (1.05-49 times faster,
-# C = 1 and 100); below 100 the dual won on mushrooms and on dna.scale at C = 1 and lost
-# on german.numer and splice; on text (fewer rows than columns) the dual won by 3-64
-# times.  Checked afterwards on synthetic sets of 120-500 rows per column: 6.4-158 times
-# faster than the hard shrinking "auto" chose there before.
+# Rows per column in use from which "auto" takes the primal Newton solver.  Measured on
+# a 2-core machine, medians of 3, solve_linear at tol 0.1 with a bias against
+# primal_newton at tol 0.1, C = 1 and 100, on the binary problems of the benchmark data
+# (multi-class sets: the first class against the rest): from 166 rows per column up
+# (a9a, ijcnn1, w8a, pendigits, svmguide1, a dense 200,000 x 50 set) the primal Newton
+# solver beat dual CD in every cell (1.05-49 times faster; the dual often stopped at its
+# cap of 1000 sweeps far from the optimum); below 100 the dual won on mushrooms and on
+# dna.scale at C = 1 and lost on german.numer and splice; on text (debian-lib, fewer
+# rows than columns) the dual won by 3-64 times.  Checked afterwards on synthetic sets
+# of 120-500 rows per column: 6.4-158 times faster than hard shrinking.
 PRIMAL_ROWS_PER_COLUMN = 100
 PRIMAL_AUTO_LOSSES = ("squared_hinge", "logistic")   # (regression: not measured)
 # bias^2 over the median squared row norm from which dual CD stalls: the bias column adds

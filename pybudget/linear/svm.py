@@ -170,7 +170,7 @@ class LinearSVC(LinearClassifierBase):
         through their solutions (``linear_path``'s default ``carry="extrapolate"``),
         otherwise from the dual variables rescaled by C_new/C_old; clipped to the new
         box either way (:func:`linear_path` documents the choices; what they gain is
-        measured in docs/benchmarks.md).
+        measured in docs/benchmarks.md, section 2).
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
         Seed of the solvers' random order.
     n_jobs : int or None, default=None
