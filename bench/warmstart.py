@@ -26,7 +26,8 @@ from pybudget._core import _validation as V
 from pybudget import linear_path
 from pybudget.cgrid import DEFAULT_CS
 from pybudget.datasets import load
-from pybudget.linear.problem import SolverState, _solve_binary
+from pybudget.linear.plan import Rows, plan_for
+from pybudget.linear.problem import SolverState, solve_binary
 
 CARRY = ["none", "alpha", "all", "extrapolate"]
 
@@ -126,13 +127,13 @@ def solver(X, y, tol):
     started from alpha (clipped to the box) with a fresh strategy state."""
     _, ypm = V.binary_labels(y, X.shape[0])
     n = X.shape[0]
-    sqnorms = V.row_sqnorms(X)
+    rows = Rows.canonical(X)
 
     def solve(C, sel, seed, alpha=None, tol=tol):
         start = None if alpha is None else SolverState.fresh(alpha, C)
-        return _solve_binary(X, ypm, np.full(n, C), C, sqnorms=sqnorms, loss="hinge",
-                             selection=sel, tol=tol, max_iter=1000000, bias=0.0, seed=seed,
-                             start=start)
+        cvec = np.full(n, C)
+        return solve_binary(rows, ypm, cvec, C, plan_for(rows, cvec, "hinge", sel), loss="hinge",
+                            tol=tol, max_iter=1000000, seed=seed, start=start)
     return solve
 
 

@@ -1,5 +1,5 @@
 """The C-grid comparison as a picture and as data: ``plot()``, ``to_frame()``,
-``to_dict()``, ``write()`` and ``pybudget cgrid --plot/--out`` (issue 28)."""
+``to_dict()``, ``write()`` and ``pybudget cgrid --plot/--out``."""
 import csv
 import json
 import re

@@ -1,13 +1,13 @@
 """Same seeds, same bits: every linear strategy and budget solver reproduces the models
 and step counts recorded in tests/data/fingerprints.json before the package was
-reorganised (tests/data/make_fingerprints.py, commit d07f2db).  Issue 22 changed the
-offset rule: the intercepts of the five default configurations with an offset (bsca,
+reorganised (tests/data/make_fingerprints.py, commit d07f2db).  Since then the offset
+rule changed: the intercepts of the five default configurations with an offset (bsca,
 bsca_lookup_wd, bsca_m3, bsca_multi3, bsgd_checkpoints) were recorded again; their
 support vectors, coefficients and step counts are those of d07f2db, and the old rule
-still reproduces the old digests.  Issue 21 made BSCA's default average its tail: the
+still reproduces the old digests.  BSCA's default now averages its tail: the
 four BSCA entries (bsca, bsca_lookup_wd, bsca_m3, bsca_multi3) were recorded again, and
 with averaging="none" they give the digests recorded before (BSCA_BEFORE_ISSUE_21).
-Stop 43 sent "auto" to the primal Newton solver for the smooth classification losses on
+"auto" now goes to the primal Newton solver for the smooth classification losses on
 rows that outnumber the columns 100 times: a9a's two squared-hinge "auto" entries were
 recorded again; the dual CD bits they held before are the "shrinking" entries' (the same
 digests), which still check them."""
@@ -40,7 +40,7 @@ def computed():
 
 # Entries whose model digest differs between machines with the same code: bsgd_project
 # (its projection solves a small system with LAPACK's dposv from scipy's OpenBLAS).  On
-# the AMD EPYC machine of issue 37's session the digest differed for the commit that had
+# one AMD EPYC machine the digest differed for the commit that had
 # passed CI before too, with scipy 1.16.3 and 1.17.1, numpy 2.3.5 and 2.4.6 and Cython
 # 3.2.9 and 3.3.1; its step counts were the recorded ones.  There only the counts are
 # compared (the cause is not found yet).
@@ -62,7 +62,7 @@ def test_models_and_step_counts_unchanged(computed, family):
     assert not changed, f"{len(changed)} fingerprints changed: {changed}"
 
 
-# The BSCA digests before issue 21 (issue 22's offset rule, no averaging): the last
+# The BSCA digests before the tail average (the current offset rule, no averaging): the last
 # iterate is unchanged by the tail average's bookkeeping.
 BSCA_BEFORE_ISSUE_21 = {"bsca": ["8d3657cf818692d8420e7299", 3000, 1706, 1666],
                         "bsca_lookup_wd": ["255ed374cb11732b6b345796", 3000, 1704, 1664],

@@ -2,7 +2,7 @@
 
 For the smooth losses on data with many more rows than columns, one machine's
 ``selection="auto"`` runs truncated Newton on the primal (``linear.primal.newton``,
-``linear.problem.primal_pays``): a few Newton iterations of a few conjugate-gradient
+``linear.plan.primal_pays``): a few Newton iterations of a few conjugate-gradient
 steps each, where dual CD may need a thousand sweeps.  Here the same iterations run on
 the client, and every function value, gradient and Hessian-vector product they need is
 a sum over the partitions (``Partition.primal_at``, ``primal_value``, ``primal_hessp``):

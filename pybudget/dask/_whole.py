@@ -1,13 +1,13 @@
 """Method "whole": a worker holds all the rows and runs whole problems.
 
-For small data, a ring or a parallel method pays a hop, or a combine, per visit of
-every problem, where the rows would fit on a worker many times over.  Here each worker
-that runs a problem holds all rows (in their own order: the same rows and order
-whoever runs it; the workers of a host share one copy, ``file_rows``), and each
-binary problem runs start to end on one worker with the
-one-machine solver (``linear.problem._solve_binary``, the problem's
-seed as one machine gives it): the problems spread over the workers' threads as
-``n_jobs`` spreads them over one machine's.
+For small data, the ring pays a hop per visit of every problem, where the rows would fit
+on a worker many times over.  Here each worker that runs a problem holds all rows (in
+their own order: the same rows and order whoever runs it; the workers of a host share
+one copy, ``file_rows``), and each binary problem runs start to end on one worker with
+the one-machine solver (``linear.problem.solve_binary`` with the plan one machine
+decides, ``linear.plan.plan_for``, and the problem's seed as one machine gives it): the
+problems spread over the workers' threads as ``n_jobs`` spreads them over one
+machine's.
 
 Stopping: the dask estimators' ``tol`` is a relative duality gap, the one-machine
 solver's a KKT violation.  A problem first runs to the one-machine default
@@ -29,7 +29,8 @@ from pybudget.dask import _host_memory
 from pybudget.dask._driver import FitResult
 from pybudget.dask._worker import partition_rows_task
 from pybudget.dask.errors import HostCopyMissing
-from pybudget.linear.problem import _resolve_once, _solve_binary, problem_costs
+from pybudget.linear.plan import Rows, plan_for
+from pybudget.linear.problem import problem_costs, solve_binary
 
 FIRST_TOL = 0.1      # pybudget.LinearSVC's (and LogisticRegression's, LinearSVR's) tol
 TOL_STEP = 10.0
@@ -37,13 +38,12 @@ LAST_TOL = 1e-12     # below this the KKT test is round-off: the run stops uncon
 
 
 def all_rows(spec, *parts):
-    """(X, y, sample weights, squared row norms with the bias, selection) of all rows,
-    from the partitions' (X, y, sample_weight), in partition order: the rows in their
-    own order (in-memory rows are not dealt for this method:
-    ``_sources.memory_sources``), so that the problems see them as one machine does.
+    """(rows, y, sample weights, plan) of all rows, from the partitions' (X, y,
+    sample_weight), in partition order: the rows in their own order (in-memory rows are
+    not dealt for this method: ``_sources.memory_sources``), so that the problems see
+    them as one machine does.  rows: a ``linear.plan.Rows`` (X with the squared norms);
     y: the targets, or for classification the labels' indices in ``spec["classes"]``.
-    The norms, these indices and the selection (``selection_on``) serve every
-    problem."""
+    The rows, these indices and the plan (``plan_on``) serve every problem."""
     d = spec["d"]
     Xs = [X if X.shape[1] == d else sp.csr_matrix((X.data, X.indices, X.indptr),
                                                   shape=(X.shape[0], d))
@@ -53,8 +53,8 @@ def all_rows(spec, *parts):
     sw = np.concatenate([p[2] for p in parts])
     X.sort_indices()
     y = _codes(spec, y)
-    sqnorms = V.row_sqnorms(X, spec["bias"])
-    return X, y, sw, sqnorms, selection_on(spec, X, y, sw, sqnorms)
+    rows = Rows(X, spec["bias"], V.row_sqnorms(X, spec["bias"]))
+    return rows, y, sw, plan_on(spec, rows, y, sw)
 
 
 def _codes(spec, y):
@@ -110,7 +110,7 @@ def file_write_held(name, shapes, spec, row, first, job, part):
 def file_rows(name, shapes, spec, n, *written):
     """``all_rows`` from the file that the partitions wrote (``file_write``, each
     ``written`` its result: the task waits for them), mapped, not copied, with the
-    selection made on them: each worker of the host runs this, so the same arrays and
+    plan made on them: each worker of the host runs this, so the same arrays and
     the same bits on each.  HostCopyMissing where this process does not see the file."""
     try:
         data, indices, indptr, y, sw, sqnorms = _host_memory.attach(
@@ -119,20 +119,19 @@ def file_rows(name, shapes, spec, n, *written):
         raise HostCopyMissing(f"{name}: {exc}") from None
     X = sp.csr_matrix((data, indices, indptr), shape=(n, spec["d"]), copy=False)
     X.has_sorted_indices = True          # (as the partitions wrote them: file_write)
-    return X, y, sw, sqnorms, selection_on(spec, X, y, sw, sqnorms)
+    rows = Rows(X, spec["bias"], sqnorms)
+    return rows, y, sw, plan_on(spec, rows, y, sw)
 
 
-def selection_on(spec, X, y, sw, sqnorms):
-    """spec's selection, or for "auto" one machine's choice on all rows (y as
-    ``all_rows`` has it): the costs of its rule are each row's own class's
-    (``LinearSVC.fit``), C times the sample weight for regression.  So the client needs
-    no statistics of the partitions first."""
-    if spec["selection"] != "auto":
-        return spec["selection"]
+def plan_on(spec, rows, y, sw):
+    """One machine's plan on all rows (y as ``all_rows`` has it), one thread a problem:
+    the costs of its rule are each row's own class's (``LinearSVC.fit``), C times the
+    sample weight for regression.  So the client needs no statistics of the
+    partitions first."""
     cvec = spec["C"] * sw
     if not spec.get("regression"):
         cvec = cvec * spec["class_weight"][y]
-    return _resolve_once("auto", X, cvec, spec["bias"], sqnorms, spec["loss"])
+    return plan_for(rows, cvec, spec["loss"], spec["selection"])
 
 
 def solve_problems(data, spec, js, tol, max_iter):
@@ -144,7 +143,7 @@ def solve_problem(data, spec, j, tol, max_iter):
     """Problem j of spec on all rows ``data`` (``all_rows``): a dict of its weights
     (bias weight last), intercept, relative gap, primal, dual, KKT violation, sweeps,
     steps, and the selection it ran with."""
-    X, y, sw, sqnorms, selection = data
+    rows, y, sw, how = data
     bias, C = spec["bias"], spec["C"]
     if spec.get("regression"):
         target, cvec, seed = y, C * sw, spec["seed"]
@@ -156,17 +155,15 @@ def solve_problem(data, spec, j, tol, max_iter):
         seed, extra = problem_seed(spec["seed"], k), {}
     kkt_tol, start, sweeps, steps = FIRST_TOL, None, 0, 0
     while True:
-        res = _solve_binary(X, target, cvec, C, sqnorms=sqnorms, loss=spec["loss"],
-                            selection=selection, tol=kkt_tol,
-                            max_iter=max_iter - sweeps, bias=bias, seed=seed, start=start,
-                            **extra)
+        res = solve_binary(rows, target, cvec, C, how, loss=spec["loss"], tol=kkt_tol,
+                           max_iter=max_iter - sweeps, seed=seed, start=start, **extra)
         sweeps, steps = sweeps + res.n_iter, steps + res.n_steps
         primal, dual = res.primal_objective, res.dual_objective
         gap = (primal - dual) / abs(primal) if primal != 0 else 0.0
         if gap <= tol or sweeps >= max_iter or kkt_tol <= LAST_TOL:
             break
         start, kkt_tol = res.state, kkt_tol / TOL_STEP
-    w = np.empty(X.shape[1] + 1)
+    w = np.empty(rows.X.shape[1] + 1)
     w[:-1] = res.coef
     w[-1] = res.intercept / bias if bias else 0.0
     return {"w": w, "intercept": res.intercept, "gap": gap, "primal": primal,

@@ -24,8 +24,9 @@ from pybudget.dask._engines import ThreadsEngine
 from pybudget.dask._sources import (SMALL_BYTES, GeneratedShards, SvmlightShards,
                                     dask_pieces, memory_sources, rows_bytes)
 from pybudget.linear.logistic import LogisticRegression as LocalLogisticRegression
-from pybudget.linear.problem import (LOSSES, REGRESSION_LOSSES, auto_selection,
-                                     check_linear_params, class_weight_vector, primal_pays)
+from pybudget.linear.plan import auto_selection, primal_pays
+from pybudget.linear.problem import (LOSSES, REGRESSION_LOSSES, check_linear_params,
+                                     class_weight_vector)
 from pybudget.linear.svm import LinearSVC as LocalLinearSVC
 from pybudget.linear.primal import SMOOTH_LOSSES
 from pybudget.linear.svr import LinearSVR as LocalLinearSVR
@@ -239,14 +240,14 @@ class _DistributedBase(SVMBase):
         holds the rows, and the problem runs there without a hop, as on one
         machine: docs/benchmarks.md, section 10); else "newton" where one machine's
         ``selection="auto"`` would run the primal Newton solver
-        (``linear.problem.primal_pays``: a smooth loss, many more rows than columns in
+        (``linear.plan.primal_pays``: a smooth loss, many more rows than columns in
         use); else the ring, which needed fewer rounds than the parallel methods (bda,
         CoCoA+) it was measured against in every cell (docs/benchmarks.md, section 10).
         The selection: one machine's
-        rule (``linear.problem.resolve_selection``) on the same statistics, gathered from
+        rule (``linear.plan.resolve_selection``) on the same statistics, gathered from
         the partitions: "newton" for the methods that run the Newton solver, else
         ``auto_selection``'s dual CD strategy; "whole" leaves "auto" to the workers, which
-        hold all rows and apply one machine's rule to them (``_whole.selection_on``)."""
+        hold all rows and apply one machine's rule to them (``_whole.plan_on``)."""
         method = self.method
         if method == "newton":
             return "newton", "newton"

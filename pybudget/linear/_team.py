@@ -31,14 +31,16 @@ COMBINE_COST = 8        # a chunk's non-zeros at least this many times d + 1
 MIN_COMBINES = 4        # chunks per thread in a full sweep, at least
 
 
-def team_size(X, n_threads, problem, selection):
+def team_size(X, n_threads, problem, selection, cpus=None):
     """(threads, chunk) for one problem on canonical CSR X when ``n_threads`` may be
-    used: (1, 0) unless a team is expected to pay (see the module's docstring)."""
+    used on ``cpus`` cores (None: this machine's): (1, 0) unless a team is expected to
+    pay (see the module's docstring)."""
     if (n_threads < 2 or not THREADS or problem not in TEAM_PROBLEMS
             or selection not in TEAM_SELECTIONS or X.nnz < MIN_NNZ):
         return 1, 0
     n, d = X.shape
     chunk = max(MIN_CHUNK, math.ceil(COMBINE_COST * (d + 1) * n / X.nnz))
     # (more threads than cores only wait at the barriers)
-    threads = min(n_threads, cpu_count(), n // (MIN_COMBINES * chunk))
+    threads = min(n_threads, cpu_count() if cpus is None else cpus,
+                  n // (MIN_COMBINES * chunk))
     return (threads, chunk) if threads >= 2 else (1, 0)

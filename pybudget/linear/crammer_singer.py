@@ -11,8 +11,8 @@ from sklearn.exceptions import ConvergenceWarning
 from pybudget._core import _validation as V
 from pybudget._core._csr import rows_combination
 from pybudget.linear._dual_cd import SELECTIONS, dcd_solve, sum_of_squares
-from pybudget.linear.problem import (LinearResult, SolverState, check_linear_params,
-                                 resolve_selection)
+from pybudget.linear.plan import Rows, resolve_selection
+from pybudget.linear.problem import LinearResult, SolverState, check_linear_params
 
 
 @dataclass
@@ -72,17 +72,16 @@ def project_blocks(alpha, codes, cvec):
     return upper + np.minimum(0.0, v - t[:, None])
 
 
-def cs_dual_cd(X, codes, n_classes, cvec, *, selection, tol, max_iter, bias, seed,
-               start=None, verbose=0, C=1.0, checked=False):
-    """One Crammer–Singer problem on validated data: X canonical CSR, codes the class
-    index of each row (0..n_classes-1), cvec the per-sample C (> 0).  ``start`` is a
-    SolverState whose alpha (n, n_classes) is projected onto the constraints.  Returns
+def cs_dual_cd(rows, codes, n_classes, cvec, *, selection, tol, max_iter, seed,
+               start=None, verbose=0, C=1.0):
+    """One Crammer–Singer problem on checked rows (``linear.plan.Rows``), codes the
+    class index of each row (0..n_classes-1), cvec the per-sample C (> 0).  ``start`` is
+    a SolverState whose alpha (n, n_classes) is projected onto the constraints.  Returns
     a CrammerSingerResult (classes unset)."""
+    X, bias = rows.X, rows.bias
     n, d = X.shape
     K = n_classes
     V.linear_weights_fit(K, d)
-    if not checked:
-        V.check_squares(X, bias)
     W = np.zeros((d + 1, K))       # feature-major, as the solver keeps it (liblinear's)
     if start is not None:
         with np.errstate(over="ignore", invalid="ignore"):   # checked just below
@@ -120,15 +119,15 @@ def cs_dual_cd(X, codes, n_classes, cvec, *, selection, tol, max_iter, bias, see
         state=state)
 
 
-def solve_cs_rows(X, codes, n_classes, cvec, C, *, sqnorms, selection, start=None, **kw):
+def solve_cs_rows(rows, codes, n_classes, cvec, C, *, selection, start=None, **kw):
     """cs_dual_cd on the rows of positive weight (``start`` refers to those rows only)
-    after resolving "auto"; alpha is reported for every row (0 where the weight is 0)."""
+    after resolving "auto" (``linear.plan.resolve_selection``: hard shrinking or AVSF);
+    alpha is reported for every row (0 where the weight is 0)."""
     keep = cvec > 0
     if not keep.all():
-        X, codes, cvec, sqnorms = X[keep], codes[keep], cvec[keep], sqnorms[keep]
-    used = resolve_selection(selection, X, cvec, kw.get("bias", 0.0), sqnorms)
-    res = cs_dual_cd(X, codes, n_classes, cvec, selection=used, start=start, C=C,
-                     checked=True, **kw)
+        rows, codes, cvec = rows.take(keep), codes[keep], cvec[keep]
+    used = resolve_selection(selection, rows, cvec)
+    res = cs_dual_cd(rows, codes, n_classes, cvec, selection=used, start=start, C=C, **kw)
     res.selection, res.C = used, C
     if not keep.all():
         alpha = np.zeros((keep.shape[0], n_classes))
@@ -201,9 +200,9 @@ def solve_crammer_singer(X, y, C=1.0, *, selection="auto", tol=0.1, max_iter=100
         if not isinstance(start, SolverState) or np.shape(start.alpha) != (keep, K):
             raise ValueError(f"warm_start must be a result or state of a run on the same "
                              f"{keep} rows (of positive weight) and {K} classes")
-    res = solve_cs_rows(X, codes, K, cvec, C, sqnorms=V.row_sqnorms(X, bias),
-                        selection=selection, tol=tol, max_iter=max_iter, bias=bias,
-                        seed=V.seed_from(random_state), start=start)
+    res = solve_cs_rows(Rows.canonical(X, bias), codes, K, cvec, C, selection=selection,
+                        tol=tol, max_iter=max_iter, seed=V.seed_from(random_state),
+                        start=start)
     res.classes = classes
     if not res.converged:
         warnings.warn(f"dual CD reached max_iter={max_iter} sweeps before tol={tol} "

@@ -18,8 +18,9 @@ from sklearn.model_selection import KFold, StratifiedKFold
 
 from pybudget._core import _validation as V
 from pybudget._core._parallel import problem_seed
-from pybudget.linear.problem import (LOSSES, REGRESSION_LOSSES, _solve_binary,
-                                     check_linear_params, next_start, resolve_selection)
+from pybudget.linear.plan import Rows, plan_for, resolve_selection
+from pybudget.linear.problem import (LOSSES, REGRESSION_LOSSES, check_linear_params,
+                                     next_start, solve_binary)
 from pybudget.linear.svm import LinearSVC
 
 PATH_LOSSES = (*LOSSES, "logistic", *REGRESSION_LOSSES)
@@ -116,13 +117,15 @@ epsilon
         classes, ypm = V.binary_labels(y, X.shape[0])
     weights = V.sample_weights(sample_weight, X.shape[0])
     seed = V.seed_from(random_state)
-    sqnorms = V.row_sqnorms(X, bias)
+    rows = Rows.canonical(X, bias)
     results, state, earlier = [], None, None
     for k, C in enumerate(Cs):
         start = next_start(state, earlier, C, carry)
-        res = _solve_binary(X, ypm, C * weights, C, sqnorms=sqnorms, loss=loss,
-                            selection=selection, tol=tol, max_iter=max_iter, bias=bias,
-                            seed=problem_seed(seed, k), start=start, **extra)
+        # ("auto" depends on C: a plan per C)
+        how = plan_for(rows, C * weights, loss, selection)
+        res = solve_binary(rows, ypm, C * weights, C, how, loss=loss, tol=tol,
+                           max_iter=max_iter, seed=problem_seed(seed, k), start=start,
+                           **extra)
         res.classes = classes
         earlier, state = state, res.state
         results.append(res)
@@ -187,10 +190,11 @@ def _chains(Cs, estimator, X_train):
     workers.  Which strategy runs is decided as "auto" would (class weights ignored:
     this only shapes the tasks, never the results)."""
     bias = estimator.intercept_scaling if estimator.fit_intercept else 0.0
+    rows = Rows.canonical(X_train, bias)
     ones = np.ones(X_train.shape[0])
     chain, singles = [], []
     for C in Cs:
-        used = resolve_selection(estimator.selection, X_train, C * ones, bias)
+        used = resolve_selection(estimator.selection, rows, C * ones)
         (singles if used == "avsf" else chain).append(C)
     return ([chain] if chain else []) + [[C] for C in singles]
 

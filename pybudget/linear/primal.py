@@ -183,13 +183,14 @@ def _row_view(X, a, b):
                          shape=(b - a, X.shape[1]))
 
 
-def newton_threads(X, n_threads):
-    """Threads for the Newton route of one problem on X when ``n_threads`` may be used:
-    1 below NEWTON_MIN_NNZ non-zeros (each product's hand-over to the threads then
-    outweighs its share of the work), else up to the cores."""
+def newton_threads(X, n_threads, cpus=None):
+    """Threads for the Newton route of one problem on X when ``n_threads`` may be used
+    on ``cpus`` cores (None: this machine's): 1 below NEWTON_MIN_NNZ non-zeros (each
+    product's hand-over to the threads then outweighs its share of the work), else up
+    to the cores."""
     if n_threads < 2 or X.nnz < NEWTON_MIN_NNZ:
         return 1
-    return max(1, min(n_threads, cpu_count()))
+    return max(1, min(n_threads, cpu_count() if cpus is None else cpus))
 
 
 def _dual_of(P, v, d1):
@@ -213,9 +214,10 @@ def primal_newton(X, y, cvec, *, loss, bias, tol, max_iter, epsilon=0.0, n_threa
     (the dual variables it implies), comp (C - alpha for the logistic loss, else None),
     n_iter, converged, primal and dual (the objectives at w and alpha), gap (their
     difference, relative to the primal), kkt_violation (max |grad f(w)|), loss_sum (at w),
-    threads (``newton_threads``: up to ``n_threads``, on blocks of rows)."""
+    threads (``n_threads``: the sums split into that many blocks of rows, one thread
+    each; ``newton_threads`` is the rule that says how many pay)."""
     check_smooth(loss)
-    threads = newton_threads(X, n_threads)
+    threads = max(1, n_threads)
     if threads == 1:
         P = _Primal(X, y, cvec, loss, bias, epsilon)
         out = newton(P, X.shape[1] + 1, tol, max_iter)

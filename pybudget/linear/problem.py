@@ -1,7 +1,7 @@
 """Linear SVMs by dual coordinate descent, the problem and solver layer: the losses' names
 (their duals: ``linear.losses``), the parameters' checks, the start state of a
-warm start, the choice of strategy ("auto", the dominant-bias routes), the per-row costs
-(class and sample weights) and the solvers of one binary problem (``dual_cd``,
+warm start, the per-row costs (class and sample weights) and the solvers of one binary
+problem (``solve_binary``, which follows a ``linear.plan.Plan``, and the public
 ``solve_linear``).  The estimators (``svm``, ``svr``, ``logistic``) and the cluster
 (``pybudget.dask``) are built on it; it imports none of them."""
 import time
@@ -11,11 +11,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from pybudget._core import _validation as V
-from pybudget._core._csr import rows_combination, used_columns
+from pybudget._core._csr import rows_combination
 from pybudget.linear._dual_cd import PAIRS, SELECTIONS, TOL_RULES, dcd_solve, sum_of_squares
-from pybudget.linear._team import team_size
 from pybudget.linear.losses import LOSS, PROBLEM_OF
-from pybudget.linear.primal import SMOOTH_LOSSES, primal_newton
+from pybudget.linear.plan import Rows, plan_for
+from pybudget.linear.primal import primal_newton
 
 SELECTION_CHOICES = (*SELECTIONS, "auto")
 MULTI_CLASS = ("ovr", "crammer_singer")
@@ -159,21 +159,16 @@ def next_start(state, earlier, C, carry):
     return state.rescaled(C, carry)
 
 
-def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=None,
-            verbose=0, C=1.0, checked=False, epsilon=0.0, tol_rule="max", n_threads=1):
-    """One problem on validated data: X canonical CSR, y ±1 floats (classification
-    losses) or targets (regression losses, with ``epsilon`` the insensitive zone), cvec
-    the per-sample C (> 0) derived from the scalar ``C`` (kept in the returned state).
-    ``start`` is a SolverState to warm-start from (its alpha is clipped to the box;
-    for the logistic loss strictly inside it).
-    ``checked``: the caller has refused overflowing squares already (V.row_sqnorms).
-    ``tol_rule``: "max" or, for the regression losses, "liblinear" (checked by the
-    caller, check_tol_rule).
-    Returns a LinearResult whose ``state`` continues the run."""
+def dual_cd(rows, y, cvec, plan, *, loss, tol, max_iter, seed, start=None, verbose=0,
+            C=1.0, epsilon=0.0, tol_rule="max"):
+    """One problem on checked rows (``solve_binary``'s arguments), every cost C_i > 0
+    (kept in the returned state with the scalar ``C``).  ``start`` is a SolverState to
+    warm-start from (its alpha is clipped to the box; for the logistic loss strictly
+    inside it).  Returns a LinearResult whose ``state`` continues the run."""
+    X, bias = rows.X, rows.bias
     n, d = X.shape
     V.linear_weights_fit(1, d)
-    if not checked:
-        V.check_squares(X, bias)
+    selection = plan.selection
     problem, squared = PROBLEM_OF[loss]
     table = LOSS[loss]
     if squared:
@@ -223,21 +218,20 @@ def dual_cd(X, y, cvec, *, loss, selection, tol, max_iter, bias, seed, start=Non
         # a multiple of z_i's ulp: below about bias^2 ulp(max C_i) the violation is
         # round-off that no step can reduce.
         tol = max(tol, 2.0 * np.finfo(np.float64).eps * bias * bias * float(cvec.max()))
-    threads = 1
     t0 = time.perf_counter()
     if selection == "newton":
         out = primal_newton(X, y, cvec, loss=loss, bias=bias, tol=tol, max_iter=max_iter,
-                            epsilon=epsilon, n_threads=n_threads)
+                            epsilon=epsilon, n_threads=plan.threads)
         alpha, comp, w, threads = out["alpha"], out["comp"], out["w"], out["threads"]
         prefs, perm, n_active = np.ones(n), np.arange(n, dtype=np.int32), n
         out["n_steps"], out["n_active"], out["dref"] = 0, n, 0.0
     else:
         code = PAIRS if selection == "pairs" else SELECTIONS[selection]
-        threads, chunk = team_size(X, n_threads, problem, selection)
         out = dcd_solve(X, y, upper, diag, cvec, bias, alpha, w, prefs, perm, n_active, dref,
                         code, tol, max_iter, seed, squared, verbose,
                         problem, epsilon, comp, tol_rule=TOL_RULES[tol_rule],
-                        n_threads=threads, chunk=chunk)
+                        n_threads=plan.threads, chunk=plan.chunk)
+        threads = plan.threads if "combines" in out else 1     # (a team ran)
     elapsed = time.perf_counter() - t0
     if not np.isfinite(w).all():
         raise ValueError(f"C={C:g} is too large for this data: the weights overflowed")
@@ -279,149 +273,27 @@ def regression_tol_scale(y, epsilon):
     return ref if ref > 0 else 1.0
 
 
-def resolve_selection(selection, X, cvec, bias, sqnorms=None, loss=None):
-    """Resolve ``selection="auto"`` to the strategy it stands for.
+def solve_binary(rows, y, cvec, C, plan, *, loss, tol, max_iter, seed, start=None,
+                 verbose=0, epsilon=0.0, tol_rule="max"):
+    """Solve one binary problem (or one linear SVR) as ``plan`` says.
 
-    The choice uses cheap statistics of the data and C.  For the smooth classification
-    losses (squared hinge, logistic) on rows that outnumber the columns in use
-    ``PRIMAL_ROWS_PER_COLUMN`` times, the primal Newton solver (``"newton"``,
-    :mod:`pybudget.linear.primal`): there dual CD needed 1.05-49 times its time, and
-    often stopped at its sweep cap far from the optimum (the measurement is described at
-    ``PRIMAL_ROWS_PER_COLUMN``).  Otherwise dual CD.  Hard shrinking wins unless the
-    problem has many free dual variables that need far more updates than the rest,
-    which is when AVSF's soft shrinking pays off: data of high dimension relative to the
-    number of rows (text), at C large enough that the box constraints stop binding
-    (median C_i (‖x_i‖² + bias²) >= 1).  On low-dimensional data at most about d + 1
-    variables are free at the optimum, so hard shrinking can drop nearly everything and
-    stays ahead at every C (AVSF paper, §5; measured in docs/benchmarks.md, section 1).
-
-    Parameters
-    ----------
-    selection : str
-        "uniform", "shrinking", "avsf" or "auto"; anything but "auto" is returned
-        unchanged.
-    X : scipy.sparse.csr_matrix of shape (n_samples, n_features)
-        Training data.
-    cvec : ndarray of shape (n_samples,)
-        Per-sample C_i.
-    bias : float
-        Value of the constant bias feature (``intercept_scaling``), 0.0 without an
-        intercept.
-    sqnorms : ndarray of shape (n_samples,), optional
-        The rows' ``V.row_sqnorms(X, bias)`` when the caller has them; computed
-        otherwise.
-    loss : str, optional
-        The loss; None: the choice among the dual CD strategies alone.
-
-    Returns
-    -------
-    str
-        For ``selection="auto"``: "newton" where ``primal_pays``; else "shrinking" or
-        "avsf" ("shrinking" when X has no entries or uses fewer than
-        ``AUTO_MIN_DIM_RATIO * n_samples`` columns, "avsf" when the median of
-        C_i (‖x_i‖² + bias²) is at least ``AUTO_MIN_SCALE``).  Otherwise ``selection``.
-    """
-    if selection != "auto":
-        return selection
-    if X.nnz == 0:
-        return "shrinking"
-    d_used = used_columns(X)    # columns in use
-    if primal_pays(loss, X.shape[0], d_used):
-        return "newton"
-    if d_used < AUTO_MIN_DIM_RATIO * X.shape[0]:
-        return "shrinking"
-    if sqnorms is None:
-        sqnorms = V.row_sqnorms(X, bias)
-    return auto_selection(X.shape[0], d_used, cvec * sqnorms)
-
-
-def auto_selection(n, d_used, scales):
-    """The rule of ``selection="auto"`` from its statistics: the rows n, the columns in
-    use and every row's C_i (|x_i|^2 + bias^2) (also used by pybudget.dask, which
-    gathers them from its partitions)."""
-    if d_used == 0 or d_used < AUTO_MIN_DIM_RATIO * n:
-        return "shrinking"
-    return "avsf" if float(np.median(scales)) >= AUTO_MIN_SCALE else "shrinking"
-
-
-def primal_pays(loss, n, d_used):
-    """Whether "auto" sends a problem of n rows using d_used columns to the primal
-    Newton solver: a smooth classification loss (``PRIMAL_AUTO_LOSSES``) and at least
-    ``PRIMAL_ROWS_PER_COLUMN`` rows per column in use, the bias's included."""
-    return loss in PRIMAL_AUTO_LOSSES and n >= PRIMAL_ROWS_PER_COLUMN * (d_used + 1)
-
-
-AUTO_MIN_DIM_RATIO = 0.5
-AUTO_MIN_SCALE = 1.0
-# Rows per column in use from which "auto" takes the primal Newton solver.  Measured on
-# a 2-core machine, medians of 3, solve_linear at tol 0.1 with a bias against
-# primal_newton at tol 0.1, C = 1 and 100, on the binary problems of the benchmark data
-# (multi-class sets: the first class against the rest): from 166 rows per column up
-# (a9a, ijcnn1, w8a, pendigits, svmguide1, a dense 200,000 x 50 set) the primal Newton
-# solver beat dual CD in every cell (1.05-49 times faster; the dual often stopped at its
-# cap of 1000 sweeps far from the optimum); below 100 the dual won on mushrooms and on
-# dna.scale at C = 1 and lost on german.numer and splice; on text (debian-lib, fewer
-# rows than columns) the dual won by 3-64 times.  Checked afterwards on synthetic sets
-# of 120-500 rows per column: 6.4-158 times faster than hard shrinking.
-PRIMAL_ROWS_PER_COLUMN = 100
-PRIMAL_AUTO_LOSSES = ("squared_hinge", "logistic")   # (regression: not measured)
-# bias^2 over the median squared row norm from which dual CD stalls: the bias column adds
-# bias^2 y y' to the dual's Q (measured on a9a: every loss converges at intercept_scaling
-# 10, ratio 7, none at 100, ratio 700; liblinear's dual solvers stall there too).
-PRIMAL_BIAS_RATIO = 100.0
-# The same for the hinge and epsilon-insensitive losses, whose pair steps cost little
-# more than plain dual CD: at intercept_scaling 10 (a9a: ratio 7; ijcnn1: 69) hard
-# shrinking needs about 1000 sweeps at C = 1 (liblinear stops at its cap of 300), the
-# pair steps about 200 and 60.
-PAIRS_BIAS_RATIO = 5.0
-
-
-def bias_dominated(loss, X, bias, sqnorms=None, tol_rule="max"):
-    """Whether the bias column dominates the dual, so that single-coordinate dual CD
-    cannot converge: the bias adds ``bias**2 y y'`` to the dual's Q, and coordinate
-    steps, of curvature about ``bias**2``, crawl along the directions that keep
-    ``sum_i y_i alpha_i`` fixed.
-
-    That is when ``bias**2`` is at least ``PRIMAL_BIAS_RATIO`` (100) times the median
-    squared norm of the rows (without the bias) for the smooth losses (squared hinge,
-    logistic, squared epsilon-insensitive), which then go to the primal Newton solver
-    (:mod:`pybudget.linear.primal`, ``selection_ == "newton"``), and ``PAIRS_BIAS_RATIO``
-    (5) times for the hinge and epsilon-insensitive losses, which have no smooth primal
-    and go to dual CD with pair steps that keep the bias fixed (``selection_ ==
-    "pairs"``, see ``_dcd.pxi``).  Whatever ``selection`` says; never without a bias,
-    nor with the regression rule ``tol_rule="liblinear"`` (liblinear's own solver)."""
-    if bias == 0.0 or tol_rule == "liblinear":
-        return False
-    ratio = PRIMAL_BIAS_RATIO if loss in SMOOTH_LOSSES else PAIRS_BIAS_RATIO
-    norms = V.row_sqnorms(X, 0.0) if sqnorms is None else sqnorms - bias * bias
-    return bias * bias >= ratio * float(np.median(norms))
-
-
-def _resolve_once(selection, X, cvec, bias, sqnorms, loss=None):
-    """resolve_selection on the rows _solve_binary solves (positive weight): the same for
-    every problem of a one-vs-rest fit, so a fit resolves it once, not once per class."""
-    keep = cvec > 0
-    if selection == "auto" and not keep.all():
-        X, cvec, sqnorms = X[keep], cvec[keep], sqnorms[keep]
-    return resolve_selection(selection, X, cvec, bias, sqnorms, loss)
-
-
-def _solve_binary(X, y, cvec, C, *, sqnorms, selection, start=None, **kw):
-    """dual_cd on the rows with positive weight (zero-weight rows are not part of the
-    problem; ``start`` refers to those rows only) after resolving "auto".  ``sqnorms``
-    are V.row_sqnorms(X, bias), computed (and checked) once per data set by the caller,
-    or None (then computed for "auto", and the squares checked by dual_cd).
-    alpha is reported for every row (0 where the weight is 0)."""
+    The one-problem solver every estimator, grid and cluster worker calls, below the
+    public checks: ``rows`` a :class:`~pybudget.linear.plan.Rows` (checked), ``y`` ±1
+    floats (classification losses) or finite targets (regression losses, with
+    ``epsilon`` the insensitive zone), ``cvec`` the per-row costs C_i >= 0 derived from
+    the scalar ``C`` (rows of cost 0 are not part of the problem: ``start`` refers to
+    the others, and their ``alpha`` is reported as 0), ``plan`` a
+    :class:`~pybudget.linear.plan.Plan` (``pybudget.linear.plan.plan_for`` decides one from
+    the data), ``seed`` the generator's 64-bit seed, ``start`` a SolverState to
+    warm-start from, ``tol_rule`` "max" or, for the regression losses, "liblinear".
+    Returns a LinearResult (``selection`` the plan's, ``state`` the run's end, from
+    which a next fit may start)."""
     keep = cvec > 0
     if not keep.all():
-        X, y, cvec = X[keep], y[keep], cvec[keep]
-        sqnorms = None if sqnorms is None else sqnorms[keep]
-    used = resolve_selection(selection, X, cvec, kw.get("bias", 0.0), sqnorms, kw["loss"])
-    if bias_dominated(kw["loss"], X, kw.get("bias", 0.0), sqnorms, kw.get("tol_rule")):
-        used = "newton" if kw["loss"] in SMOOTH_LOSSES else "pairs"
-    res = dual_cd(X, y, cvec, selection=used, start=start, C=C, checked=sqnorms is not None,
-                  **kw)
-    res.selection, res.C = used, C
+        rows, y, cvec = rows.take(keep), y[keep], cvec[keep]
+    res = dual_cd(rows, y, cvec, plan, loss=loss, tol=tol, max_iter=max_iter, seed=seed,
+                  start=start, verbose=verbose, C=C, epsilon=epsilon, tol_rule=tol_rule)
+    res.selection, res.C = plan.selection, C
     if not keep.all():
         alpha = np.zeros(keep.shape[0])
         alpha[keep] = res.alpha
@@ -536,16 +408,15 @@ def solve_linear(X, y, C=1.0, *, loss="hinge", selection="auto", tol=0.1, max_it
     X = V.as_csr(X)
     if loss in REGRESSION_LOSSES:
         classes, target = None, V.regression_targets(y, X.shape[0])
-        extra = {"epsilon": V.nonnegative("epsilon", epsilon), "tol_rule": tol_rule}
+        extra = {"epsilon": V.nonnegative("epsilon", epsilon)}
     else:
         classes, target = V.binary_labels(y, X.shape[0])
         extra = {}
     cvec = C * V.sample_weights(sample_weight, X.shape[0])
-    # the rows' norms serve "auto" only (otherwise dual_cd checks the squares, cheaper)
-    sqnorms = V.row_sqnorms(X, bias) if selection == "auto" else None
-    res = _solve_binary(X, target, cvec, C, sqnorms=sqnorms, loss=loss,
-                        selection=selection, tol=tol, max_iter=max_iter, bias=bias,
-                        seed=V.seed_from(random_state), n_threads=n_jobs, **extra)
+    rows = Rows.canonical(X, bias)
+    how = plan_for(rows, cvec, loss, selection, n_jobs, tol_rule)
+    res = solve_binary(rows, target, cvec, C, how, loss=loss, tol=tol, max_iter=max_iter,
+                       seed=V.seed_from(random_state), tol_rule=tol_rule, **extra)
     res.classes = classes
     if not res.converged:
         from sklearn.exceptions import ConvergenceWarning    # (not at import: _lazy.py)

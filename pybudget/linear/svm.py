@@ -13,9 +13,10 @@ from pybudget._core import _validation as V
 from pybudget._core._estimator import SVMClassifierBase, binary_problems, one_vs_rest
 from pybudget._core._progress import report
 from pybudget.linear.crammer_singer import solve_cs_rows
-from pybudget.linear.problem import (LOSSES, MULTI_CLASS, _resolve_once, _solve_binary,
-                                     check_linear_params, class_weight_vector, next_start,
-                                     problem_costs, unconverged)
+from pybudget.linear.plan import Rows, plan_for
+from pybudget.linear.problem import (LOSSES, MULTI_CLASS, check_linear_params,
+                                     class_weight_vector, next_start, problem_costs,
+                                     solve_binary, unconverged)
 # (pickles made before the split name these classes in this module)
 from pybudget.linear.problem import LinearResult, SolverState  # noqa: F401
 
@@ -50,8 +51,10 @@ class LinearClassifierBase(SparseCoefMixin, SVMClassifierBase):
                                      t_fit)
             return self
         V.linear_weights_fit(len(binary_problems(K)), X.shape[1])
-        sqnorms = V.row_sqnorms(X, bias)
-        selection = _resolve_once(self.selection, X, cvec, bias, sqnorms, loss)
+        rows = Rows.canonical(X, bias)
+        # threads left over when there are fewer problems than threads: a team each;
+        # one plan for every problem, decided on the rows of positive cost
+        how = plan_for(rows, cvec, loss, self.selection, max(1, n_jobs // len(binary_problems(K))))
         starts = dict(zip(binary_problems(K),
                           self._warm_starts(X, classes, cvec, C, len(binary_problems(K)))))
 
@@ -60,16 +63,12 @@ class LinearClassifierBase(SparseCoefMixin, SVMClassifierBase):
         # is by far the largest array of the fit).
         coef = np.empty((K, X.shape[1])) if K > 2 else None
 
-        # threads left over when there are fewer problems than threads: a team each
-        team = max(1, n_jobs // len(binary_problems(K)))
-
         def solve(k, seed):
             # per class the label vector and the costs: the rest is shared, read-only
-            res = _solve_binary(X, np.where(codes == k, 1.0, -1.0),
-                                problem_costs(C, cw, codes, k, sw), C, sqnorms=sqnorms,
-                                loss=loss, selection=selection, tol=tol,
-                                max_iter=max_iter, bias=bias, seed=seed, start=starts[k],
-                                verbose=verbose, n_threads=team)
+            res = solve_binary(rows, np.where(codes == k, 1.0, -1.0),
+                               problem_costs(C, cw, codes, k, sw), C, how, loss=loss,
+                               tol=tol, max_iter=max_iter, seed=seed, start=starts[k],
+                               verbose=verbose)
             if coef is not None:
                 coef[k] = res.coef
                 res.coef = coef[k]
@@ -149,8 +148,9 @@ class LinearSVC(LinearClassifierBase):
     selection : {"auto", "avsf", "shrinking", "uniform"}, default="auto"
         Coordinate selection: "auto" (hard shrinking or AVSF chosen from the data and C;
         the primal Newton solver for the squared hinge on rows that outnumber the
-        columns 100 times; see :func:`resolve_selection`), "avsf" (adaptive variable
-        selection frequencies), "shrinking" (liblinear's hard shrinking) or "uniform".
+        columns 100 times; see :func:`~pybudget.linear.plan.resolve_selection`), "avsf"
+        (adaptive variable selection frequencies), "shrinking" (liblinear's hard
+        shrinking) or "uniform".
     tol : float, default=0.1
         Stopping tolerance on the maximal projected gradient (KKT violation); relative
         to ``max_i |y_i| - epsilon`` for the regression losses, as in
@@ -207,8 +207,9 @@ class LinearSVC(LinearClassifierBase):
         Final dual objective, KKT violation and convergence flag per problem (one entry
         with crammer_singer).
     selection_ : str
-        The strategy used ("auto" resolved, "newton" included; "newton" or "pairs" for
-        a dominant bias column, see :func:`~pybudget.linear.problem.bias_dominated`).
+        The strategy used ("auto" resolved, "newton" included; "newton" or "pairs"
+        for a dominant bias column, whatever ``selection`` says, see
+        :func:`~pybudget.linear.plan.bias_dominated`).
     fit_time_ : float
         Optimisation seconds, summed over problems (more than the wall time with
         ``n_jobs > 1``).
@@ -268,8 +269,8 @@ class LinearSVC(LinearClassifierBase):
         K = classes.shape[0]
         V.linear_weights_fit(K, X.shape[1])
         start = self._warm_starts(X, classes, cvec, C, 1)[0]
-        res = solve_cs_rows(X, codes, K, cvec, C, sqnorms=V.row_sqnorms(X, bias),
-                            selection=self.selection, tol=tol, max_iter=max_iter, bias=bias,
+        res = solve_cs_rows(Rows.canonical(X, bias), codes, K, cvec, C,
+                            selection=self.selection, tol=tol, max_iter=max_iter,
                             seed=V.seed_from(self.random_state), start=start,
                             verbose=verbose)
         if verbose:

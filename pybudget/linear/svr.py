@@ -10,8 +10,9 @@ from sklearn.utils.extmath import safe_sparse_dot
 from pybudget._core import _validation as V
 from pybudget._core._estimator import SVMBase
 from pybudget._core._progress import report
-from pybudget.linear.problem import (REGRESSION_LOSSES, _solve_binary, check_linear_params,
-                                 check_tol_rule, next_start, unconverged)
+from pybudget.linear.plan import Rows, plan_for
+from pybudget.linear.problem import (REGRESSION_LOSSES, check_linear_params, check_tol_rule,
+                                     next_start, solve_binary, unconverged)
 
 
 class LinearSVR(RegressorMixin, SVMBase):
@@ -85,7 +86,8 @@ class LinearSVR(RegressorMixin, SVMBase):
     converged_ : bool
     selection_ : str
         The strategy that ran ("auto" resolved; "pairs" or "newton" for a dominant bias
-        column, see :func:`~pybudget.linear.problem.bias_dominated`).
+        column, whatever ``selection`` says, see
+        :func:`~pybudget.linear.plan.bias_dominated`).
     fit_time_ : float
         Optimisation seconds.
     """
@@ -126,11 +128,11 @@ class LinearSVR(RegressorMixin, SVMBase):
         if (prev is not None and prev["shape"] == X.shape
                 and np.array_equal(prev["zero_weight"], cvec == 0)):
             start = next_start(prev["state"], prev["earlier"], C, "extrapolate")
-        res = _solve_binary(X, y, cvec, C, sqnorms=V.row_sqnorms(X, bias), loss=self.loss,
-                            selection=self.selection, tol=tol, max_iter=max_iter,
-                            bias=bias, seed=V.seed_from(self.random_state), start=start,
-                            verbose=verbose, epsilon=epsilon, tol_rule=tol_rule,
-                            n_threads=n_jobs)
+        rows = Rows.canonical(X, bias)
+        how = plan_for(rows, cvec, self.loss, self.selection, n_jobs, tol_rule)
+        res = solve_binary(rows, y, cvec, C, how, loss=self.loss, tol=tol, max_iter=max_iter,
+                           seed=V.seed_from(self.random_state), start=start,
+                           verbose=verbose, epsilon=epsilon, tol_rule=tol_rule)
         if verbose:
             report(f"{res.n_iter} sweeps, {res.n_steps} steps, dual "
                    f"{res.dual_objective:.6g}, KKT {res.kkt_violation:.3g}, "

@@ -1,4 +1,4 @@
-"""BudgetSVC / solve_budget: scikit-learn compliance and every bad input of issue 4."""
+"""BudgetSVC / solve_budget: scikit-learn compliance and every bad input it rejects."""
 import pickle
 
 import numpy as np

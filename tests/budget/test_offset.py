@@ -1,4 +1,4 @@
-"""The fitted offset of BudgetSVC (issue 12): the minimiser against brute force, the
+"""The fitted offset of BudgetSVC: the minimiser against brute force, the
 papers' setting against models of the previous release bit for bit, and the offset
 everywhere the model goes (partial_fit, stream_fit, model files, CLI)."""
 
@@ -113,7 +113,7 @@ def _data(k, n=400, d=5, seed=0):
 
 def test_paper_setting_reproduces_the_previous_release_bit_for_bit():
     """offset=False, averaging="none" is the papers' last iterate, the default before
-    issue 12: the arrays of tests/data/paper_models.npz were written by that release
+    the fitted offset: the arrays of tests/data/paper_models.npz were written by that release
     (tests/data/make_paper_models.py)."""
     import importlib.util
     spec = importlib.util.spec_from_file_location("make", DATA / "make_paper_models.py")
@@ -166,10 +166,10 @@ def test_shifted_last_iterate_is_repaired():
 
 
 def test_offset_stops_where_the_sample_errors_are_fewest():
-    """Issue 22's mechanism on decision values alone: most rows of one class lie
-    correctly classified inside the margin (f fades to 0 away from the support vectors),
-    the other class lies beyond its margin but for one row in five between -1 and 0.
-    The hinge minimiser goes to about +1, a large, significant hinge gain that
+    """Why the hinge-only offset rule failed, on decision values alone: most rows of one
+    class lie correctly classified inside the margin (f fades to 0 away from the support
+    vectors), the other class lies beyond its margin but for one row in five between -1
+    and 0.  The hinge minimiser goes to about +1, a large, significant hinge gain that
     misclassifies those rows; the offset stops where the sample's errors are fewest."""
     rng = np.random.default_rng(0)
     codes = (rng.random(2048) < 0.8).astype(np.int32)
@@ -219,7 +219,7 @@ def test_row_error_counts_what_predict_gets_wrong():
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_offset_costs_nothing_on_nearly_separable_unbalanced_data(seed):
-    """Issue 22: low-dimensional, large, nearly separable, classes 1 : 4 (skin-like,
+    """Low-dimensional, large, nearly separable, classes 1 : 4 (skin-like,
     20,000 rows), BSCA with a budget of 100.  The hinge-only rule fitted an offset of
     +1.0 and scored about 4.5 points below offset=False; the default must stay within
     0.3 points of it."""

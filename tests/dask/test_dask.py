@@ -150,7 +150,7 @@ def test_auto_laps_are_finer_when_visits_cover_many_non_zeros():
     assert est._laps("ring", 1, [part(16384, 100)] * 2, 1, 1000, True) == (50, 64)
     # 16384 * 1000 / 32768 = 500 laps of 33 rows: many non-zeros however few rows
     assert est._laps("ring", 1, [part(16384, 1000)] * 2, 1, 1000, True) == (500, 500)
-    # (issue 38: 8 partitions of 500 rows of 1,000 non-zeros had one lap)
+    # (8 partitions of 500 rows of 1,000 non-zeros once had one lap)
     assert est._laps("ring", 1, [part(500, 1000)] * 8, 1, 1000, True) == (15, 15)
     assert est._laps("ring", 1, [part(500, 45)] * 8, 1, 1000, True) == (1, 1)
     # not movable, or above SMALL_BYTES (spread over the workers): as many as keep a
@@ -163,7 +163,7 @@ def test_auto_laps_are_finer_when_visits_cover_many_non_zeros():
 
 @pytest.mark.parametrize("K", [2, 8, 16, 32])
 def test_auto_laps_aim_for_min_segments_visits_whatever_the_partitions(K):
-    """Issue 38: "auto" gave K laps (K^2 visits a round) for K > 8: 256 at K = 16,
+    """With "auto", K partitions once got K laps (K^2 visits a round) for K > 8: 256 at K = 16,
     1,024 at K = 32.  The aim is MIN_SEGMENTS visits a round."""
     est = pbd.LinearSVC(engine="threads")
     parts = [{"n": 16384, "nnz": 16384, "d": 1000}] * K     # (short rows: no finer laps)
@@ -349,7 +349,7 @@ PlacementEngine = placement_engine()
 
 
 def test_small_dask_array_is_gathered_on_one_worker(client, monkeypatch):
-    """Issue 38: a small Dask array whose chunks live on both workers kept its
+    """A small Dask array whose chunks live on both workers once kept its
     partitions where the chunks were, and paid a hop per visit (a9a as a 4-chunk array,
     C = 1, tol 1e-3: 264 s, 139 rounds).  Its partitions are now gathered on one worker,
     with the laps of any small data; the threads engine fits a persisted array too (it
@@ -805,7 +805,7 @@ def test_the_first_rounds_check_only_problems_whose_stale_gap_is_near_tol(monkey
 
 
 def test_cluster_error_is_public():
-    """Issue 38: the CLI and the user guide imported ClusterError from the private
+    """The CLI and the user guide once imported ClusterError from the private
     _driver; it is pybudget.dask.ClusterError, the one the engines raise."""
     assert "ClusterError" in pbd.__all__ and issubclass(pbd.ClusterError, RuntimeError)
     with pytest.raises(pbd.ClusterError, match="cannot lose"):

@@ -146,18 +146,18 @@ def test_file_rows_are_all_rows(case):
     try:
         written = [_whole.file_write(name, shapes, spec, row, at, part)
                    for (row, at), part in reversed(list(zip(starts, parts)))]
-        made = [_whole.file_rows(name, shapes, spec, ref[0].shape[0], *written)
+        made = [_whole.file_rows(name, shapes, spec, ref[0].n, *written)
                 for _ in range(2)]         # (each worker of the host maps it)
     finally:
         _host_memory.unlink(name)
-    for rows in made:
-        X, Xr = rows[0], ref[0]
-        assert X.shape == Xr.shape and X.has_sorted_indices
+    for rows, y, sw, plan in made:
+        X, Xr = rows.X, ref[0].X
+        assert X.shape == Xr.shape and X.has_sorted_indices and rows.bias == ref[0].bias
         for a, b in [(X.data, Xr.data), (X.indices, Xr.indices), (X.indptr, Xr.indptr),
-                     *zip(rows[1:4], ref[1:4])]:
+                     (rows.sqnorms, ref[0].sqnorms), (y, ref[1]), (sw, ref[2])]:
             assert a.dtype == b.dtype
             np.testing.assert_array_equal(a, b)
-        assert rows[4] == ref[4]
+        assert plan == ref[3]
 
 
 def test_create_on_a_full_tmpfs_leaves_nothing(monkeypatch):

@@ -1,5 +1,5 @@
 """A long fit on a Dask cluster keeps its tables bounded, and its timeout counts from
-the last progress (issue 38, item 5)."""
+the last progress."""
 import time
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""The ring on workers with several threads (issue 37, item 5): a ring run spreads its
+"""The ring on workers with several threads: a ring run spreads its
 group's problems over the worker's threads, for the visits and for the check passes.
 The problems are independent, so the bits are those of one thread a worker and of the
 threads engine, whatever the threads."""

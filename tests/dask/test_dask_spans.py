@@ -1,4 +1,4 @@
-"""Fits that really span 2 and 3 workers, one per method (issue 38, item 8): the data
+"""Fits that really span 2 and 3 workers, one per method: the data
 here is small, and the small-data rule would put every partition on one worker, so
 SMALL_BYTES is lowered (the ``spread`` fixture); each test then checks that every worker
 held partitions and that bytes moved between them, besides the same bits as the
@@ -64,7 +64,7 @@ def test_newton_spans_every_worker(client, spread):
 
 
 def test_no_recovery_under_load(client, spread):
-    """Issue 38, item 4: under load, with no worker lost, a ring task once ran where its
+    """Under load, with no worker lost, a ring task once ran where its
     partition was not, and the fit replayed.  Two busy processes beside the cluster:
     every task runs where it is pinned, no recovery, the same bits."""
     import subprocess

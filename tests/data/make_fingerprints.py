@@ -1,6 +1,6 @@
 """Writes fingerprints.json: SHA-256 digests of models and their step counts for every
 linear strategy and budget solver on the embedded data sets, computed before the
-package was reorganised (issue 13, on commit d07f2db), for tests/test_fingerprints.py
+package was reorganised (on commit d07f2db), for tests/test_fingerprints.py
 to check that the reorganisation changed no bit.
 
     PYTHONPATH=<checkout built in place> python tests/data/make_fingerprints.py

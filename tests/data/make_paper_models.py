@@ -1,4 +1,4 @@
-"""Writes paper_models.npz: models trained by pybudget before issue 12 (commit c3cb291,
+"""Writes paper_models.npz: models trained by pybudget before the fitted offset (commit c3cb291,
 whose default was the papers' last iterate), for tests/budget/test_offset.py to compare the
 setting offset=False, checkpoints=0 against bit for bit; and budget_v1.pbm, a model
 file of format version 1 with the decision values it gave (in paper_models.npz).

@@ -1,4 +1,4 @@
-"""selection="auto" and the primal Newton solver (stop 43): the smooth classification
+"""selection="auto" and the primal Newton solver: the smooth classification
 losses on rows that outnumber the columns in use PRIMAL_ROWS_PER_COLUMN times go to the
 primal Newton solver, where dual CD stopped at its sweep cap far from the optimum
 (docs/benchmarks.md, section 8); everything else stays on dual CD."""
@@ -11,8 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression as SkLR
 
 import pybudget
-from pybudget.linear import problem
-from pybudget.linear.problem import PRIMAL_ROWS_PER_COLUMN, primal_pays
+from pybudget.linear.plan import PRIMAL_ROWS_PER_COLUMN, Rows, primal_pays, resolve_selection
 
 
 def unscaled(n=4000, d=5, seed=0):
@@ -78,5 +77,5 @@ def test_auto_stays_on_dual_cd_elsewhere():
 def test_columns_without_entries_do_not_count():
     X, y = unscaled(n=700)
     wide = sp.hstack([sp.csr_matrix(X), sp.csr_matrix((700, 50))]).tocsr()
-    assert problem.resolve_selection("auto", wide, np.ones(700), 1.0, loss="logistic") \
-        == "newton"
+    assert resolve_selection("auto", Rows.canonical(wide, 1.0), np.ones(700),
+                             loss="logistic") == "newton"

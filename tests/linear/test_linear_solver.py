@@ -206,12 +206,13 @@ def test_shrinking_from_an_empty_active_set_converges():
     # Regression: with every variable outside the active set the sweep saw no
     # violation and never restored the full set.
     from pybudget._core import _validation as V
-    from pybudget.linear.problem import SolverState, dual_cd
+    from pybudget.linear.plan import Plan, Rows
+    from pybudget.linear.problem import SolverState, solve_binary
     X, y = make_problem(n=50, d=10, seed=16)
     X = V.as_csr(X)
     start = SolverState(np.zeros(50), np.ones(50), np.arange(50, dtype=np.int32), 0, 0.0, 1.0)
-    res = dual_cd(X, y, np.ones(50), loss="hinge", selection="shrinking", tol=1e-6,
-                  max_iter=10000, bias=0.0, seed=0, start=start)
+    res = solve_binary(Rows.check(X), y, np.ones(50), 1.0, Plan("shrinking"), loss="hinge",
+                       tol=1e-6, max_iter=10000, seed=0, start=start)
     assert res.converged and res.kkt_violation <= 1e-6
     ref = solve_linear(X, y, 1.0, tol=1e-6, max_iter=10000)
     assert res.dual_objective == pytest.approx(ref.dual_objective, rel=1e-7)

@@ -7,7 +7,10 @@ import pytest
 import scipy.sparse as sp
 
 import pybudget
+from pybudget._core import _validation as V
 from pybudget.linear import primal
+from pybudget.linear.plan import Plan, Rows
+from pybudget.linear.problem import solve_binary
 
 
 def tall(n=6000, d=12, seed=0):
@@ -18,51 +21,56 @@ def tall(n=6000, d=12, seed=0):
     return X, y
 
 
-@pytest.fixture
-def threaded(monkeypatch):
-    """Threads on this small data, and up to 8 of them whatever the machine."""
-    monkeypatch.setattr(primal, "NEWTON_MIN_NNZ", 1000)
-    monkeypatch.setattr(primal, "cpu_count", lambda: 8)
+def on_blocks(X, y, threads, loss, C=3.0, tol=1e-6):
+    """The binary problem (bias 1) on the Newton route with ``threads`` blocks of rows,
+    whatever its size: a plan handed to the solver (the production rule,
+    ``primal.newton_threads``, keeps such small data on one thread)."""
+    rows = Rows.check(X, 1.0)
+    target = V.binary_labels(y, X.shape[0])[1]
+    return solve_binary(rows, target, np.full(X.shape[0], C), C, Plan("newton", threads),
+                        loss=loss, tol=tol, max_iter=1000, seed=0)
 
 
-def objective(m, X, y, C, loss):
-    w, b = m.coef_[0], m.intercept_[0]
-    s = np.where(y == m.classes_[1], 1.0, -1.0) * (X @ w + b)
+def objective(res, X, y, C, loss):
+    w, b = res.coef, res.intercept
+    s = np.where(y == 8, 1.0, -1.0) * (X @ w + b)
     lo = np.logaddexp(0.0, -s) if loss == "logistic" else np.maximum(0.0, 1.0 - s) ** 2
     return 0.5 * (w @ w + b * b) + C * lo.sum()
 
 
 @pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
-def test_threads_give_their_own_bits_at_the_same_optimum(threaded, loss):
+def test_threads_give_their_own_bits_at_the_same_optimum(loss):
     X, y = tall()
-    est = (pybudget.LogisticRegression if loss == "logistic"
-           else lambda **k: pybudget.LinearSVC(loss="squared_hinge", **k))
-    one = est(C=3.0, tol=1e-6).fit(X, y)
-    assert one.selection_ == "newton"
+    one = on_blocks(X, y, 1, loss)
+    assert one.selection == "newton" and one.threads == 1
     f1 = objective(one, X, y, 3.0, loss)
     for jobs in (2, 4, 8):
-        a = est(C=3.0, tol=1e-6, n_jobs=jobs).fit(X, y)
-        b = est(C=3.0, tol=1e-6, n_jobs=jobs).fit(X, y)
-        np.testing.assert_array_equal(a.coef_, b.coef_)      # run to run
-        np.testing.assert_array_equal(a.intercept_, b.intercept_)
-        assert not np.array_equal(a.coef_, one.coef_)        # (it did run on blocks)
+        a, b = on_blocks(X, y, jobs, loss), on_blocks(X, y, jobs, loss)
+        assert a.threads == jobs
+        np.testing.assert_array_equal(a.coef, b.coef)        # run to run
+        assert a.intercept == b.intercept
+        assert not np.array_equal(a.coef, one.coef)          # (it did run on blocks)
         assert abs(objective(a, X, y, 3.0, loss) - f1) <= 1e-6 * f1
 
 
-def test_the_result_reports_the_threads_and_small_data_stays_on_one(monkeypatch):
+def test_the_rule_and_small_data_on_one_thread():
     X, y = tall()
     target = np.where(y == 8, 1.0, -1.0)
     kw = dict(loss="logistic", C=1.0, tol=1e-6)          # ("auto": Newton here)
-    monkeypatch.setattr(primal, "cpu_count", lambda: 8)
-    assert pybudget.solve_linear(X, target, n_jobs=4, **kw).threads == 1     # < MIN_NNZ
     ref = pybudget.solve_linear(X, target, n_jobs=1, **kw)
     assert ref.selection == "newton"
-    same = pybudget.solve_linear(X, target, n_jobs=4, **kw)
+    same = pybudget.solve_linear(X, target, n_jobs=4, **kw)      # (< NEWTON_MIN_NNZ)
+    assert same.threads == 1
     np.testing.assert_array_equal(same.coef, ref.coef)
-    monkeypatch.setattr(primal, "NEWTON_MIN_NNZ", 1000)
-    assert pybudget.solve_linear(X, target, n_jobs=4, **kw).threads == 4
-    monkeypatch.setattr(primal, "cpu_count", lambda: 1)
-    assert pybudget.solve_linear(X, target, n_jobs=4, **kw).threads == 1
+    # the rule: up to the cores from NEWTON_MIN_NNZ non-zeros on
+    assert primal.newton_threads(X, 4, cpus=8) == 1
+    big = sp.random(primal.NEWTON_MIN_NNZ // 10, 20, density=0.5, format="csr",
+                    random_state=0)
+    assert big.nnz >= primal.NEWTON_MIN_NNZ
+    assert primal.newton_threads(big, 4, cpus=8) == 4
+    assert primal.newton_threads(big, 4, cpus=2) == 2
+    assert primal.newton_threads(big, 4, cpus=1) == 1
+    assert primal.newton_threads(big, 1, cpus=8) == 1
 
 
 def test_blocks_cover_every_row_once_with_empty_rows_and_more_blocks_than_rows():

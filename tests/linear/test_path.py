@@ -8,7 +8,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from helpers import make_problem
 from pybudget import LinearSVC, cv_grid, linear_path, solve_linear
-from pybudget.linear.problem import resolve_selection
+from pybudget.linear.plan import Rows, resolve_selection
 from pybudget._core._validation import as_csr
 
 CS = [0.01, 0.1, 1.0, 10.0, 100.0]
@@ -123,12 +123,13 @@ def test_auto_rule():
     Xh = as_csr(Xh)
     norms = np.asarray(Xh.multiply(Xh).sum(1)).ravel()
     Cbig = 10.0 / np.median(norms)
-    assert resolve_selection("auto", Xh, np.full(50, Cbig), 0.0) == "avsf"
-    assert resolve_selection("auto", Xh, np.full(50, 0.01 / np.median(norms)), 0.0) == "shrinking"
+    assert resolve_selection("auto", Rows.canonical(Xh, 0.0), np.full(50, Cbig)) == "avsf"
+    small = np.full(50, 0.01 / np.median(norms))
+    assert resolve_selection("auto", Rows.canonical(Xh, 0.0), small) == "shrinking"
     # low-dimensional data: shrinking at every C
     Xl = as_csr(make_problem(n=400, d=10, seed=8)[0])
-    assert resolve_selection("auto", Xl, np.full(400, 1e6), 0.0) == "shrinking"
-    assert resolve_selection("shrinking", Xh, np.full(50, Cbig), 0.0) == "shrinking"
+    assert resolve_selection("auto", Rows.canonical(Xl, 0.0), np.full(400, 1e6)) == "shrinking"
+    assert resolve_selection("shrinking", Rows.canonical(Xh, 0.0), np.full(50, Cbig)) == "shrinking"
     X, y = make_problem(n=60, d=200, density=0.1, seed=9)
     res = solve_linear(X, y, 1000.0, selection="auto", tol=0.01, max_iter=100000)
     assert res.selection == "avsf" and res.converged
@@ -171,10 +172,10 @@ def test_auto_rule_with_empty_rows():
     # Regression: empty rows (first, middle, last) broke the squared-norm statistic.
     import scipy.sparse as sp
     X = as_csr(sp.csr_matrix(np.array([[0, 0, 0], [1, 2, 0], [0, 0, 0], [3, 0, 1.0], [0, 0, 0]])))
-    assert resolve_selection("auto", X, np.full(5, 0.01), 0.0) == "shrinking"
+    assert resolve_selection("auto", Rows.canonical(X, 0.0), np.full(5, 0.01)) == "shrinking"
     # median of C * ‖x‖² is 0 here (three empty rows), so still shrinking at large C
-    assert resolve_selection("auto", X, np.full(5, 1e6), 0.0) == "shrinking"
-    assert resolve_selection("auto", X, np.full(5, 1e6), 1.0) == "avsf"
+    assert resolve_selection("auto", Rows.canonical(X, 0.0), np.full(5, 1e6)) == "shrinking"
+    assert resolve_selection("auto", Rows.canonical(X, 1.0), np.full(5, 1e6)) == "avsf"
     assert LinearSVC().fit([[1e-8], [0.0]], [-1, 1]).coef_.shape == (1, 1)
 
 

@@ -1,6 +1,6 @@
 """pybudget against scikit-learn (liblinear) side by side at tight tolerances: the same
 coefficients (relative 1e-4) for the strictly convex problems, the same objective for the
-hinge losses; issue 27's reproductions converge (tests/ grid: iris, digits, a9a)."""
+hinge losses; the reported failing cases converge (tests/ grid: iris, digits, a9a)."""
 import warnings
 
 import numpy as np
@@ -110,7 +110,7 @@ def test_squared_hinge_ovr_class_and_sample_weights(class_weight, kind):
 
 
 def test_issue_reproduction_class_weight_ovr():
-    """Issue 27's numbers: the class-1 row of coef_ is scikit-learn's."""
+    """The reported case's numbers: the class-1 row of coef_ is scikit-learn's."""
     X, y = _iris()
     sw = np.random.RandomState(0).uniform(0.5, 2, 150)
     for loss in ("hinge", "squared_hinge"):
@@ -344,7 +344,7 @@ def test_crammer_singer_same_objective():
     assert obj(ours) == pytest.approx(obj(theirs), rel=1e-4)
 
 
-# ---- issue 27's reproductions: converged, in few iterations --------------------------
+# ---- the reported failing cases: converged, in few iterations -----------------------
 
 # liblinear-official 2.50 on both: its dual solver stops at its cap of 300 sweeps
 # ("reaching max number of iterations") and switches to its primal Newton solver, which
@@ -391,7 +391,7 @@ def test_newton_route_returns_its_iterate(seed):
 @pytest.mark.parametrize("seed", [4, 13])
 @pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
 def test_newton_route_certifies_its_iterate(seed, loss):
-    """Issue 38: the Newton route said converged with its check taken at w(alpha) (KKT
+    """The Newton route once said converged with its check taken at w(alpha) (KKT
     violation 4.6 and 88 on these seeds) and a dual above the primal.  Its weights are
     certified by their own gap now: the primal recomputed here, the dual not above it,
     the gap within tol, and kkt_violation the largest entry of the primal's gradient."""

@@ -8,24 +8,27 @@ import scipy.sparse as sp
 import pybudget
 from helpers import make_problem
 from pybudget.datasets import load
+from pybudget._core import _validation as V
 from pybudget.linear import _team
-from pybudget.linear import problem as linear_problem
+from pybudget.linear.plan import Plan, Rows
+from pybudget.linear.problem import solve_binary
 from pybudget.linear._dcd64 import THREADS
 
 needs_openmp = pytest.mark.skipif(not THREADS, reason="built without OpenMP: no teams")
 
 
-@pytest.fixture
-def forced_team(monkeypatch):
-    """Make every eligible problem run on a team of `threads` with small chunks, whatever
-    its size (the production rule sends small data to one thread)."""
-    def force(threads, chunk=16):
-        def team_size(X, n_threads, problem, selection):
-            if problem in _team.TEAM_PROBLEMS and selection in _team.TEAM_SELECTIONS:
-                return threads, chunk
-            return 1, 0
-        monkeypatch.setattr(linear_problem, "team_size", team_size)
-    return force
+def on_team(X, y, threads, *, C, loss, selection, tol, max_iter, epsilon=0.0, chunk=16):
+    """solve_linear's problem (a bias of 1, seed 0) on a team of ``threads`` with small
+    chunks, whatever its size: a plan handed to the solver (the production rule,
+    ``_team.team_size``, sends such small data to one thread)."""
+    rows = Rows.check(X, 1.0)
+    if loss in ("epsilon_insensitive", "squared_epsilon_insensitive"):
+        target = V.regression_targets(y, X.shape[0])
+    else:
+        target = V.binary_labels(y, X.shape[0])[1]
+    return solve_binary(rows, target, np.full(X.shape[0], C), C,
+                        Plan(selection, threads, chunk), loss=loss, tol=tol,
+                        max_iter=max_iter, seed=V.seed_from(0), epsilon=epsilon)
 
 
 def numpy_kkt(X, y, res, C, loss, bias):
@@ -44,15 +47,13 @@ def numpy_kkt(X, y, res, C, loss, bias):
 @pytest.mark.parametrize("threads", [2, 3, 4, 8])
 @pytest.mark.parametrize("selection", ["uniform", "shrinking", "avsf"])
 @pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
-def test_team_reaches_the_one_thread_optimum(forced_team, threads, selection, loss):
+def test_team_reaches_the_one_thread_optimum(threads, selection, loss):
     # 4 and 8 threads on a 2-core machine too: the design has no limit at the cores
     X, y = make_problem(n=400, d=30, density=0.2, seed=3)
     one = pybudget.solve_linear(X, y, C=2.0, loss=loss, selection=selection, tol=1e-9,
                                 max_iter=100000, fit_intercept=True, random_state=0)
-    forced_team(threads)
-    res = pybudget.solve_linear(X, y, C=2.0, loss=loss, selection=selection, tol=1e-9,
-                                max_iter=100000, fit_intercept=True, random_state=0,
-                                n_jobs=threads)
+    res = on_team(X, y, threads, C=2.0, loss=loss, selection=selection, tol=1e-9,
+                  max_iter=100000)
     assert res.threads == threads and res.converged
     viol, w = numpy_kkt(X, y, res, 2.0, loss, 1.0)
     assert viol <= 1e-8
@@ -66,7 +67,7 @@ def test_team_reaches_the_one_thread_optimum(forced_team, threads, selection, lo
 @needs_openmp
 @pytest.mark.parametrize("loss", ["epsilon_insensitive", "squared_epsilon_insensitive"])
 @pytest.mark.parametrize("selection", ["uniform", "shrinking", "avsf"])
-def test_team_svr_reaches_the_one_thread_optimum(forced_team, loss, selection):
+def test_team_svr_reaches_the_one_thread_optimum(loss, selection):
     rng = np.random.default_rng(7)
     X = sp.random(300, 25, density=0.3, format="csr", random_state=rng)
     y = X @ rng.standard_normal(25) + 0.1 * rng.standard_normal(300)
@@ -76,8 +77,8 @@ def test_team_svr_reaches_the_one_thread_optimum(forced_team, loss, selection):
     kw = dict(C=1.0, loss=loss, selection=selection, tol=tol, max_iter=100000,
               fit_intercept=True, epsilon=0.05, random_state=0)
     one = pybudget.solve_linear(X, y, **kw)
-    forced_team(3)
-    res = pybudget.solve_linear(X, y, n_jobs=3, **kw)
+    res = on_team(X, y, 3, C=1.0, loss=loss, selection=selection, tol=tol, max_iter=100000,
+                  epsilon=0.05)
     assert res.threads == 3 and res.converged and one.converged
     gap = max(one.primal_objective - one.dual_objective,
               res.primal_objective - res.dual_objective)
@@ -125,6 +126,10 @@ def test_the_rule_keeps_small_data_text_and_logistic_on_one_thread():
     threads, chunk = _team.team_size(X, 8, "svm", "avsf")
     assert chunk == _team.MIN_CHUNK
     assert threads == (min(8, _team.cpu_count()) if THREADS and _team.cpu_count() > 1 else 1)
+    # up to the cores, and within a sweep's chunks (a9a: 32,561 rows, 4 chunks a thread)
+    assert _team.team_size(X, 8, "svm", "avsf", cpus=3) == (3, _team.MIN_CHUNK)
+    assert _team.team_size(X, 8, "svm", "avsf", cpus=64) == (7, _team.MIN_CHUNK)
+    assert _team.team_size(X, 8, "svm", "avsf", cpus=1) == (1, 0)
 
 
 def test_logistic_and_one_vs_rest_accept_any_n_jobs():
