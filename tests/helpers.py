@@ -136,8 +136,7 @@ def held(client, within=10.0):
     from pybudget.dask import _worker
     deadline = time.monotonic() + within
     while True:
-        got = client.run(lambda: len(_worker.REGISTRY) + len(_worker.REPLICAS)
-                         + len(_worker.KEPT) + len(_worker.HELD))
+        got = client.run(lambda: sum(_worker.table_sizes(None, every=True).values()))
         if not any(got.values()) or time.monotonic() > deadline:
             return got
         time.sleep(0.05)

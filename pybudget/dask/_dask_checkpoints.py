@@ -2,7 +2,7 @@
 that each file holds one concern; it works on the engine's tables).
 
 A checkpoint is each partition's duals and the weights, held by two workers in
-``_worker.KEPT`` (never through the client, unless one worker is left).  ``recover``
+``_worker.STATE.kept`` (never through the client, unless one worker is left).  ``recover``
 rebuilds the lost partitions from their sources on the workers left and restores every
 partition and the weights from a checkpoint; the driver's side (when to take one, the
 replay) is ``_recovery``.
@@ -16,7 +16,7 @@ class Checkpointing:
 
     def snapshot(self):
         """Each partition's duals and the weights, held by two workers (the partition's
-        own or the payload's, and a peer) in ``_worker.KEPT``, never through the
+        own or the payload's, and a peer) in ``_worker.STATE.kept``, never through the
         client.  Not as replicated task results: Dask's active memory manager drops a
         result's extra replicas within seconds, and a result lost with its only holder
         is recomputed by Dask against the partitions as they are then."""

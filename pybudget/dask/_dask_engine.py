@@ -1,6 +1,6 @@
 """DaskEngine: ``_engines.Engine`` on the workers of a Dask cluster.
 
-Each partition is built once on a Dask worker and kept there (``_worker.REGISTRY``).
+Each partition is built once on a Dask worker and kept there (``_worker.STATE``).
 The weights live on the workers too: a ring run leaves its rows on its worker and the
 next run takes them from there (``_worker.Held``; the ring's runs are ``_dask_ring``).
 The client receives scalars (gaps, counters), the rows of the problems a check passed,
@@ -8,7 +8,7 @@ and at the end the other weights.  A worker that leaves is noticed by polling
 the scheduler (a pinned task would otherwise wait for it forever): the driver then gets
 PartitionsLost and asks for ``recover``, which rebuilds the lost partitions on the
 workers left, from their sources, and restores every partition from the checkpoint,
-whose copies are kept on two workers (``_worker.KEPT``); those two are in
+whose copies are kept on two workers (``_worker.STATE.kept``); those two are in
 ``_dask_checkpoints``.
 """
 import math

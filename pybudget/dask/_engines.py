@@ -56,6 +56,10 @@ class Engine(Protocol):
     def weights(self, n_problems, d) -> np.ndarray:
         """The weights, (n_problems, d + 1)."""
 
+    def whole(self, spec, problems, tol, max_iter) -> tuple:
+        """Method "whole" (``_whole``): every problem start to end with the one-machine
+        solver where all rows are; (the problems' outputs, their weights stacked)."""
+
     def primal_setup(self, spec) -> None:
         """Method "newton": every problem's primal on every partition."""
 

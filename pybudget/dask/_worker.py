@@ -1,10 +1,11 @@
 """The task functions that run where the partitions live (a Dask worker process), and
 the registry that keeps the partitions there between rounds.
 
-The registry is this process's own dictionary, keyed by (job, partition): the rows and
-the duals stay on the worker across rounds.  The ring's weights stay on the worker of the
-run that last changed them (HELD), and the next run takes them from there (``Held``);
-the ring's sparse hops travel as task results, which Dask moves from worker to worker.
+The registry (``STATE``, a ``Registry``) is this process's own: the partitions, keyed by
+(job, partition), with their rows and duals, stay on the worker across rounds.  The
+ring's weights stay on the worker of the run that last changed them (``STATE.held``),
+and the next run takes them from there (``Held``); the ring's sparse hops travel as task
+results, which Dask moves from worker to worker.
 The client asks for scalars and final rows.  A worker that dies takes its entries with
 it, which the client sees as PartitionMissing (or the worker's absence) and answers by
 rebuilding from the source.
@@ -20,14 +21,25 @@ from pybudget.dask import _steps
 from pybudget.dask._sources import build_partition
 from pybudget.dask.errors import PartitionMissing
 
-REGISTRY = {}
-REPLICAS = {}     # (job, problem) -> this process's replica of the weights (sparse hops)
-RECEIVED = {}     # job -> bytes of the sparse hops' payloads received from other workers
-KEPT = {}         # (job, checkpoint, name) -> a checkpoint's copy held by this process
-HELD = {}         # (job, tag, problem) -> a ring row (w, carry) a run left here
-GIVEN = {}        # job -> rows taken from HELD by other workers
-FINISHED = {}     # job -> when a task of the job last finished here (timed)
-TAKEN = threading.Condition()     # notified when another worker has taken a row
+
+
+class Registry:
+    """What this process keeps of every job between its tasks, in one place: a lost
+    worker takes all of it along, ``drop_job`` clears a job's entries, and
+    ``table_sizes`` counts them."""
+
+    def __init__(self):
+        self.partitions = {}    # (job, part) -> the Partition built here
+        self.replicas = {}      # (job, problem) -> replica of the weights (sparse hops)
+        self.received = {}      # job -> bytes of sparse hops received from other workers
+        self.kept = {}          # (job, checkpoint, name) -> a checkpoint's copy held here
+        self.held = {}          # (job, tag, problem) -> a ring row (w, carry) a run left here
+        self.given = {}         # job -> rows taken from ``held`` by other workers
+        self.finished = {}      # job -> when a task of the job last finished here (timed)
+        self.taken = threading.Condition()   # notified when another worker took a row
+
+
+STATE = Registry()
 # A run that takes rows from another worker keeps at most this many more than other
 # workers have taken from here since it began, waiting up to PACE_WAIT seconds once.
 PACE_AHEAD = 2
@@ -40,19 +52,19 @@ def timed(job, fn, *args):
     try:
         return fn(*args)
     finally:
-        FINISHED[job] = time.time()
+        STATE.finished[job] = time.time()
 
 
 def last_finished(job):
     """When a task of job last finished here (time.time()), or None."""
-    return FINISHED.get(job)
+    return STATE.finished.get(job)
 
 
 def _get(job, part):
     try:
-        return REGISTRY[(job, part)]
+        return STATE.partitions[(job, part)]
     except KeyError:
-        here = sorted(p for (jb, p) in REGISTRY if jb == job)
+        here = sorted(p for (jb, p) in STATE.partitions if jb == job)
         try:
             where = f"worker {_address()}"
         except ValueError:          # (not in a Dask worker)
@@ -63,13 +75,13 @@ def _get(job, part):
 
 def build_task(job, part, source, regression, where):
     P = build_partition(part, source, regression, where)
-    REGISTRY[(job, part)] = P
+    STATE.partitions[(job, part)] = P
     return P.summary(regression)
 
 
 def drop_partition(job, part):
     """Forget a partition here (it was built on another worker)."""
-    REGISTRY.pop((job, part), None)
+    STATE.partitions.pop((job, part), None)
 
 
 def partition_rows_task(job, part):
@@ -137,7 +149,7 @@ def ring_check_task(job, parts, carried, problems, n_parts, checked, near=None, 
 # ---- rows held by the workers (the ring's dense hops) ---------------------------------
 
 class Held:
-    """A ring result whose rows stay on the worker that made it, in HELD under ``tag``;
+    """A ring result whose rows stay on the worker that made it, in ``STATE.held`` under ``tag``;
     the next run takes them from there (``_Incoming``).  As task results, a group that
     two workers swap would be on both of them until each receiving task had it (Dask
     keeps a result until its dependents are done); taken a row at a time, paced, each
@@ -167,7 +179,7 @@ def _keys(src):
 def _hold(job, tag):
     """emit for ring_visit and check_visit: keep the row here under tag."""
     def emit(j, row):
-        HELD[(job, tag, j)] = row
+        STATE.held[(job, tag, j)] = row
         return None
     return emit
 
@@ -181,7 +193,7 @@ def _rows(job, src, order, keep=False, out=None):
 
 
 class _Incoming:
-    """Rows of a Held result, taken from HELD when asked: here directly; from another
+    """Rows of a Held result, taken from ``STATE.held`` when asked: here directly; from another
     worker all at once, before the sweeps (which would compete with the transfers for
     the cores), one row a request to its ``take_handler``.  Paced: while this worker
     holds rows that a run on another worker is to take next (tags ending in ">"), it
@@ -194,7 +206,7 @@ class _Incoming:
         self.job, self.src, self.order, self.keep, self.out = job, src, list(order), keep, out
         self.remote = src.addr != _address()
         self.got = None
-        self.taken, self.given = 0, GIVEN.get(job, 0)
+        self.taken, self.given = 0, STATE.given.get(job, 0)
         self.paced = not keep
 
     def __iter__(self):
@@ -212,7 +224,7 @@ class _Incoming:
         passed problem's)."""
         if not self.remote:
             key = (self.job, self.src.tag, j)
-            return HELD.get(key) if self.keep else HELD.pop(key, None)
+            return STATE.held.get(key) if self.keep else STATE.held.pop(key, None)
         if self.got is None:
             self.got = self._take_all()
         return self.got.pop(j)
@@ -237,30 +249,30 @@ class _Incoming:
             return await peer.pybudget_take(key=list(key), keep=self.keep)
 
     def _ahead(self):
-        return (self.taken - (GIVEN.get(self.job, 0) - self.given) >= PACE_AHEAD
+        return (self.taken - (STATE.given.get(self.job, 0) - self.given) >= PACE_AHEAD
                 and any(k[0] == self.job and k[1] != self.out and k[1].endswith(">")
-                        for k in list(HELD)))
+                        for k in list(STATE.held)))
 
     def _wait_pace(self):
         t0 = time.monotonic()
-        with TAKEN:
+        with STATE.taken:
             while self.paced and self._ahead():
                 left = PACE_WAIT - (time.monotonic() - t0)
                 if left <= 0:
                     self.paced = False
                 else:
-                    TAKEN.wait(left)
+                    STATE.taken.wait(left)
 
 
 async def take_handler(key=None, keep=False):
     """The worker's handler ``pybudget_take``: hand over one held row (and forget it,
     unless ``keep``)."""
     from distributed.protocol import to_serialize
-    row = HELD.get(tuple(key)) if keep else HELD.pop(tuple(key), None)
+    row = STATE.held.get(tuple(key)) if keep else STATE.held.pop(tuple(key), None)
     if row is not None and not keep:
-        with TAKEN:
-            GIVEN[key[0]] = GIVEN.get(key[0], 0) + 1
-            TAKEN.notify_all()
+        with STATE.taken:
+            STATE.given[key[0]] = STATE.given.get(key[0], 0) + 1
+            STATE.taken.notify_all()
     return {"row": None if row is None else to_serialize(row)}
 
 
@@ -287,14 +299,15 @@ def seed_task(job, payload, problems):
     for j in problems:
         row = rows.get(j)
         if row is not None:     # (None: passed at the check this round goes with)
-            REPLICAS[(job, j)] = np.array(_steps.weights_of(row), dtype=np.float64)
+            STATE.replicas[(job, j)] = np.array(_steps.weights_of(row), dtype=np.float64)
 
 
 def drop_replicas(job, problems, *after):
     """Forget this worker's replicas of the problems (None: all of the job's): the
     ring sends weights again, or the problems passed."""
-    for key in [k for k in REPLICAS if k[0] == job and (problems is None or k[1] in problems)]:
-        del REPLICAS[key]
+    for key in [k for k in STATE.replicas
+                if k[0] == job and (problems is None or k[1] in problems)]:
+        del STATE.replicas[key]
 
 
 def _replica_rows(job, payload, since, moved, problems=None):
@@ -306,9 +319,9 @@ def _replica_rows(job, payload, since, moved, problems=None):
     src = _rows(job, payload, problems)
     for j in problems:
         x, carry = src[j]
-        w = REPLICAS[(job, j)]
+        w = STATE.replicas[(job, j)]
         if moved:
-            RECEIVED[job] = RECEIVED.get(job, 0) + x.nbytes + carry.nbytes
+            STATE.received[job] = STATE.received.get(job, 0) + x.nbytes + carry.nbytes
         if isinstance(x, _steps.Changes):
             x.apply(w, since)
             logs[j] = x
@@ -337,7 +350,7 @@ def rows_task(job, result, problems, copy):
     for j in problems:
         row = payload[j]
         if isinstance(row, tuple):
-            w = REPLICAS[(job, j)] if isinstance(row[0], _steps.Changes) else row[0]
+            w = STATE.replicas[(job, j)] if isinstance(row[0], _steps.Changes) else row[0]
             out[j] = (w.copy(), row[1].copy()) if copy else (w, row[1])
         else:
             out[j] = row.copy() if copy else row
@@ -346,7 +359,7 @@ def rows_task(job, result, problems, copy):
 
 def take_received(job):
     """The bytes of sparse hops received here since the last call."""
-    return RECEIVED.pop(job, 0)
+    return STATE.received.pop(job, 0)
 
 
 def primal_setup_task(job, part, spec):
@@ -383,14 +396,14 @@ def keep_task(job, number, name, value):
     """Hold a checkpoint's copy here, outside Dask's memory: a task result's extra
     replicas are dropped by Dask's active memory manager (every 2 s by default), and a
     result lost with its only holder would be recomputed against today's partitions."""
-    KEPT[(job, number, name)] = value
+    STATE.kept[(job, number, name)] = value
 
 
 def kept_task(job, number, name):
     """A checkpoint's copy held here (the recovery's input; never recomputed
     elsewhere: the task is pinned here and fails when the copy is gone)."""
     try:
-        return KEPT[(job, number, name)]
+        return STATE.kept[(job, number, name)]
     except KeyError:
         raise PartitionMissing(f"checkpoint {number} of job {job} has no copy of "
                                f"{name} here") from None
@@ -398,24 +411,26 @@ def kept_task(job, number, name):
 
 def kept_here(job, number):
     """The names of checkpoint ``number``'s copies held here."""
-    return sorted(nm for (jb, no, nm) in KEPT if jb == job and no == number)
+    return sorted(nm for (jb, no, nm) in STATE.kept if jb == job and no == number)
 
 
 def drop_kept(job, before):
     """Forget the checkpoints numbered below ``before`` (a newer one is complete)."""
-    for key in [k for k in KEPT if k[0] == job and k[1] < before]:
-        del KEPT[key]
+    for key in [k for k in STATE.kept if k[0] == job and k[1] < before]:
+        del STATE.kept[key]
 
 
 def parts_here(job):
     """The partitions of job held by this process."""
-    return sorted(p for (jb, p) in REGISTRY if jb == job)
+    return sorted(p for (jb, p) in STATE.partitions if jb == job)
 
 
-def table_sizes(job):
-    """{table: entries of job} in this process (what a long fit must keep bounded)."""
-    tables = {"REGISTRY": REGISTRY, "REPLICAS": REPLICAS, "KEPT": KEPT, "HELD": HELD}
-    return {name: sum(1 for k in t if k[0] == job) for name, t in tables.items()}
+def table_sizes(job, every=False):
+    """{table: entries of job (of every job with ``every``)} in this process (what a
+    long fit must keep bounded, and a finished one must leave empty)."""
+    tables = {"partitions": STATE.partitions, "replicas": STATE.replicas,
+              "kept": STATE.kept, "held": STATE.held}
+    return {name: sum(1 for k in t if every or k[0] == job) for name, t in tables.items()}
 
 
 def _drop(job, tables):
@@ -426,12 +441,12 @@ def _drop(job, tables):
 
 def drop_held(job):
     """Forget the rows held for job (after a loss: the checkpoint's are restored)."""
-    _drop(job, (HELD,))
+    _drop(job, (STATE.held,))
 
 
 def drop_job(job):
-    _drop(job, (REGISTRY, REPLICAS, KEPT, HELD))
-    for table in (RECEIVED, GIVEN, FINISHED):
+    _drop(job, (STATE.partitions, STATE.replicas, STATE.kept, STATE.held))
+    for table in (STATE.received, STATE.given, STATE.finished):
         table.pop(job, None)
 
 

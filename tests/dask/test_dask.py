@@ -280,7 +280,7 @@ class HeldRows(_dask_engine.DaskEngine):
             futs = self._payloads(self.rows)
             distributed.wait(futs)
             # (rows a run left on its worker: _worker.Held)
-            on = self.client.run(lambda: [k[1:] for k in _worker.HELD])
+            on = self.client.run(lambda: [k[1:] for k in _worker.STATE.held])
             rows = {tuple(k) for keys in on.values() for k in keys}
             for f in futs:
                 res = _steps.payload_of(f.result())
@@ -511,15 +511,16 @@ def test_pacing_waits_only_for_rows_bound_for_another_worker(monkeypatch):
     worker (a ">" tag) other than its own output."""
     inc = object.__new__(_worker._Incoming)
     inc.job, inc.out, inc.given, inc.taken = "j", "7>", 0, 2
-    monkeypatch.setattr(_worker, "HELD", {("j", "7>", 0): None, ("j", "5", 1): None})
-    monkeypatch.setattr(_worker, "GIVEN", {})
+    state = _worker.Registry()        # (this process's, in place of the worker's)
+    monkeypatch.setattr(_worker, "STATE", state)
+    state.held.update({("j", "7>", 0): None, ("j", "5", 1): None})
     assert not inc._ahead()          # (its own output, and rows for a run here)
-    _worker.HELD[("j", "6>", 2)] = None
+    state.held[("j", "6>", 2)] = None
     assert inc._ahead()
-    _worker.GIVEN["j"] = 1
+    state.given["j"] = 1
     assert not inc._ahead()
-    _worker.HELD[("other", "6>", 2)] = _worker.HELD.pop(("j", "6>", 2))
-    _worker.GIVEN["j"] = 0
+    state.held[("other", "6>", 2)] = state.held.pop(("j", "6>", 2))
+    state.given["j"] = 0
     assert not inc._ahead()
 
 

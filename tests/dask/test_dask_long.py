@@ -82,9 +82,9 @@ def test_replicas_dropped_when_the_sparse_hops_stop(client, monkeypatch):
     m = pbd.LinearSVC(C=0.1, tol=1e-3, laps=2, n_partitions=4, random_state=0,
                       client=client).fit(X, y)
     assert m.converged_.all() and len(Recording.sizes) >= m.n_rounds_
-    assert Recording.sizes[0]["sparse hops"] and Recording.sizes[0]["REPLICAS"] == 2
+    assert Recording.sizes[0]["sparse hops"] and Recording.sizes[0]["replicas"] == 2
     stopped = [s for s in Recording.sizes if not s["sparse hops"]]
-    assert stopped and all(s["REPLICAS"] == 0 for s in stopped), Recording.sizes
+    assert stopped and all(s["replicas"] == 0 for s in stopped), Recording.sizes
 
 
 def test_timeout_counts_from_the_last_progress(client):
