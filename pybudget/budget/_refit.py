@@ -23,43 +23,59 @@ the iterations after the first cost O(changed rows x B^2 + B^3 / 3).  It starts 
 the stochastic solver's coefficients, whose active set is already close.
 
 K_SS is singular when two centres coincide (and near-singular when they nearly do); a
-ridge of ``JITTER`` times its mean diagonal (1) keeps H positive definite.  The
-directions it touches do not change f on the data by more than round-off.
+ridge of ``JITTER`` times H's mean diagonal (raised where round-off needs it, ``_solve``)
+keeps H positive definite; the gradient, the line search and the stopping rule use the
+objective without it.
 """
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
+from scipy.linalg.blas import dsyrk
 
 from pybudget._core import _validation as V
 
-JITTER = 1e-10       # ridge on K_SS relative to its diagonal (1): coincident centres
-TOL = 1e-8           # Newton decrement / objective at which the run stops
+JITTER = 1e-12       # ridge on H relative to its mean diagonal (_solve)
+TOL = 1e-12          # Newton decrement / objective at which the run stops (round-off)
 MAX_ITER = 50        # Newton iterations (the active set settles in about 5-15)
 REBUILD = 0.5        # rebuild K_AS' K_AS when more rows changed than this share of A
 CHUNK = 4096
+DENSE_SHARE = 0.1     # X dense for the kernel product from this density (a9a: 0.11)
 
 
 def kernel_matrix(X, Z, gamma, chunk=CHUNK):
-    """k(X, Z) as a dense (n, m) array; X CSR or dense, Z dense (m, d)."""
+    """k(X, Z) as a dense (n, m) array; X CSR or dense, Z dense (m, d).
+
+    Per chunk of rows, -gamma ||x - z||^2 = 2 gamma x.z - gamma |x|^2 - gamma |z|^2 as one
+    product of [X, |x|^2, 1] and [2 gamma Z, -gamma, -gamma |z|^2] (X's chunk dense when
+    at least DENSE_SHARE of its entries are non-zero, else the sparse product and two
+    broadcasts), clipped at 0 (round-off) and exponentiated in place."""
     n, m = X.shape[0], Z.shape[0]
     V.dense_size(n * m, f"refit=True: the kernel columns of {n} rows against {m} support "
                  "vectors", "reduce the budget or refit on fewer rows")
     out = np.empty((n, m))
     zsq = np.einsum("ij,ij->i", Z, Z)
+    right = np.hstack([2.0 * gamma * Z, np.full((m, 1), -gamma), -gamma * zsq[:, None]]).T
+    right = np.ascontiguousarray(right)
+    sparse = sp.issparse(X)
+    dense_rows = not sparse or X.nnz >= DENSE_SHARE * X.shape[0] * X.shape[1]
     for a in range(0, n, chunk):
         Xa = X[a:a + chunk].astype(np.float64, copy=False)
-        if sp.issparse(Xa):
+        block = out[a:a + chunk]
+        if sparse:
             xsq = np.asarray(Xa.multiply(Xa).sum(axis=1)).ravel()
-            dots = np.asarray(Xa @ Z.T)
         else:
             xsq = np.einsum("ij,ij->i", Xa, Xa)
-            dots = Xa @ Z.T
-        block = out[a:a + chunk]
-        np.multiply(dots, -2.0, out=block)
-        block += xsq[:, None]
-        block += zsq[None, :]
-        np.maximum(block, 0.0, out=block)
-        block *= -gamma
+        if dense_rows:
+            left = np.empty((Xa.shape[0], Xa.shape[1] + 2))
+            left[:, :-2] = Xa.toarray() if sparse else Xa
+            left[:, -2] = xsq
+            left[:, -1] = 1.0
+            np.matmul(left, right, out=block)
+        else:
+            block[...] = Xa @ right[:-2]
+            block -= gamma * xsq[:, None]
+            block += right[-1][None, :]
+        np.minimum(block, 0.0, out=block)
         np.exp(block, out=block)
     return out
 
@@ -72,8 +88,14 @@ def center_kernel(Z, gamma):
     return K
 
 
+def _gram(rows):
+    """rows' rows (upper triangle only: what the Cholesky factorisation reads)."""
+    return dsyrk(1.0, rows.T, trans=0, lower=0)
+
+
 class _Active:
-    """K_AS' K_AS and K_AS' 1 for the active set A, updated by the rows that change."""
+    """K_AS' K_AS (upper triangle) and K_AS' 1 for the active set A, updated by the rows
+    that change."""
 
     def __init__(self, K):
         self.K = K
@@ -86,13 +108,13 @@ class _Active:
         leave = np.flatnonzero(self.mask & ~mask)
         if enter.size + leave.size > REBUILD * max(1, int(mask.sum())):
             Ka = self.K[mask]
-            self.G = Ka.T @ Ka
+            self.G = _gram(Ka)
             self.s = Ka.sum(axis=0)
         else:
             for rows, sign in ((enter, 1.0), (leave, -1.0)):
                 if rows.size:
                     Kr = self.K[rows]
-                    self.G += sign * (Kr.T @ Kr)
+                    self.G += sign * _gram(Kr)
                     self.s += sign * Kr.sum(axis=0)
         self.mask = mask.copy()
 
@@ -112,7 +134,6 @@ def refit_binary(K, Kss, y, C, a0, b0, fit_bias=True, tol=TOL, max_iter=MAX_ITER
     Ka = K @ a
     Kssa = Kss @ a
     converged, it, dec, f = False, 0, np.inf, np.inf
-    ridge = JITTER * np.eye(m)
     while True:
         slack = 1.0 - y * (Ka + b)
         mask = slack > 0.0
@@ -124,23 +145,19 @@ def refit_binary(K, Kss, y, C, a0, b0, fit_bias=True, tol=TOL, max_iter=MAX_ITER
             converged = True
             break
         act.set(mask)
-        ys = y[mask] * slack[mask]
-        g_a = Kssa - two_c * (K[mask].T @ ys)
-        H = Kss + ridge + two_c * act.G
+        ys = np.where(mask, y * slack, 0.0)
+        g_a = Kssa - two_c * (ys @ K)
+        H = Kss + two_c * act.G
         if fit_bias:
             g = np.append(g_a, -two_c * ys.sum())
             Hb = np.empty((m + 1, m + 1))
             Hb[:m, :m] = H
             Hb[:m, m] = Hb[m, :m] = two_c * act.s
-            Hb[m, m] = two_c * mask.sum() + JITTER
+            Hb[m, m] = two_c * mask.sum()
             H = Hb
         else:
             g = g_a
-        try:
-            step = -sla.cho_solve(sla.cho_factor(H, lower=False, check_finite=False), g,
-                                  check_finite=False)
-        except np.linalg.LinAlgError:
-            step = -np.linalg.lstsq(H, g, rcond=None)[0]
+        step = -_solve(H, g)
         dec = -float(g @ step)              # the Newton decrement, squared
         it += 1
         if dec <= tol * max(f, 1e-300):
@@ -157,6 +174,24 @@ def refit_binary(K, Kss, y, C, a0, b0, fit_bias=True, tol=TOL, max_iter=MAX_ITER
         Kssa += t * Kda
     return a, b, {"n_iter": it, "converged": converged, "objective": f,
                   "decrement": dec}
+
+
+def _solve(H, g):
+    """H^-1 g by Cholesky (H's upper triangle), with a ridge of JITTER times H's mean
+    diagonal, raised 100-fold until the factorisation succeeds: K_SS is singular when
+    two centres coincide, and the rank updates of K_AS' K_AS leave round-off of about
+    eps |K_AS' K_AS| in its null directions."""
+    scale = float(np.mean(np.diag(H)))
+    ridge = JITTER * scale
+    diag = np.diag(H).copy()
+    for _ in range(8):
+        np.fill_diagonal(H, diag + ridge)
+        try:
+            return sla.cho_solve(sla.cho_factor(H, lower=False, check_finite=False,
+                                                overwrite_a=False), g, check_finite=False)
+        except np.linalg.LinAlgError:
+            ridge *= 100.0
+    return np.linalg.lstsq(H, g, rcond=None)[0]
 
 
 def _line_search(y, out, d, aKd, dKd, C, max_iter=50):

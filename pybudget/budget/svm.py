@@ -20,6 +20,7 @@ from pybudget.budget._checkpoint import BestCheckpoint, checkpoint_fields
 from pybudget.budget._budget import BudgetModel
 from pybudget.budget._maintain import MAINTENANCE, MULTI, SEARCHES, Maintainer
 from pybudget.budget._offset import draw_sample, model_offset, reservoir_update
+from pybudget.budget._refit import refit_model
 
 SOLVERS = ("bsgd", "bsca")
 AVERAGING = ("auto", "none", "tail", "all", "last-half")
@@ -94,7 +95,7 @@ class BudgetResult:
 
 def check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_size,
                         merge_search, multi_merge, merge_tol, averaging="auto", checkpoints=0,
-                        offset=True):
+                        offset=True, refit=False):
     """Validate every budget-solver parameter that does not depend on the data; returns
     a dict of normalised values (gamma stays "scale" until the data are known)."""
     C = V.positive("C", C)
@@ -116,6 +117,7 @@ def check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_siz
     V.choice("averaging", averaging, AVERAGING)
     checkpoints = V.positive_int("checkpoints", checkpoints, minimum=0)
     offset = V.boolean("offset", offset)
+    refit = V.boolean("refit", refit)
     if averaging == "auto":   # the tail average, unless checkpoints pick one model out
         averaging = "none" if checkpoints else "tail"
     if checkpoints and averaging != "none":
@@ -138,7 +140,7 @@ def check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_siz
     return dict(C=C, gamma=gamma, budget=budget, solver=solver, epochs=epochs,
                 maintenance=maintenance, merge_size=merge_size, merge_search=merge_search,
                 multi_merge=multi_merge, merge_tol=merge_tol, averaging=averaging,
-                checkpoints=checkpoints, offset=offset)
+                checkpoints=checkpoints, offset=offset, refit=refit)
 
 
 def scale_gamma(X):
@@ -287,7 +289,9 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0, n_jobs
                  time=sum(r[4]["time"] for r in runs),
                  n_merges=sum(r[5].n_merges for r in runs),
                  n_removed=sum(r[5].n_removed for r in runs),
-                 checkpoints=[r[6] for r in runs if r[6] is not None])
+                 checkpoints=[r[6] for r in runs if r[6] is not None],
+                 blocks=[(int(a), int(a + r[0].shape[0])) for a, r in
+                         zip(np.cumsum([0] + [r[0].shape[0] for r in runs[:-1]]), runs)])
     return Z, dual, np.array([r[2] for r in runs]), np.vstack([r[3] for r in runs]), stats
 
 
@@ -299,8 +303,10 @@ def _fit(X, codes, classes, p, seed, verbose=0, n_jobs=1):
     gamma = scale_gamma(X) if p["gamma"] == "scale" else p["gamma"]
     budget, M, cap = _effective_budget(p, n, d, verbose)
     K = classes.shape[0]
+    p_run = dict(p, offset=False) if p["refit"] else p   # (refit fits its own offset)
     if p["solver"] == "bsgd":
-        Z, dual, b, out, mt = _bsgd(X, codes, K, p, gamma, seed, budget, M, cap, n_lambda=n,
+        Z, dual, b, out, mt = _bsgd(X, codes, K, p_run, gamma, seed, budget, M, cap,
+                                    n_lambda=n,
                                     progress=epoch_progress("") if verbose else None)
         res = BudgetResult(classes=classes, support_vectors=Z, dual_coef=dual, intercept=b,
                            gamma=gamma, budget=budget, n_iter=p["epochs"],
@@ -309,8 +315,8 @@ def _fit(X, codes, classes, p, seed, verbose=0, n_jobs=1):
                            n_removed=mt.n_removed, merge_time=out["merge_time"],
                            time=out["time"], t=out["t"])
     else:
-        Z, dual, b, alpha, st = _bsca(X, codes, K, p, gamma, seed, budget, M, cap, verbose,
-                                      n_jobs)
+        Z, dual, b, alpha, st = _bsca(X, codes, K, p_run, gamma, seed, budget, M, cap,
+                                      verbose, n_jobs)
         n_prob = dual.shape[0]
         res = BudgetResult(classes=classes, support_vectors=Z, dual_coef=dual, intercept=b,
                            gamma=gamma, budget=budget, n_iter=p["epochs"],
@@ -319,6 +325,15 @@ def _fit(X, codes, classes, p, seed, verbose=0, n_jobs=1):
                            merge_time=st["merge_time"], time=st["time"], alpha=alpha)
         out = st
     res.checkpoint, res.checkpoint_objectives = checkpoint_fields(out["checkpoints"])
+    if p["refit"]:
+        t0 = time.perf_counter()
+        res.dual_coef, res.intercept, infos = refit_model(
+            X, codes, K, Z, res.dual_coef, res.intercept, gamma, p["C"], p["offset"],
+            blocks=out.get("blocks") if p["solver"] == "bsca" and K > 2 else None)
+        res.time += time.perf_counter() - t0
+        if verbose:
+            report(f"refit: {', '.join(str(i['n_iter']) for i in infos)} Newton "
+                   f"iteration(s)", time.perf_counter() - t_fit)
     if verbose:
         report(f"{p['solver']}: {res.n_iter} epoch(s), {Z.shape[0]} SVs, "
                f"{res.n_merges} merges, {res.n_removed} removed, "
@@ -329,7 +344,7 @@ def _fit(X, codes, classes, p, seed, verbose=0, n_jobs=1):
 def solve_budget(X, y, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epochs=1,
                  maintenance="merge", merge_size=2, merge_search="gss",
                  multi_merge="cascade", merge_tol=0.01, averaging="auto", checkpoints=0,
-                 offset=True, random_state=None, n_jobs=None, verbose=0):
+                 offset=True, refit=False, random_state=None, n_jobs=None, verbose=0):
     """Train a budgeted Gaussian-kernel SVM with BSGD or BSCA.
 
     The functional counterpart of ``BudgetSVC(...).fit(X, y)``.
@@ -342,8 +357,10 @@ def solve_budget(X, y, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epoch
         Class labels (two or more classes).
     C, gamma, budget, solver, epochs, maintenance, merge_size, merge_search
         As in :class:`BudgetSVC`, with the same defaults.
-    multi_merge, merge_tol, averaging, checkpoints, offset, random_state, n_jobs, verbose
+    multi_merge, merge_tol, averaging, checkpoints, offset, refit, random_state, n_jobs
         As in :class:`BudgetSVC`, with the same defaults.
+    verbose
+        As in :class:`BudgetSVC`, with the same default.
 
     Returns
     -------
@@ -370,7 +387,7 @@ def solve_budget(X, y, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epoch
     """
     p = check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_size,
                             merge_search, multi_merge, merge_tol, averaging, checkpoints,
-                            offset)
+                            offset, refit)
     n_jobs = V.n_jobs(n_jobs)
     X = V.as_csr(X)
     classes, codes = V.encode_labels(y, X.shape[0])
@@ -490,6 +507,25 @@ class BudgetSVC(SVMClassifierBase):
         0 and the minimiser with the fewest misclassified sample rows (0 if none has
         fewer than 0).  ``partial_fit`` refits it at the end of every call on a
         reservoir sample of all rows seen.
+    refit : bool, default=False
+        After the stochastic epochs, solve the coefficients on the final support
+        vectors exactly once: with the support vectors S fixed, minimise
+        ``1/2 a' K_SS a + C sum_i max(0, 1 - y_i (k(x_i, S) a + b))^2`` over the
+        coefficients a and (with ``offset=True``; else b = 0) an unregularised offset b,
+        on all training rows at the same C.  This is the Nystroem problem with the
+        budget's own centres as landmarks (features k(x, S) K_SS^(-1/2)) with the
+        squared hinge loss, solved in the coefficients by Newton's method with exact
+        line searches from the stochastic solver's coefficients
+        (``pybudget.budget._refit``); it replaces ``dual_coef_`` and ``intercept_``
+        and keeps the support vectors, so the model, its prediction and its files are
+        those of any BudgetSVC.  More than two classes: one-vs-rest problems on the
+        shared support vectors (BSGD) or on each problem's own (BSCA).  Cost: the
+        n x B kernel matrix (8 n B bytes) and a few Newton steps, each a Cholesky
+        factorisation of B x B; its seconds are in ``fit_time_``.  ``partial_fit``
+        ignores it.  Measured with BSGD at B = 500, 5 seeds (bench/nystroem.py,
+        bench/results/nystroem/nystroem.md): median test accuracy a9a 84.15 -> 85.12 %,
+        ijcnn1 97.39 -> 98.77 %, w8a 98.60 -> 99.03 %, for 0.7-1.0 s more fit time;
+        Nystroem(500) with a linear SVM reached 85.06, 98.16 and 98.34 % in 6-15 s.
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
         Seed of the solvers' random order and samples.
     n_jobs : int or None, default=None
@@ -561,7 +597,7 @@ class BudgetSVC(SVMClassifierBase):
     def __init__(self, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epochs=1,
                  maintenance="merge", merge_size=2, merge_search="gss",
                  multi_merge="cascade", merge_tol=0.01, averaging="auto", checkpoints=0,
-                 offset=True, random_state=None, n_jobs=None, verbose=0):
+                 offset=True, refit=False, random_state=None, n_jobs=None, verbose=0):
         self.C = C
         self.gamma = gamma
         self.budget = budget
@@ -575,6 +611,7 @@ class BudgetSVC(SVMClassifierBase):
         self.averaging = averaging
         self.checkpoints = checkpoints
         self.offset = offset
+        self.refit = refit
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -583,7 +620,7 @@ class BudgetSVC(SVMClassifierBase):
         return check_budget_params(self.C, self.gamma, self.budget, self.solver, self.epochs,
                                    self.maintenance, self.merge_size, self.merge_search,
                                    self.multi_merge, self.merge_tol, self.averaging,
-                                   self.checkpoints, self.offset)
+                                   self.checkpoints, self.offset, self.refit)
 
     def fit(self, X, y):
         p = self._params()
