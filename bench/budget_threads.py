@@ -8,7 +8,7 @@ repeat, in an order that rotates from repeat to repeat:
 
 - one process with ``n_jobs=1`` alone (t1), one with ``n_jobs=2`` alone (t2);
 - two ``n_jobs=1`` processes at once (each takes tp);
-- the numpy formula (``budget.svm.kernel_decision``, what ``decision_function``
+- the numpy formula (``budget._decision.kernel_decision``, what ``decision_function``
   computed before it ran the solvers' kernel loop), alone.
 
 speed-up = t1 / t2; ceiling = 2 t1 / tp (what two cores give two independent one-thread
@@ -50,7 +50,7 @@ def rows_of(name, n_rows, quick):
 def child(args):
     """One timing in this fresh process: prints {seconds, digest}."""
     import pybudget
-    from pybudget.budget.svm import kernel_decision
+    from pybudget.budget._decision import kernel_decision
     clf = pybudget.load(args.model)
     Xr, _, _ = rows_of(args.data[0], args.rows, args.quick)
     if args.how == "numpy":

@@ -384,29 +384,6 @@ def solve_budget(X, y, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epoch
                 n_jobs)
 
 
-def kernel_decision(X, Z, dual_coef, gamma, chunk=4096):
-    """k(X, Z) @ dual_coef.T in row chunks (bounded memory); X CSR or dense.  The numpy
-    formula, a reference for tests and benchmarks: the estimators compute with the
-    solvers' kernel loop (``_decision.decision_values``)."""
-    n = X.shape[0]
-    out = np.zeros((n, dual_coef.shape[0]))
-    if Z.shape[0] == 0:
-        return out
-    zsq = np.einsum("ij,ij->i", Z, Z)
-    for a in range(0, n, chunk):
-        # float32 input in float64 a chunk at a time: the same numbers as a float64 X
-        Xa = X[a:a + chunk].astype(np.float64, copy=False)
-        if sp.issparse(Xa):
-            xsq = np.asarray(Xa.multiply(Xa).sum(axis=1)).ravel()
-            dots = np.asarray(Xa @ Z.T)
-        else:
-            xsq = np.einsum("ij,ij->i", Xa, Xa)
-            dots = Xa @ Z.T
-        d2 = np.maximum(xsq[:, None] + zsq[None, :] - 2.0 * dots, 0.0)
-        out[a:a + chunk] = np.exp(-gamma * d2) @ dual_coef.T
-    return out
-
-
 class BudgetSVC(SVMClassifierBase):
     """Gaussian-kernel SVM with at most ``budget`` support vectors.
 

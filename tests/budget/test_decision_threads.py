@@ -10,7 +10,7 @@ from pybudget import BudgetSVC
 from pybudget._core import _validation as V
 from pybudget.budget._budget import THREADS, BudgetModel
 from pybudget.budget._decision import decision_values
-from pybudget.budget.svm import kernel_decision
+from pybudget.budget._decision import kernel_decision
 
 from helpers import make_problem
 
@@ -99,3 +99,16 @@ def test_fit_with_threads_is_the_same_model():
     b = BudgetSVC(budget=30, random_state=1, n_jobs=2).fit(X, y)
     np.testing.assert_array_equal(a.intercept_, b.intercept_)
     np.testing.assert_array_equal(a.dual_coef_, b.dual_coef_)
+
+
+def test_a_model_too_large_for_the_buffer_is_scored_by_numpy(monkeypatch):
+    """Above BUFFER_MAX_VALUES SV values the model is not copied into a buffer: numpy's
+    formula scores it (equal to rounding)."""
+    from pybudget.budget import _decision
+    Z, beta = model(n_coef=2)
+    X = sp.random(50, 30, density=0.3, format="csr", random_state=3)
+    loop = decision_values(Z, beta, 0.3, X)
+    monkeypatch.setattr(_decision, "BUFFER_MAX_VALUES", Z.size - 1)
+    big = decision_values(Z, beta, 0.3, X, n_threads=2)
+    np.testing.assert_array_equal(big, kernel_decision(X, Z, beta.T, 0.3))
+    np.testing.assert_allclose(big, loop, rtol=1e-12, atol=1e-15)
