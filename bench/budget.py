@@ -259,7 +259,7 @@ def study_maintenance(data, args):
 def study_dual(data, args):
     """Accuracy and primal objective after each epoch; BSGD through partial_fit (the
     global step count continues), BSCA one epoch at a time on the same model (bsca_curve)."""
-    from pybudget.budget.svm import kernel_decision
+    from pybudget.budget._decision import kernel_decision
     rows = []
     for name in args.data:
         X, y, Xt, yt = data(name)
@@ -322,8 +322,8 @@ def bsca_curve(X, ysign, Xt, yt, classes, C, gamma, B, seed, epochs, primal, nam
     from types import SimpleNamespace
     from pybudget._core import _validation as V
     from pybudget.budget._bsca import bsca_run
-    from pybudget.budget.svm import (_effective_budget, _new_model, check_budget_params,
-                                 kernel_decision)
+    from pybudget.budget._decision import kernel_decision
+    from pybudget.budget.svm import _effective_budget, _new_model, check_budget_params
     p = check_budget_params(C, gamma, B, "bsca", 1, "merge", 2, "gss", "cascade", 0.01)
     Xc = V.canonical_csr(X)
     n, d = Xc.shape

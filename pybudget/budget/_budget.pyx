@@ -153,6 +153,14 @@ cdef extern from *:
                        double* out) nogil
 
 from cython cimport floating
+from cython.parallel cimport prange, threadid
+
+cdef extern from "_threads.h":
+    int pb_openmp() noexcept nogil
+
+# whether this build spreads rows over threads (False where it was compiled without
+# OpenMP: decision_rows then runs on one thread)
+THREADS = bool(pb_openmp())
 
 import numpy as np
 import scipy.sparse as sp
@@ -401,8 +409,8 @@ cdef class BudgetModel:
         if np.any(srcs < -1) or np.any(srcs >= self.n_src):
             raise ValueError("source index out of range")
         self.clear()
-        cdef double[:, ::1] Zv = Z
-        cdef double[:, ::1] bv = beta
+        cdef const double[:, ::1] Zv = Z     # (const: read-only arrays load too)
+        cdef const double[:, ::1] bv = beta
         cdef int j
         for j in range(n):
             self.add_dense(&Zv[j, 0], &bv[j, 0], srcs[j])
@@ -512,6 +520,36 @@ cdef class BudgetModel:
                 self.kernel_row_csr(&V, i, xsq[i], &krow[0])
                 self.decision(&krow[0], &o[i, 0])
         return out[:, 0] if self.n_coef == 1 else out
+
+    def decision_rows(self, X, const double[::1] xsq, int n_threads=1):
+        """``decision_stream``'s values with the rows spread over up to ``n_threads``
+        threads (OpenMP, static blocks of rows): each row's value is computed by one
+        thread, in the order decision_stream computes it, so the bits do not depend on
+        the number of threads.  Returns (values, threads that computed rows)."""
+        if (not sp.issparse(X) or X.format != "csr" or X.shape[1] != self.d
+                or xsq.shape[0] != X.shape[0]):
+            raise ValueError("decision_rows: a CSR X and xsq matching the model")
+        if n_threads < 1:
+            raise ValueError(f"decision_rows: n_threads must be >= 1, got {n_threads}")
+        csr_structure(X.indptr, X.indices, X.shape[0], self.d)  # kernels read unchecked
+        if X.data.shape[0] < X.indptr[X.shape[0]]:
+            raise ValueError("decision_rows: data is shorter than indptr says")
+        if not THREADS:
+            n_threads = 1
+        cdef CsrView V = csr_view(X)
+        cdef Py_ssize_t i
+        cdef int t
+        out = np.zeros((X.shape[0], self.n_coef))
+        cdef double[:, ::1] o = out
+        cdef double[:, ::1] krows = np.zeros((n_threads, self.cap + 1))  # one per thread
+        cdef int[::1] ran = np.zeros(n_threads, dtype=np.int32)
+        with nogil:
+            for i in prange(V.n_rows, num_threads=n_threads, schedule="static"):
+                t = threadid()
+                ran[t] = 1
+                self.kernel_row_csr(&V, <int>i, xsq[i], &krows[t, 0])
+                self.decision(&krows[t, 0], &o[i, 0])
+        return (out[:, 0] if self.n_coef == 1 else out), int(np.sum(ran))
 
 
 def _one_sparse_row(x, int d):

@@ -34,7 +34,7 @@ reservoir sample of all rows seen).
 import numpy as np
 import scipy.sparse as sp
 
-from pybudget.budget._budget import BudgetModel
+from pybudget.budget._decision import decision_values
 
 SAMPLE = 2048       # training rows in the sample (all rows if fewer)
 PASSES = 5          # coordinate passes over the classes of a multi-class model
@@ -164,14 +164,13 @@ def sample_offset(F, codes):
     return fewest_errors(F, codes, b) if significant(F, codes, b, Z_MIN) else np.zeros_like(b)
 
 
-def model_offset(Z, beta, gamma, sample):
+def model_offset(Z, beta, gamma, sample, n_threads=1):
     """sample_offset for the model (SV rows Z, true coefficients beta (n_sv, n_coef)) on
     a sample from draw_sample, its decision values computed by the solvers' own kernel
-    loop."""
+    loop on up to n_threads threads (the same bits for any number)."""
     Xs, xsq, codes = sample
-    mdl = BudgetModel(Z.shape[1], beta.shape[1], max(Z.shape[0], 1), gamma)
-    mdl.load(Z, beta)
-    return sample_offset(mdl.decision_stream(Xs, xsq), codes)
+    F = decision_values(Z, beta, gamma, Xs, xsq, n_threads)
+    return sample_offset(F[:, 0] if F.shape[1] == 1 else F, codes)
 
 
 def reservoir_update(sample, seen, X, xsq, codes, seed):

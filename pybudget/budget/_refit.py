@@ -29,65 +29,15 @@ objective without it.
 """
 import numpy as np
 import scipy.linalg as sla
-import scipy.sparse as sp
 from scipy.linalg.blas import dsyrk
 
 from pybudget._core import _validation as V
+from pybudget.budget._decision import center_kernel, kernel_matrix
 
 JITTER = 1e-12       # ridge on H relative to its mean diagonal (_solve)
 TOL = 1e-12          # Newton decrement / objective at which the run stops (round-off)
 MAX_ITER = 50        # Newton iterations (the active set settles in about 5-15)
 REBUILD = 0.5        # rebuild K_AS' K_AS when more rows changed than this share of A
-CHUNK = 4096
-DENSE_SHARE = 0.1     # X dense for the kernel product from this density (a9a: 0.11)
-
-
-def kernel_matrix(X, Z, gamma, chunk=CHUNK):
-    """k(X, Z) as a dense (n, m) array; X CSR or dense, Z dense (m, d).
-
-    Per chunk of rows, -gamma ||x - z||^2 = 2 gamma x.z - gamma |x|^2 - gamma |z|^2 as one
-    product of [X, |x|^2, 1] and [2 gamma Z, -gamma, -gamma |z|^2] (X's chunk dense when
-    at least DENSE_SHARE of its entries are non-zero, else the sparse product and two
-    broadcasts), clipped at 0 (round-off) and exponentiated in place."""
-    n, m = X.shape[0], Z.shape[0]
-    V.dense_size(n * m, f"refit=True: the kernel columns of {n} rows against {m} support "
-                 "vectors", "reduce the budget or refit on fewer rows")
-    out = np.empty((n, m))
-    zsq = np.einsum("ij,ij->i", Z, Z)
-    right = np.hstack([2.0 * gamma * Z, np.full((m, 1), -gamma), -gamma * zsq[:, None]]).T
-    right = np.ascontiguousarray(right)
-    sparse = sp.issparse(X)
-    dense_rows = not sparse or X.nnz >= DENSE_SHARE * X.shape[0] * X.shape[1]
-    for a in range(0, n, chunk):
-        Xa = X[a:a + chunk].astype(np.float64, copy=False)
-        block = out[a:a + chunk]
-        if sparse:
-            xsq = np.asarray(Xa.multiply(Xa).sum(axis=1)).ravel()
-        else:
-            xsq = np.einsum("ij,ij->i", Xa, Xa)
-        if dense_rows:
-            left = np.empty((Xa.shape[0], Xa.shape[1] + 2))
-            left[:, :-2] = Xa.toarray() if sparse else Xa
-            left[:, -2] = xsq
-            left[:, -1] = 1.0
-            np.matmul(left, right, out=block)
-        else:
-            block[...] = Xa @ right[:-2]
-            block -= gamma * xsq[:, None]
-            block += right[-1][None, :]
-        np.minimum(block, 0.0, out=block)
-        np.exp(block, out=block)
-    return out
-
-
-def center_kernel(Z, gamma):
-    """K_SS with an exact unit diagonal."""
-    K = kernel_matrix(Z, Z, gamma)
-    K = 0.5 * (K + K.T)
-    np.fill_diagonal(K, 1.0)
-    return K
-
-
 def _gram(rows):
     """rows' rows (upper triangle only: what the Cholesky factorisation reads)."""
     return dsyrk(1.0, rows.T, trans=0, lower=0)
@@ -240,6 +190,9 @@ def refit_model(X, codes, n_classes, Z, dual, intercept, gamma, C, fit_bias, blo
         if (lo, hi) not in cache:
             cache.clear()      # one block's kernel columns at a time
             S = Z[lo:hi]
+            V.dense_size(X.shape[0] * S.shape[0], f"refit=True: the kernel columns of "
+                         f"{X.shape[0]} rows against {S.shape[0]} support vectors",
+                         "reduce the budget or refit on fewer rows")
             cache[(lo, hi)] = (kernel_matrix(X, S, gamma), center_kernel(S, gamma))
         K, Kss = cache[(lo, hi)]
         positive = 1 if n_prob == 1 else k

@@ -19,6 +19,7 @@ from pybudget.budget._bsgd import bsgd_run
 from pybudget.budget._checkpoint import BestCheckpoint, checkpoint_fields
 from pybudget.budget._budget import BudgetModel
 from pybudget.budget._maintain import MAINTENANCE, MULTI, SEARCHES, Maintainer
+from pybudget.budget._decision import decision_values
 from pybudget.budget._offset import draw_sample, model_offset, reservoir_update
 from pybudget.budget._refit import refit_model
 
@@ -197,8 +198,9 @@ def epoch_progress(label):
 
 
 def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, state=None,
-          epochs=None, progress=None, xsq=None):
-    """BSGD on validated data; `state` = (Z, beta, t) continues a model (partial_fit)."""
+          epochs=None, progress=None, xsq=None, n_threads=1):
+    """BSGD on validated data; `state` = (Z, beta, t) continues a model (partial_fit);
+    the offset's scoring on up to n_threads threads."""
     n, d = X.shape
     n_coef = 1 if n_classes == 2 else n_classes
     Z0, beta0, t0 = state if state is not None else (None, None, 0)
@@ -222,7 +224,7 @@ def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, stat
         Z, beta, _ = mdl.arrays()
         if avg_start:
             beta = mdl.averaged() / out["n_avg"]
-        b, seconds = _offset(p, X, xsq, codes, seed, Z, beta, gamma)
+        b, seconds = _offset(p, X, xsq, codes, seed, Z, beta, gamma, n_threads)
         out["time"] += seconds
     return Z, beta.T.copy(), b, out, mt
 
@@ -233,12 +235,13 @@ def _tail(n, budget, averaging):
     return max(1, min(n // 2, TAIL_PER_SV * budget)) if averaging == "tail" else 0
 
 
-def _offset(p, X, xsq, codes, seed, Z, beta, gamma):
-    """(offset, seconds): the fitted offset of the final model (zeros with offset=False)."""
+def _offset(p, X, xsq, codes, seed, Z, beta, gamma, n_threads=1):
+    """(offset, seconds): the fitted offset of the final model (zeros with offset=False),
+    its sample scored on up to n_threads threads."""
     if not p["offset"]:
         return np.zeros(beta.shape[1]), 0.0
     t0 = time.perf_counter()
-    b = model_offset(Z, beta, gamma, draw_sample(X, xsq, codes, seed))
+    b = model_offset(Z, beta, gamma, draw_sample(X, xsq, codes, seed), n_threads)
     return b, time.perf_counter() - t0
 
 
@@ -273,7 +276,9 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0, n_jobs
             Z, beta, _ = mdl.arrays()
             if avg_start:
                 beta = mdl.averaged() / out["n_avg"]
-            b, seconds = _offset(p, X, xsq, codes_k, seed_k, Z, beta, gamma)
+            # (threads the problems leave over: a binary fit's offset on all of them)
+            b, seconds = _offset(p, X, xsq, codes_k, seed_k, Z, beta, gamma,
+                                 max(1, n_jobs // n_prob))
             out["time"] += seconds
         return Z, beta[:, 0], b[0], alpha, out, mt, ck
 
@@ -307,7 +312,8 @@ def _fit(X, codes, classes, p, seed, verbose=0, n_jobs=1):
     if p["solver"] == "bsgd":
         Z, dual, b, out, mt = _bsgd(X, codes, K, p_run, gamma, seed, budget, M, cap,
                                     n_lambda=n,
-                                    progress=epoch_progress("") if verbose else None)
+                                    progress=epoch_progress("") if verbose else None,
+                                    n_threads=n_jobs)
         res = BudgetResult(classes=classes, support_vectors=Z, dual_coef=dual, intercept=b,
                            gamma=gamma, budget=budget, n_iter=p["epochs"],
                            n_steps=p["epochs"] * n,
@@ -393,27 +399,6 @@ def solve_budget(X, y, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epoch
     classes, codes = V.encode_labels(y, X.shape[0])
     return _fit(X, codes, classes, p, V.seed_from(random_state), V.verbosity(verbose),
                 n_jobs)
-
-
-def kernel_decision(X, Z, dual_coef, gamma, chunk=4096):
-    """k(X, Z) @ dual_coef.T in row chunks (bounded memory); X CSR or dense."""
-    n = X.shape[0]
-    out = np.zeros((n, dual_coef.shape[0]))
-    if Z.shape[0] == 0:
-        return out
-    zsq = np.einsum("ij,ij->i", Z, Z)
-    for a in range(0, n, chunk):
-        # float32 input in float64 a chunk at a time: the same numbers as a float64 X
-        Xa = X[a:a + chunk].astype(np.float64, copy=False)
-        if sp.issparse(Xa):
-            xsq = np.asarray(Xa.multiply(Xa).sum(axis=1)).ravel()
-            dots = np.asarray(Xa @ Z.T)
-        else:
-            xsq = np.einsum("ij,ij->i", Xa, Xa)
-            dots = Xa @ Z.T
-        d2 = np.maximum(xsq[:, None] + zsq[None, :] - 2.0 * dots, 0.0)
-        out[a:a + chunk] = np.exp(-gamma * d2) @ dual_coef.T
-    return out
 
 
 class BudgetSVC(SVMClassifierBase):
@@ -534,6 +519,9 @@ class BudgetSVC(SVMClassifierBase):
         seed is fixed by its class).  BSGD trains one model, sequentially: its
         multi-class model shares the support vectors of all classes and every step
         updates it, so there are no independent problems to run side by side.
+        ``decision_function`` and ``predict``, and the offset's scoring in ``fit``,
+        spread their rows over ``n_jobs`` threads, with the same bits for every
+        ``n_jobs`` (each row's value is one thread's, in one fixed order).
     verbose : int or bool, default=0
         Progress (epochs, elapsed time, peak memory, ETA, a summary) on stderr.
 
@@ -760,7 +748,8 @@ class BudgetSVC(SVMClassifierBase):
         return self
 
     def decision_function(self, X):
-        X = self._prediction_data(X)
-        scores = kernel_decision(X, self.support_vectors_, self.dual_coef_, self.gamma_)
+        X = V.canonical_csr(self._prediction_data(X))
+        scores = decision_values(self.support_vectors_, self.dual_coef_.T, self.gamma_, X,
+                                 n_threads=V.n_jobs(self.n_jobs))
         scores += self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores

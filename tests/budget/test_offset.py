@@ -10,7 +10,7 @@ from pybudget import BudgetSVC, load, save, solve_budget
 from pybudget.budget._offset import (SAMPLE, STEPS, Z_MIN, fewest_errors, fit_offset, hinge,
                                      reservoir_update, row_error, row_hinge, sample_offset,
                                      significant)
-from pybudget.budget.svm import kernel_decision
+from pybudget.budget._decision import kernel_decision
 from pybudget.datasets.synthetic import make_skin_like
 
 from helpers import TEST_DATA

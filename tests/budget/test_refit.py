@@ -14,7 +14,8 @@ from sklearn.datasets import make_classification
 from sklearn.svm import LinearSVC as SkLinearSVC
 
 from pybudget import BudgetSVC, load, save, solve_budget
-from pybudget.budget._refit import center_kernel, kernel_matrix, refit_binary
+from pybudget.budget._decision import center_kernel, kernel_matrix
+from pybudget.budget._refit import refit_binary
 
 C, GAMMA = 4.0, 0.2
 
