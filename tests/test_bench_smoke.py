@@ -15,7 +15,8 @@ BENCH = Path(__file__).resolve().parents[1] / "bench"
 SCRIPTS = ["cgrid.py", "linear_check.py", "linear_speed.py", "warmstart.py", "cvgrid.py",
            "read_svmlight.py",
            "budget_accuracy.py", "budget.py", "kernel_throughput.py", "budget_defaults.py",
-           "linear_family.py", "n_jobs.py", "ring_order.py", "threads.py", "nystroem.py"]
+           "linear_family.py", "n_jobs.py", "ring_order.py", "threads.py", "nystroem.py",
+           "budget_threads.py"]
 
 
 def run_bench(args, **kw):

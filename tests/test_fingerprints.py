@@ -6,7 +6,7 @@ bsca_lookup_wd, bsca_m3, bsca_multi3, bsgd_checkpoints) were recorded again; the
 support vectors, coefficients and step counts are those of d07f2db, and the old rule
 still reproduces the old digests.  BSCA's default now averages its tail: the
 four BSCA entries (bsca, bsca_lookup_wd, bsca_m3, bsca_multi3) were recorded again, and
-with averaging="none" they give the digests recorded before (BSCA_BEFORE_ISSUE_21).
+with averaging="none" they give the digests recorded before (BSCA_LAST_ITERATE).
 "auto" now goes to the primal Newton solver for the smooth classification losses on
 rows that outnumber the columns 100 times: a9a's two squared-hinge "auto" entries were
 recorded again; the dual CD bits they held before are the "shrinking" entries' (the same
@@ -64,7 +64,7 @@ def test_models_and_step_counts_unchanged(computed, family):
 
 # The BSCA digests before the tail average (the current offset rule, no averaging): the last
 # iterate is unchanged by the tail average's bookkeeping.
-BSCA_BEFORE_ISSUE_21 = {"bsca": ["8d3657cf818692d8420e7299", 3000, 1706, 1666],
+BSCA_LAST_ITERATE = {"bsca": ["8d3657cf818692d8420e7299", 3000, 1706, 1666],
                         "bsca_lookup_wd": ["255ed374cb11732b6b345796", 3000, 1704, 1664],
                         "bsca_m3": ["1e35912696385e6cb4124434", 3000, 1732, 843],
                         "bsca_multi3": ["b77e78fb27e971ac36223e90", 0]}
@@ -74,6 +74,6 @@ def test_bsca_last_iterate_unchanged():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prints = _generator().budget_prints(bsca_opts={"averaging": "none"})
-    assert {k: prints[k] for k in BSCA_BEFORE_ISSUE_21} == BSCA_BEFORE_ISSUE_21
+    assert {k: prints[k] for k in BSCA_LAST_ITERATE} == BSCA_LAST_ITERATE
     # and the default differs from it: the tail average is on
-    assert all(RECORDED["budget"][k][0] != v[0] for k, v in BSCA_BEFORE_ISSUE_21.items())
+    assert all(RECORDED["budget"][k][0] != v[0] for k, v in BSCA_LAST_ITERATE.items())

@@ -5,7 +5,7 @@ Gaussian kernel ``k(x, x') = exp(-gamma * ||x - x'||^2)`` (no 1/2 in front of ga
 over all entries of X including the zeros of a sparse matrix.
 """
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -94,11 +94,32 @@ class BudgetResult:
     checkpoint_objectives: list = None
 
 
+@dataclass(frozen=True)
+class BudgetParams:
+    """The budget solvers' validated parameters (``check_budget_params``): the
+    estimator's of the same names, with ``averaging`` resolved ("auto" is "tail", or
+    "none" with checkpoints)."""
+    C: float
+    gamma: object          # a positive float, or "scale" until the data are known
+    budget: int
+    solver: str
+    epochs: int
+    maintenance: str
+    merge_size: int
+    merge_search: str
+    multi_merge: str
+    merge_tol: float
+    averaging: str
+    checkpoints: int
+    offset: bool
+    refit: bool
+
+
 def check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_size,
                         merge_search, multi_merge, merge_tol, averaging="auto", checkpoints=0,
                         offset=True, refit=False):
     """Validate every budget-solver parameter that does not depend on the data; returns
-    a dict of normalised values (gamma stays "scale" until the data are known)."""
+    them normalised as a BudgetParams (gamma stays "scale" until the data are known)."""
     C = V.positive("C", C)
     if isinstance(gamma, str):
         if gamma != "scale":
@@ -138,10 +159,11 @@ def check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_siz
         if changed:
             raise ValueError(f"{', '.join(changed)} only apply to maintenance='merge', "
                              f"got maintenance={maintenance!r}")
-    return dict(C=C, gamma=gamma, budget=budget, solver=solver, epochs=epochs,
-                maintenance=maintenance, merge_size=merge_size, merge_search=merge_search,
-                multi_merge=multi_merge, merge_tol=merge_tol, averaging=averaging,
-                checkpoints=checkpoints, offset=offset, refit=refit)
+    return BudgetParams(C=C, gamma=gamma, budget=budget, solver=solver, epochs=epochs,
+                        maintenance=maintenance, merge_size=merge_size,
+                        merge_search=merge_search, multi_merge=multi_merge,
+                        merge_tol=merge_tol, averaging=averaging, checkpoints=checkpoints,
+                        offset=offset, refit=refit)
 
 
 def scale_gamma(X):
@@ -165,12 +187,12 @@ def gamma_from_moments(n, d, total, total_sq):
 def _effective_budget(p, n, d, verbose):
     """(budget, merge size M, buffer rows cap) for n training rows of d features; the
     budget is capped at n unless n is None (partial_fit: more rows may follow)."""
-    budget = p["budget"]
+    budget = p.budget
     if n is not None and budget > n and n >= 2:
         if verbose:
             report(f"budget={budget} exceeds the {n} training rows; using {n}")
         budget = n
-    M = p["merge_size"] if p["maintenance"] == "merge" else 2
+    M = p.merge_size if p.maintenance == "merge" else 2
     M = min(M, budget)
     cap = budget + M - 1
     V.dense_size(cap * d, f"budget={budget} SV rows of {d} dense features",
@@ -182,9 +204,9 @@ def _new_model(d, n_coef, cap, gamma, p, n_src=0, Z=None, beta=None):
     mdl = BudgetModel(d, n_coef, cap, gamma, n_src)
     if Z is not None and Z.shape[0] > 0:
         mdl.load(Z, beta)
-    mt = Maintainer(mdl, p["maintenance"], p["merge_search"], p["multi_merge"],
-                    min(p["merge_size"], cap) if p["maintenance"] == "merge" else 2,
-                    p["merge_tol"])
+    mt = Maintainer(mdl, p.maintenance, p.merge_search, p.multi_merge,
+                    min(p.merge_size, cap) if p.maintenance == "merge" else 2,
+                    p.merge_tol)
     return mdl, mt
 
 
@@ -205,15 +227,15 @@ def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, stat
     n_coef = 1 if n_classes == 2 else n_classes
     Z0, beta0, t0 = state if state is not None else (None, None, 0)
     mdl, mt = _new_model(d, n_coef, cap, gamma, p, Z=Z0, beta=beta0)
-    lam = 1.0 / (n_lambda * p["C"])
-    epochs = epochs or p["epochs"]
+    lam = 1.0 / (n_lambda * p.C)
+    epochs = epochs or p.epochs
     T = epochs * n
     xsq = V.row_sqnorms(X) if xsq is None else xsq
-    tail = _tail(n, budget, p["averaging"])
+    tail = _tail(n, budget, p.averaging)
     avg_start = {"none": 0, "all": t0 + 1, "last-half": t0 + T // 2 + 1,
-                 "tail": t0 + T - tail + 1}[p["averaging"]]
-    ck = (BestCheckpoint(X, xsq, codes, lam, seed, p["checkpoints"], offset=p["offset"])
-          if p["checkpoints"] else None)
+                 "tail": t0 + T - tail + 1}[p.averaging]
+    ck = (BestCheckpoint(X, xsq, codes, lam, seed, p.checkpoints, offset=p.offset)
+          if p.checkpoints else None)
     out = bsgd_run(X, xsq, codes.astype(np.int32), mdl, mt, budget, M, lam,
                    epochs, t0, seed, avg_start, progress, ck.every(T) if ck else 0, ck)
     out["checkpoints"] = [ck] if ck else []
@@ -238,7 +260,7 @@ def _tail(n, budget, averaging):
 def _offset(p, X, xsq, codes, seed, Z, beta, gamma, n_threads=1):
     """(offset, seconds): the fitted offset of the final model (zeros with offset=False),
     its sample scored on up to n_threads threads."""
-    if not p["offset"]:
+    if not p.offset:
         return np.zeros(beta.shape[1]), 0.0
     t0 = time.perf_counter()
     b = model_offset(Z, beta, gamma, draw_sample(X, xsq, codes, seed), n_threads)
@@ -253,8 +275,8 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0, n_jobs
     V.dense_size(n_prob * cap * d, f"{n_prob} one-vs-rest models of budget="
                  f"{budget} SV rows of {d} dense features", "reduce the budget or the features")
     xsq = V.row_sqnorms(X)
-    T = p["epochs"] * n
-    tail = _tail(n, budget, p["averaging"])
+    T = p.epochs * n
+    tail = _tail(n, budget, p.averaging)
     avg_start = T - tail + 1 if tail else 0
 
     def solve(k, seed_k):
@@ -264,10 +286,10 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0, n_jobs
         mdl, mt = _new_model(d, 1, cap, gamma, p, n_src=n)
         progress = epoch_progress(f"class {k}: " if n_prob > 1 else "") if verbose else None
         codes_k = (codes == k).astype(np.int32)
-        ck = (BestCheckpoint(X, xsq, codes_k, 1.0 / (n * p["C"]), seed_k, p["checkpoints"],
-                             extra=alpha, offset=p["offset"])
-              if p["checkpoints"] else None)
-        out = bsca_run(X, xsq, y, p["C"], alpha, mdl, mt, budget, M, p["epochs"],
+        ck = (BestCheckpoint(X, xsq, codes_k, 1.0 / (n * p.C), seed_k, p.checkpoints,
+                             extra=alpha, offset=p.offset)
+              if p.checkpoints else None)
+        out = bsca_run(X, xsq, y, p.C, alpha, mdl, mt, budget, M, p.epochs,
                        seed_k, progress, ck.every(T) if ck else 0, ck, avg_start)
         if ck:
             Z, beta, alpha, b = ck.finish(mdl)
@@ -305,18 +327,18 @@ def _fit(X, codes, classes, p, seed, verbose=0, n_jobs=1):
     n_jobs threads for one-vs-rest BSCA (multi-class BSGD is one model: sequential)."""
     t_fit = time.perf_counter()
     n, d = X.shape
-    gamma = scale_gamma(X) if p["gamma"] == "scale" else p["gamma"]
+    gamma = scale_gamma(X) if p.gamma == "scale" else p.gamma
     budget, M, cap = _effective_budget(p, n, d, verbose)
     K = classes.shape[0]
-    p_run = dict(p, offset=False) if p["refit"] else p   # (refit fits its own offset)
-    if p["solver"] == "bsgd":
+    p_run = replace(p, offset=False) if p.refit else p   # (refit fits its own offset)
+    if p.solver == "bsgd":
         Z, dual, b, out, mt = _bsgd(X, codes, K, p_run, gamma, seed, budget, M, cap,
                                     n_lambda=n,
                                     progress=epoch_progress("") if verbose else None,
                                     n_threads=n_jobs)
         res = BudgetResult(classes=classes, support_vectors=Z, dual_coef=dual, intercept=b,
-                           gamma=gamma, budget=budget, n_iter=p["epochs"],
-                           n_steps=p["epochs"] * n,
+                           gamma=gamma, budget=budget, n_iter=p.epochs,
+                           n_steps=p.epochs * n,
                            n_added=out["n_added"], n_merges=mt.n_merges,
                            n_removed=mt.n_removed, merge_time=out["merge_time"],
                            time=out["time"], t=out["t"])
@@ -325,23 +347,23 @@ def _fit(X, codes, classes, p, seed, verbose=0, n_jobs=1):
                                       verbose, n_jobs)
         n_prob = dual.shape[0]
         res = BudgetResult(classes=classes, support_vectors=Z, dual_coef=dual, intercept=b,
-                           gamma=gamma, budget=budget, n_iter=p["epochs"],
-                           n_steps=p["epochs"] * n * n_prob, n_added=st["n_updates"],
+                           gamma=gamma, budget=budget, n_iter=p.epochs,
+                           n_steps=p.epochs * n * n_prob, n_added=st["n_updates"],
                            n_merges=st["n_merges"], n_removed=st["n_removed"],
                            merge_time=st["merge_time"], time=st["time"], alpha=alpha)
         out = st
     res.checkpoint, res.checkpoint_objectives = checkpoint_fields(out["checkpoints"])
-    if p["refit"]:
+    if p.refit:
         t0 = time.perf_counter()
         res.dual_coef, res.intercept, infos = refit_model(
-            X, codes, K, Z, res.dual_coef, res.intercept, gamma, p["C"], p["offset"],
-            blocks=out.get("blocks") if p["solver"] == "bsca" and K > 2 else None)
+            X, codes, K, Z, res.dual_coef, res.intercept, gamma, p.C, p.offset,
+            blocks=out.get("blocks") if p.solver == "bsca" and K > 2 else None)
         res.time += time.perf_counter() - t0
         if verbose:
             report(f"refit: {', '.join(str(i['n_iter']) for i in infos)} Newton "
                    f"iteration(s)", time.perf_counter() - t_fit)
     if verbose:
-        report(f"{p['solver']}: {res.n_iter} epoch(s), {Z.shape[0]} SVs, "
+        report(f"{p.solver}: {res.n_iter} epoch(s), {Z.shape[0]} SVs, "
                f"{res.n_merges} merges, {res.n_removed} removed, "
                f"merge {res.merge_time:.3f}s of {res.time:.3f}s", time.perf_counter() - t_fit)
     return res
@@ -679,8 +701,8 @@ class BudgetSVC(SVMClassifierBase):
             model).  These checks run before the estimator changes.
         """
         params = self._params()
-        offset = params["offset"]
-        p = dict(params, averaging="none", checkpoints=0, offset=False)
+        offset = params.offset
+        p = replace(params, averaging="none", checkpoints=0, offset=False)
         first = not hasattr(self, "classes_")
         X, y = self._training_data(X, y, reset=first)
         if first:
@@ -711,7 +733,7 @@ class BudgetSVC(SVMClassifierBase):
                              f"BSCA model); raise the budget or fit anew")
         K = all_classes.shape[0]
         if first:
-            gamma = scale_gamma(X) if p["gamma"] == "scale" else p["gamma"]
+            gamma = scale_gamma(X) if p.gamma == "scale" else p.gamma
             Z0, dual0, t0, n_seen = np.zeros((0, d)), np.zeros((1 if K == 2 else K, 0)), 0, 0
         else:
             gamma, Z0, dual0, t0, n_seen = (self.gamma_, self.support_vectors_,

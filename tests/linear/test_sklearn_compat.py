@@ -109,8 +109,9 @@ def test_squared_hinge_ovr_class_and_sample_weights(class_weight, kind):
     _close(ours.intercept_, theirs.intercept_, rtol=1e-4 if kind != "float32" else 1e-3)
 
 
-def test_issue_reproduction_class_weight_ovr():
-    """The reported case's numbers: the class-1 row of coef_ is scikit-learn's."""
+def test_class_weight_ovr_known_coefficients():
+    """A class weight on one-vs-rest: the hinge fit's class-1 row of coef_ is
+    scikit-learn's known values (iris, weights {0: 2, 2: 0.5})."""
     X, y = _iris()
     sw = np.random.RandomState(0).uniform(0.5, 2, 150)
     for loss in ("hinge", "squared_hinge"):
