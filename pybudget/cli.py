@@ -30,7 +30,7 @@ LINEAR_OPTS = {"loss": "-s/--loss", "tol": "-e", "bias": "-B", "selection": "--s
 KERNEL_OPTS = {"gamma": "-g", "budget": "--budget", "maintenance": "--maintenance",
                "merge_size": "--merge-size", "merge_search": "--merge-search",
                "epochs": "--epochs", "checkpoints": "--checkpoints", "offset": "--no-offset",
-               "averaging": "--averaging"}
+               "averaging": "--averaging", "refit": "--refit"}
 # liblinear's -s -> our loss; the loss picks the estimator (ESTIMATOR_OF)
 LIBLINEAR_S = {"1": "squared_hinge", "3": "hinge", "4": "crammer_singer", "7": "logistic",
                "12": "squared_epsilon_insensitive", "13": "epsilon_insensitive"}
@@ -143,6 +143,9 @@ def _resolve_kernel(args):
     if args.stream and (args.checkpoints or args.averaging not in (None, "auto", "none")):
         raise CLIError("--checkpoints and --averaging act on the iterates of one fit; "
                        "partial_fit (--stream) continues the last iterate: drop one of them")
+    if args.stream and args.refit:
+        raise CLIError("--refit solves on all training rows in memory; partial_fit "
+                       "(--stream) ignores it: drop one of them")
     return kernel
 
 
@@ -165,7 +168,7 @@ def _make_estimator(args, kernel):
         return _estimator_class(name)(C=args.c, random_state=args.seed, verbose=verbose,
                                       **kw)
     kw = given(("budget", "solver", "epochs", "maintenance", "merge_size", "merge_search",
-                "checkpoints", "offset", "averaging", "n_jobs"))
+                "checkpoints", "offset", "averaging", "refit", "n_jobs"))
     if args.gamma is not None:
         kw["gamma"] = _gamma(args.gamma)
     return BudgetSVC(C=args.c, random_state=args.seed, verbose=verbose, **kw)
@@ -709,6 +712,10 @@ def build_parser():
                      default=None,
                      help="no offset fitted on training rows (with --averaging none: "
                           "the papers' last iterate)")
+    ker.add_argument("--refit", action="store_const", const=True, default=None,
+                     help="solve the coefficients on the final support vectors exactly "
+                          "once after the epochs (the Nystroem problem on the budget's "
+                          "own centres; n x budget kernel values in memory)")
     ker.add_argument("--averaging", choices=AVERAGING, default=None,
                      help="iterate averaging (default %s: the mean of the last "
                           "min(n/2, 4*budget) iterates; all, last-half: BSGD only)"

@@ -84,6 +84,7 @@ def test_squared_hinge_by_liblinear_type(files, capsys):
       "lookup-wd"], "bsgd"),
     (["--solver", "bsca", "--budget", "20", "--checkpoints", "4"], "bsca"),
     (["--kernel", "rbf", "--budget", "20", "--no-offset", "--averaging", "none"], "bsgd"),
+    (["--solver", "bsca", "--budget", "20", "--refit"], "bsca"),
 ])
 def test_kernel_models(files, capsys, opts, solver):
     d, train, test = files
@@ -94,6 +95,7 @@ def test_kernel_models(files, capsys, opts, solver):
     assert isinstance(est, BudgetSVC) and est.solver == solver
     assert est.support_vectors_.shape[0] <= est.budget
     assert (est.checkpoint_ is not None) == ("--checkpoints" in opts)
+    assert est.refit == ("--refit" in opts)
     code, out, _ = run(["predict", test, model, d / "k.pred"], capsys)
     assert code == 0
     # the command's accuracy is the model's (removal at B = 20 may be below the
@@ -170,6 +172,8 @@ def test_multiclass_and_wider_test_file(tmp_path, capsys):
     (["train", "--stream", "-v", "3", "{train}"], "in memory"),
     (["train", "--stream", "--checkpoints", "3", "{train}"], "drop one of them"),
     (["train", "--stream", "--averaging", "tail", "{train}"], "drop one of them"),
+    (["train", "--stream", "--refit", "{train}"], "drop one of them"),
+    (["train", "--kernel", "linear", "--refit", "{train}"], "--refit apply only to"),
     (["train", "--kernel", "rbf", "--checkpoints", "-2", "{train}"], "checkpoints must be"),
     (["train", "--no-offset", "{train}"], "--no-offset apply only to --kernel rbf"),
     (["train", "-c", "-1", "{train}"], "C must be"),
@@ -207,7 +211,7 @@ def test_help_documents_every_option():
     text = build_parser()._subparsers._group_actions[0].choices["train"].format_help()
     for opt in ("-c", "-e", "-B", "-g", "-v", "-q", "-s", "--kernel", "--solver", "--selection",
                 "--budget", "--merge-size", "--merge-search", "--maintenance", "--epochs",
-                "--checkpoints", "--no-offset", "--averaging",
+                "--checkpoints", "--no-offset", "--averaging", "--refit",
                 "--stream", "--chunk-size", "--seed", "TRAIN_FILE", "MODEL_FILE"):
         assert opt in text
 
