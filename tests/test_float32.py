@@ -12,6 +12,7 @@ from pybudget import (BudgetSVC, LinearSVC, LinearSVR, LogisticRegression, linea
                       solve_budget, solve_crammer_singer, solve_linear)
 from pybudget._core import _validation as V
 from pybudget.budget.svm import scale_gamma
+from pybudget.linear._dcd_types import DcdOptions, DcdState
 from pybudget.datasets import load_svmlight
 from pybudget.stream import iter_svmlight_chunks, scan_svmlight, stream_fit
 
@@ -233,9 +234,9 @@ def test_solver_modules_one_value_type_each():
     for mod, X_other in ((_dcd64, X32), (_dcd32, X64)):
         w, alpha = np.zeros(X.shape[1] + 1), np.zeros(n)
         with pytest.raises(TypeError, match=f"float{mod.VALUE_TYPE.itemsize * 8} values only"):
-            mod.dcd_solve(X_other, y, np.ones(n), np.zeros(n), np.ones(n), 1.0, alpha, w,
-                          np.ones(n), np.arange(n, dtype=np.int32), n, 0.0, 1, 0.1, 10, 0,
-                          False)
+            mod.dcd_solve(X_other, y, np.ones(n), np.zeros(n), np.ones(n), 1.0,
+                          DcdState(alpha, w, np.ones(n), np.arange(n, dtype=np.int32), n),
+                          DcdOptions(selection=1, tol=0.1, max_iter=10, seed=0))
         assert not w.any() and not alpha.any()
 
 

@@ -53,6 +53,7 @@ from pybudget._core._runtime cimport interrupted, now
 import numpy as np
 
 from pybudget._core._progress import report
+from pybudget.linear._dcd_types import DcdOutcome
 # sum_i w_i^2 added in numpy's pairwise order, the order np.sum(w * w) adds in (blocks
 # of at most 128 with 8 accumulators, halved at multiples of 8 above): the same bits
 # without np.sum's temporary w * w, which for a large d (or a K x d Crammer-Singer
@@ -874,12 +875,11 @@ cdef DualData dual_data(X, const double[::1] y, const double[::1] upper,
 
 
 def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1] diag,
-              const double[::1] cvec, double bias, double[::1] alpha, double[::1] w,
-              double[::1] prefs, int[::1] perm, int n_active, double dref0,
-              int selection, double tol, int max_iter, uint64_t seed, bint squared,
-              int verbose=0, str problem="svm", double epsilon=0.0, comp=None,
-              int n_classes=0, int tol_rule=RULE_MAX, int n_threads=1, int chunk=0):
-    """Run dual CD in place on alpha and w, starting from the given state.
+              const double[::1] cvec, double bias, state, opts):
+    """Run dual CD in place on ``state`` (a DcdState: alpha, w and the strategies'
+    warm-start state) as ``opts`` (a DcdOptions) says; returns a DcdOutcome
+    (pybudget/linear/_dcd_types.py), with state.n_active, state.dref and, for "lr",
+    state.comp updated.
 
     problem: "svm" (y = +-1 labels, alpha in [0, upper]), "svr" (y = targets, alpha
     holds beta in [-upper, upper], epsilon the insensitive zone), "lr" (y = +-1
@@ -891,15 +891,14 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     (sum_i alpha_i y_i x_i, sum_i beta_i x_i or w_m = sum_i alpha_i^m x_i, plus the bias
     column) on entry.  Warm-start state, updated in place: prefs (AVSF preferences), perm (a
     permutation of the rows whose first n_active entries are the shrinking active set)
-    and dref0 (AVSF reference gain; <= 0 means "learn it in the first sweep").  Returns
-    a dict with n_iter (sweeps), n_steps (coordinate visits), converged, kkt_violation
-    (exact, one extra pass), loss_sum (weighted primal loss), n_active, dref and, for
-    tol_rule=RULE_L1, l1_init and l1 (the first and last sweeps' L1 norms).
+    and dref (AVSF reference gain; <= 0 means "learn it in the first sweep").  The
+    outcome's kkt_violation is exact (one extra pass); for tol_rule=RULE_L1 it has l1_init
+    and l1 (the first and last sweeps' L1 norms).
 
     n_threads > 1 (problems "svm" and "svr", selections uniform, shrinking and AVSF,
     in a build with OpenMP; otherwise one thread): the sweeps are made by a team of
     threads that combine their steps every ``chunk`` visits each (_dcd_team.pxi); the
-    result then has "combines" and "damped" (combines with eta < 1).
+    outcome then has combines and damped (combines with eta < 1).
 
     selection: a SELECTIONS value, or PAIRS (problems "svm" and "svr": coordinate steps
     each followed by a pair step that keeps the bias weight fixed, for a dominant bias).
@@ -908,6 +907,26 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     an exact pass) or TOL_RULES["liblinear"] (problem "svr" only: stop when a sweep's L1
     norm of the violations is <= tol times the first sweep's, liblinear -s 11/12/13).
     """
+    # (the options and state into typed locals once: nothing below reads a Python object)
+    cdef double[::1] alpha = state.alpha
+    cdef double[::1] w = state.w
+    cdef double[::1] prefs = state.prefs
+    cdef int[::1] perm = state.perm
+    cdef int n_active = state.n_active
+    cdef double dref0 = state.dref
+    comp = state.comp
+    cdef int selection = opts.selection
+    cdef double tol = opts.tol
+    cdef int max_iter = opts.max_iter
+    cdef uint64_t seed = opts.seed
+    cdef bint squared = opts.squared
+    cdef int verbose = opts.verbose
+    cdef str problem = opts.problem
+    cdef double epsilon = opts.epsilon
+    cdef int n_classes = opts.n_classes
+    cdef int tol_rule = opts.tol_rule
+    cdef int n_threads = opts.n_threads
+    cdef int chunk = opts.chunk
     if problem not in PROBLEMS:
         raise ValueError(f"problem must be one of {PROBLEMS}, got {problem!r}")
     if tol_rule != RULE_MAX and (tol_rule != RULE_L1 or problem != "svr"):
@@ -927,6 +946,7 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
     if problem == "lr":
         if comp is None:
             comp = np.subtract(upper, alpha)
+            state.comp = comp
         comp_view = comp
         if comp_view.shape[0] != n:
             raise ValueError("comp must have one entry per row")
@@ -1028,14 +1048,14 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
         team_free(tm)
     if out.interrupted:
         raise KeyboardInterrupt
-    res = {"n_iter": out.n_iter, "n_steps": S.steps, "converged": bool(out.converged),
-           "n_active": out.final_active, "dref": S.dref,
-           "kkt_violation": out.kkt, "loss_sum": out.loss_sum}
-    if tol_rule == RULE_L1:
-        res["l1_init"], res["l1"] = S.l1_init, S.l1
-    if tm != NULL:
-        res["combines"], res["damped"] = combines, damped
-    return res
+    state.n_active = out.final_active
+    state.dref = S.dref
+    return DcdOutcome(n_iter=out.n_iter, n_steps=S.steps, converged=bool(out.converged),
+                      kkt_violation=out.kkt, loss_sum=out.loss_sum,
+                      l1_init=S.l1_init if tol_rule == RULE_L1 else None,
+                      l1=S.l1 if tol_rule == RULE_L1 else None,
+                      combines=combines if tm != NULL else None,
+                      damped=damped if tm != NULL else None)
 
 
 # ---- one partition's share of a round (pybudget.dask) ---------------------------------

@@ -6,9 +6,11 @@ import numpy as np
 from pybudget.linear import _dcd32, _dcd64
 from pybudget.linear._dcd64 import (PAIRS, PROBLEMS, SELECTIONS, TOL_RULES, fresh_carry,
                                     roll_carried, sum_of_squares)
+from pybudget.linear._dcd_types import DcdOptions, DcdOutcome, DcdState
 
-__all__ = ["PAIRS", "PROBLEMS", "SELECTIONS", "TOL_RULES", "dcd_round", "dcd_solve", "fresh_carry",
-           "module_for", "roll_carried", "sum_of_squares"]
+__all__ = ["PAIRS", "PROBLEMS", "SELECTIONS", "TOL_RULES", "DcdOptions", "DcdOutcome",
+           "DcdState", "dcd_round", "dcd_solve", "fresh_carry", "module_for", "roll_carried",
+           "sum_of_squares"]
 
 
 def module_for(X):
@@ -16,8 +18,8 @@ def module_for(X):
     return _dcd32 if X.dtype == np.float32 else _dcd64
 
 
-def dcd_solve(X, *args, **kwargs):
-    return module_for(X).dcd_solve(X, *args, **kwargs)
+def dcd_solve(X, y, upper, diag, cvec, bias, state, opts):
+    return module_for(X).dcd_solve(X, y, upper, diag, cvec, bias, state, opts)
 
 
 def dcd_round(X, *args, **kwargs):

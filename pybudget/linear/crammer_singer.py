@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from pybudget._core import _validation as V
 from pybudget._core._csr import rows_combination
-from pybudget.linear._dual_cd import SELECTIONS, dcd_solve, sum_of_squares
+from pybudget.linear._dual_cd import SELECTIONS, DcdOptions, DcdState, dcd_solve, sum_of_squares
 from pybudget.linear.plan import Rows, resolve_selection
 from pybudget.linear.problem import LinearResult, SolverState, check_linear_params
 
@@ -100,21 +100,22 @@ def cs_dual_cd(rows, codes, n_classes, cvec, *, selection, tol, max_iter, seed,
     prefs, perm = start.prefs.copy(), start.perm.copy()
     y = codes.astype(np.float64)
     t0 = time.perf_counter()
-    out = dcd_solve(X, y, cvec, np.zeros(n), cvec, bias, a, w, prefs, perm, start.n_active,
-                    start.dref, SELECTIONS[selection], tol, max_iter, seed, False, verbose,
-                    "cs", 0.0, n_classes=K)
+    st = DcdState(a, w, prefs, perm, start.n_active, start.dref)
+    out = dcd_solve(X, y, cvec, np.zeros(n), cvec, bias, st, DcdOptions(
+        selection=SELECTIONS[selection], tol=tol, max_iter=max_iter, seed=seed,
+        problem="cs", n_classes=K, verbose=verbose))
     elapsed = time.perf_counter() - t0
     if not np.isfinite(W).all():
         raise ValueError(f"C={C:g} is too large for this data: the weights overflowed")
     with np.errstate(over="ignore", invalid="ignore"):
         wsq = sum_of_squares(w)      # np.sum(W * W) without its temporary
         dual = float(alpha[np.arange(n), codes].sum() - 0.5 * wsq)
-        primal = 0.5 * wsq + out["loss_sum"]
-    state = SolverState(alpha, prefs, perm, out["n_active"], out["dref"], C)
+        primal = 0.5 * wsq + out.loss_sum
+    state = SolverState(alpha, prefs, perm, st.n_active, st.dref, C)
     return CrammerSingerResult(
-        coef=W[:d].T.copy(), intercept=W[d] * bias, alpha=alpha, n_iter=out["n_iter"],
-        n_steps=out["n_steps"], dual_objective=dual, primal_objective=primal,
-        kkt_violation=out["kkt_violation"], converged=out["converged"] and max_iter > 0,
+        coef=W[:d].T.copy(), intercept=W[d] * bias, alpha=alpha, n_iter=out.n_iter,
+        n_steps=out.n_steps, dual_objective=dual, primal_objective=primal,
+        kkt_violation=out.kkt_violation, converged=out.converged and max_iter > 0,
         time=elapsed,
         state=state)
 

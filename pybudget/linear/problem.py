@@ -12,7 +12,8 @@ import numpy as np
 
 from pybudget._core import _validation as V
 from pybudget._core._csr import rows_combination
-from pybudget.linear._dual_cd import PAIRS, SELECTIONS, TOL_RULES, dcd_solve, sum_of_squares
+from pybudget.linear._dual_cd import (PAIRS, SELECTIONS, TOL_RULES, DcdOptions, DcdOutcome,
+                                      DcdState, dcd_solve, sum_of_squares)
 from pybudget.linear.losses import LOSS, PROBLEM_OF
 from pybudget.linear.plan import Rows, plan_for
 from pybudget.linear.primal import primal_newton
@@ -220,18 +221,23 @@ def dual_cd(rows, y, cvec, plan, *, loss, tol, max_iter, seed, start=None, verbo
         tol = max(tol, 2.0 * np.finfo(np.float64).eps * bias * bias * float(cvec.max()))
     t0 = time.perf_counter()
     if selection == "newton":
-        out = primal_newton(X, y, cvec, loss=loss, bias=bias, tol=tol, max_iter=max_iter,
-                            epsilon=epsilon, n_threads=plan.threads)
-        alpha, comp, w, threads = out["alpha"], out["comp"], out["w"], out["threads"]
-        prefs, perm, n_active = np.ones(n), np.arange(n, dtype=np.int32), n
-        out["n_steps"], out["n_active"], out["dref"] = 0, n, 0.0
+        newton = primal_newton(X, y, cvec, loss=loss, bias=bias, tol=tol,
+                               max_iter=max_iter, epsilon=epsilon, n_threads=plan.threads)
+        alpha, comp, w = newton["alpha"], newton["comp"], newton["w"]
+        threads = newton["threads"]
+        prefs, perm, n_active, dref = np.ones(n), np.arange(n, dtype=np.int32), n, 0.0
+        out = DcdOutcome(n_iter=newton["n_iter"], n_steps=0, converged=newton["converged"],
+                         kkt_violation=newton["kkt_violation"],
+                         loss_sum=newton["loss_sum"])
     else:
         code = PAIRS if selection == "pairs" else SELECTIONS[selection]
-        out = dcd_solve(X, y, upper, diag, cvec, bias, alpha, w, prefs, perm, n_active, dref,
-                        code, tol, max_iter, seed, squared, verbose,
-                        problem, epsilon, comp, tol_rule=TOL_RULES[tol_rule],
-                        n_threads=plan.threads, chunk=plan.chunk)
-        threads = plan.threads if "combines" in out else 1     # (a team ran)
+        st = DcdState(alpha, w, prefs, perm, n_active, dref, comp)
+        out = dcd_solve(X, y, upper, diag, cvec, bias, st, DcdOptions(
+            selection=code, tol=tol, max_iter=max_iter, seed=seed, squared=squared,
+            problem=problem, epsilon=epsilon, tol_rule=TOL_RULES[tol_rule],
+            n_threads=plan.threads, chunk=plan.chunk, verbose=verbose))
+        n_active, dref = st.n_active, st.dref
+        threads = plan.threads if out.combines is not None else 1     # (a team ran)
     elapsed = time.perf_counter() - t0
     if not np.isfinite(w).all():
         raise ValueError(f"C={C:g} is too large for this data: the weights overflowed")
@@ -245,14 +251,14 @@ def dual_cd(rows, y, cvec, plan, *, loss, tol, max_iter, seed, start=None, verbo
         else:
             linear = table.linear_term(y, alpha, epsilon)
             dual = float(linear - 0.5 * wsq - 0.5 * np.sum(diag * alpha * alpha))
-        primal = 0.5 * wsq + out["loss_sum"]
+        primal = 0.5 * wsq + out.loss_sum
     if selection == "newton":        # (the iterate's own pair: primal_newton's docstring)
-        dual, primal = out["dual"], out["primal"]
-    state = SolverState(alpha, prefs, perm, out["n_active"], out["dref"], C)
+        dual, primal = newton["dual"], newton["primal"]
+    state = SolverState(alpha, prefs, perm, n_active, dref, C)
     return LinearResult(coef=w[:d], intercept=float(w[d] * bias), alpha=alpha,
-                        n_iter=out["n_iter"], n_steps=out["n_steps"], dual_objective=dual,
-                        primal_objective=primal, kkt_violation=out["kkt_violation"],
-                        converged=out["converged"] and max_iter > 0, time=elapsed,
+                        n_iter=out.n_iter, n_steps=out.n_steps, dual_objective=dual,
+                        primal_objective=primal, kkt_violation=out.kkt_violation,
+                        converged=out.converged and max_iter > 0, time=elapsed,
                         state=state, threads=threads)
 
 

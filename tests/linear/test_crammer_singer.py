@@ -15,7 +15,7 @@ from sklearn.svm import LinearSVC as SkLinearSVC
 from sklearn.utils.estimator_checks import check_estimator
 
 from pybudget import LinearSVC, load, save, solve_crammer_singer
-from pybudget.linear._dual_cd import SELECTIONS, dcd_solve
+from pybudget.linear._dual_cd import SELECTIONS, DcdOptions, DcdState, dcd_solve
 from pybudget.linear.crammer_singer import project_blocks
 
 
@@ -59,15 +59,16 @@ def _one_block(K, bias, seed, selection):
         return 0.5 * np.sum(W * W) + e @ a
 
     before = dual(W, a0)
-    out = dcd_solve(X, np.array([float(y)]), np.array([C]), np.zeros(1), np.array([C]),
-                    bias, a, w, np.ones(1), np.zeros(1, dtype=np.int32), 1, 0.0,
-                    SELECTIONS[selection], 0.0, 1, 0, False, 0, "cs", 0.0, n_classes=K)
+    state = DcdState(a, w, np.ones(1), np.zeros(1, dtype=np.int32), 1)
+    dcd_solve(X, np.array([float(y)]), np.array([C]), np.zeros(1), np.array([C]), bias, state,
+              DcdOptions(selection=SELECTIONS[selection], tol=0.0, max_iter=1, seed=0,
+                         problem="cs", n_classes=K))
     A = xb @ xb
     B = W0 @ xb + e
     U = np.where(np.arange(K) == y, C, 0.0)
     after = dual(w.reshape(d + 1, K).T, a)
     np.testing.assert_allclose(w.reshape(d + 1, K).T, W0 + np.outer(a, xb), atol=1e-12)
-    return a0, a, A, B, U, before, after, out["dref"]
+    return a0, a, A, B, U, before, after, state.dref
 
 
 @pytest.mark.parametrize("selection", ["uniform", "shrinking", "avsf"])
@@ -234,15 +235,21 @@ def test_bad_parameters_are_refused():
         solve_crammer_singer(X, y, warm_start=solve_crammer_singer(X[:20], y[:20]))
     Xs, n, d = sp.csr_matrix(X), 30, 4
     args = (np.ones(n), np.zeros(n), np.ones(n), 0.0)
-    rest = (np.ones(n), np.arange(n, dtype=np.int32), n, 0.0, 0, 0.1, 10, 0, False, 0, "cs",
-            0.0)
+
+    def state(n_alpha, n_w):
+        return DcdState(np.zeros(n_alpha), np.zeros(n_w), np.ones(n),
+                        np.arange(n, dtype=np.int32), n)
+
+    def opts(k):
+        return DcdOptions(selection=0, tol=0.1, max_iter=10, seed=0, problem="cs",
+                          n_classes=k)
     yf = y.astype(float)
     with pytest.raises(ValueError, match="n_classes >= 2"):
-        dcd_solve(Xs, yf, *args, np.zeros(n), np.zeros(d + 1), *rest, n_classes=1)
+        dcd_solve(Xs, yf, *args, state(n, d + 1), opts(1))
     with pytest.raises(ValueError, match="alpha of size"):
-        dcd_solve(Xs, yf, *args, np.zeros(n), np.zeros(3 * (d + 1)), *rest, n_classes=3)
+        dcd_solve(Xs, yf, *args, state(n, 3 * (d + 1)), opts(3))
     with pytest.raises(ValueError, match="labels in 0..2"):
-        dcd_solve(Xs, yf + 0.5, *args, np.zeros(3 * n), np.zeros(3 * (d + 1)), *rest, n_classes=3)
+        dcd_solve(Xs, yf + 0.5, *args, state(3 * n, 3 * (d + 1)), opts(3))
 
 
 def test_save_and_load(tmp_path):

@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import minimize
 
-from pybudget.linear._dual_cd import SELECTIONS, dcd_solve
+from pybudget.linear._dual_cd import SELECTIONS, DcdOptions, DcdState, dcd_solve
 
 
 def _data(n=60, d=100, seed=0):
@@ -25,9 +25,10 @@ def _svr(X, y, C, eps, squared, selection, tol=1e-10, seed=0, max_iter=100000):
     upper = np.full(n, np.inf) if squared else cvec.copy()
     diag = 0.5 / cvec if squared else np.zeros(n)
     beta, w = np.zeros(n), np.zeros(d + 1)
-    out = dcd_solve(X, y, upper, diag, cvec, 0.0, beta, w, np.ones(n),
-                    np.arange(n, dtype=np.int32), n, 0.0, SELECTIONS[selection], tol,
-                    max_iter, seed, squared, 0, "svr", eps)
+    out = dcd_solve(X, y, upper, diag, cvec, 0.0,
+                    DcdState(beta, w, np.ones(n), np.arange(n, dtype=np.int32), n),
+                    DcdOptions(selection=SELECTIONS[selection], tol=tol, max_iter=max_iter,
+                               seed=seed, squared=squared, problem="svr", epsilon=eps))
     return beta, w[:d], out, diag
 
 
@@ -48,13 +49,13 @@ def test_every_strategy_closes_the_duality_gap(squared, C):
     duals = {}
     for sel in SELECTIONS:
         beta, w, out, diag = _svr(X, y, C, eps, squared, sel)
-        assert out["converged"] and out["kkt_violation"] <= 1e-10
+        assert out.converged and out.kkt_violation <= 1e-10
         np.testing.assert_allclose(w, X.T @ beta, atol=1e-10)   # w is the model of beta
         assert np.all(np.abs(beta) <= C + 1e-12) or squared
         primal, dual = _objectives(X, y, C, eps, squared, beta, w, diag)
         assert abs(primal - dual) <= 1e-7 * max(1.0, abs(primal))
         r = np.abs(X @ w - y) - eps
-        np.testing.assert_allclose(out["loss_sum"], C * np.sum(
+        np.testing.assert_allclose(out.loss_sum, C * np.sum(
             np.where(r > 0, r ** 2 if squared else r, 0.0)), rtol=1e-9)
         duals[sel] = dual
     assert max(duals.values()) - min(duals.values()) <= 1e-8 * max(1.0, abs(dual))
@@ -91,9 +92,10 @@ def test_one_step_solves_the_one_variable_subproblem(squared):
         diag = np.array([0.5 / C if squared else 0.0])
         b0 = 0.3
         beta, w = np.array([b0]), np.r_[b0 * x, 0.0]
-        dcd_solve(X, y, upper, diag, np.array([C]), 0.0, beta, w, np.ones(1),
-                  np.zeros(1, dtype=np.int32), 1, 0.0, SELECTIONS["uniform"], 0.0, 1, 0,
-                  squared, 0, "svr", eps)
+        dcd_solve(X, y, upper, diag, np.array([C]), 0.0,
+                  DcdState(beta, w, np.ones(1), np.zeros(1, dtype=np.int32), 1),
+                  DcdOptions(selection=SELECTIONS["uniform"], tol=0.0, max_iter=1, seed=0,
+                             squared=squared, problem="svr", epsilon=eps))
         lo, hi = (-upper[0], upper[0]) if not squared else (-50.0, 50.0)
         grid = np.linspace(lo, hi, 400001)
         obj = 0.5 * (x @ x + diag[0]) * grid ** 2 - y0 * grid + eps * np.abs(grid)
@@ -108,9 +110,10 @@ def test_gain_drives_avsf_preferences():
     cvec = np.full(n, 10.0)
     prefs = np.ones(n)
     beta, w = np.zeros(n), np.zeros(X.shape[1] + 1)
-    dcd_solve(X, y, cvec, np.zeros(n), cvec, 0.0, beta, w, prefs,
-              np.arange(n, dtype=np.int32), n, 0.0, SELECTIONS["avsf"], 1e-3, 100000, 1,
-              False, 0, "svr", 0.1)
+    dcd_solve(X, y, cvec, np.zeros(n), cvec, 0.0,
+              DcdState(beta, w, prefs, np.arange(n, dtype=np.int32), n),
+              DcdOptions(selection=SELECTIONS["avsf"], tol=1e-3, max_iter=100000, seed=1,
+                         problem="svr", epsilon=0.1))
     assert prefs.max() > 3 * prefs.min()
     b2, _, _, _ = _svr(X, y, 10.0, 0.1, False, "shrinking", tol=1e-3)
     np.testing.assert_allclose(beta, b2, atol=0.05 * np.abs(b2).max())
@@ -119,9 +122,10 @@ def test_gain_drives_avsf_preferences():
 def test_unknown_problem_is_refused():
     X, y = _data(n=5)
     with pytest.raises(ValueError, match="problem must be one of"):
-        dcd_solve(X, y, np.ones(5), np.zeros(5), np.ones(5), 0.0, np.zeros(5),
-                  np.zeros(9), np.ones(5), np.arange(5, dtype=np.int32), 5, 0.0, 0, 0.1,
-                  10, 0, False, 0, "logistic")
+        dcd_solve(X, y, np.ones(5), np.zeros(5), np.ones(5), 0.0,
+                  DcdState(np.zeros(5), np.zeros(9), np.ones(5),
+                           np.arange(5, dtype=np.int32), 5),
+                  DcdOptions(selection=0, tol=0.1, max_iter=10, seed=0, problem="logistic"))
 
 
 @pytest.mark.parametrize("problem,squared", [("svm", False), ("svm", True),

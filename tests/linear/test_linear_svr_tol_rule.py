@@ -8,7 +8,7 @@ from sklearn.base import clone
 from sklearn.datasets import make_regression
 
 from pybudget import LinearSVC, LinearSVR, solve_linear
-from pybudget.linear._dual_cd import SELECTIONS, TOL_RULES, dcd_solve
+from pybudget.linear._dual_cd import SELECTIONS, TOL_RULES, DcdOptions, DcdState, dcd_solve
 
 LOSSES = ["epsilon_insensitive", "squared_epsilon_insensitive"]
 STRATEGIES = ["uniform", "shrinking", "avsf"]
@@ -53,26 +53,27 @@ def test_liblinear_rule_gives_a_valid_solution(loss, selection):
 
 
 def _raw(X, y, C, selection, tol, max_iter, tol_rule):
-    """dcd_solve on an SVR problem without bias, from zero (returns its dict)."""
+    """dcd_solve on an SVR problem without bias, from zero (returns its outcome)."""
     n, d = X.shape
-    alpha, w = np.zeros(n), np.zeros(d + 1)
-    return dcd_solve(X, y, np.full(n, C), np.zeros(n), np.full(n, C), 0.0, alpha, w,
-                     np.ones(n), np.arange(n, dtype=np.int32), n, 0.0, SELECTIONS[selection],
-                     tol, max_iter, 11, False, problem="svr", epsilon=0.05,
-                     tol_rule=TOL_RULES[tol_rule])
+    state = DcdState(np.zeros(n), np.zeros(d + 1), np.ones(n), np.arange(n, dtype=np.int32),
+                     n)
+    return dcd_solve(X, y, np.full(n, C), np.zeros(n), np.full(n, C), 0.0, state,
+                     DcdOptions(selection=SELECTIONS[selection], tol=tol, max_iter=max_iter,
+                                seed=11, problem="svr", epsilon=0.05,
+                                tol_rule=TOL_RULES[tol_rule]))
 
 
 @pytest.mark.parametrize("selection", STRATEGIES)
 def test_the_rule_fires_at_the_first_sweep_that_meets_it(selection):
     X, y = _data(n=500, d=60, seed=3)
     out = _raw(X, y, 1.0, selection, 0.01, 100000, "liblinear")
-    assert out["converged"] and out["n_iter"] > 2
-    assert 0.0 < out["l1"] <= 0.01 * out["l1_init"]
+    assert out.converged and out.n_iter > 2
+    assert 0.0 < out.l1 <= 0.01 * out.l1_init
     # the same run (same seed) cut one sweep short has not met it
-    short = _raw(X, y, 1.0, selection, 0.01, out["n_iter"] - 1, "liblinear")
-    assert not short["converged"]
-    assert short["l1"] > 0.01 * short["l1_init"] or selection != "uniform"
-    assert short["l1_init"] == out["l1_init"]
+    short = _raw(X, y, 1.0, selection, 0.01, out.n_iter - 1, "liblinear")
+    assert not short.converged
+    assert short.l1 > 0.01 * short.l1_init or selection != "uniform"
+    assert short.l1_init == out.l1_init
 
 
 def test_max_rule_is_the_default_and_unchanged():
@@ -117,6 +118,7 @@ def test_liblinear_rule_is_refused_for_classification(loss):
     n = X.shape[0]
     with pytest.raises(ValueError, match="tol_rule"):
         dcd_solve(X, np.where(y > 0, 1.0, -1.0), np.ones(n), np.zeros(n), np.ones(n), 0.0,
-                  np.zeros(n), np.zeros(X.shape[1] + 1), np.ones(n),
-                  np.arange(n, dtype=np.int32), n, 0.0, 0, 0.1, 10, 0, False,
-                  problem="svm", tol_rule=TOL_RULES["liblinear"])
+                  DcdState(np.zeros(n), np.zeros(X.shape[1] + 1), np.ones(n),
+                           np.arange(n, dtype=np.int32), n),
+                  DcdOptions(selection=0, tol=0.1, max_iter=10, seed=0, problem="svm",
+                             tol_rule=TOL_RULES["liblinear"]))

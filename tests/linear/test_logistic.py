@@ -11,7 +11,7 @@ from sklearn.datasets import load_iris, make_classification
 from sklearn.exceptions import ConvergenceWarning
 
 from pybudget import LogisticRegression, solve_linear
-from pybudget.linear._dual_cd import SELECTIONS, dcd_solve
+from pybudget.linear._dual_cd import SELECTIONS, DcdOptions, DcdState, dcd_solve
 
 
 def _subproblem(z, a0, b, q, C):
@@ -21,13 +21,15 @@ def _subproblem(z, a0, b, q, C):
 
 def _one_step(x, a0, w, C, selection):
     """One sweep on a single row (y = +1): returns the new a, the new w and the solver's
-    output.  w need not be the model of a0: it stands for the other rows' part."""
+    state after it.  w need not be the model of a0: it stands for the other rows' part."""
     X = sp.csr_matrix(np.atleast_2d(x))
     alpha, w = np.array([a0]), np.array(w, dtype=float)
-    out = dcd_solve(X, np.ones(1), np.array([C]), np.zeros(1), np.array([C]), 0.0, alpha,
-                    w, np.ones(1), np.zeros(1, dtype=np.int32), 1, 0.0, SELECTIONS[selection],
-                    1e-12, 1, 0, False, 0, "lr", 0.0, np.array([C - a0]))
-    return alpha[0], w, out
+    state = DcdState(alpha, w, np.ones(1), np.zeros(1, dtype=np.int32), 1,
+                     comp=np.array([C - a0]))
+    dcd_solve(X, np.ones(1), np.array([C]), np.zeros(1), np.array([C]), 0.0, state,
+              DcdOptions(selection=SELECTIONS[selection], tol=1e-12, max_iter=1, seed=0,
+                         problem="lr"))
+    return alpha[0], w, state
 
 
 # (row, a0, w, C): minimiser in the middle, near 0, near C (worked on the complement),
@@ -61,10 +63,10 @@ def test_gain_is_the_exact_decrease_of_the_subproblem(x, a0, w, C):
     # AVSF's reference gain after its first sweep over a single row is that step's gain.
     x = np.array(x)
     b, q = float(np.dot(w[:2], x)), float(x @ x)
-    a1, _, out = _one_step(x, a0, w, C, "avsf")
+    a1, _, state = _one_step(x, a0, w, C, "avsf")
     expected = _subproblem(a0, a0, b, q, C) - _subproblem(a1, a0, b, q, C)
     assert expected > 0.0
-    assert out["dref"] == pytest.approx(expected, rel=1e-9, abs=1e-15)
+    assert state.dref == pytest.approx(expected, rel=1e-9, abs=1e-15)
 
 
 def _data(n=150, d=40, seed=0, sparse=True):

@@ -1,0 +1,66 @@
+"""The seam of ``dcd_solve`` (the dual CD solver of _dcd.pxi): what it is told
+(``DcdOptions``), the warm-startable state it updates in place (``DcdState``) and what
+it reports (``DcdOutcome``).  Plain Python, so that the compiled modules and their
+callers share one definition."""
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DcdOptions:
+    """How one dual CD run goes.
+
+    selection: a ``SELECTIONS`` value or ``PAIRS``; tol and max_iter (sweeps): the
+    stopping rule ``tol_rule`` (a ``TOL_RULES`` value: 0, the largest violation; 1,
+    liblinear's L1 rule for "svr"); seed: the random order's; squared: the
+    squared-hinge (or squared epsilon-insensitive) dual; problem: "svm", "svr", "lr"
+    or "cs" (``n_classes`` classes); epsilon: SVR's insensitive zone; n_threads and
+    chunk: a team of threads combining every ``chunk`` visits each (problems "svm"
+    and "svr"); verbose: a per-sweep trace."""
+    selection: int
+    tol: float
+    max_iter: int
+    seed: int
+    squared: bool = False
+    problem: str = "svm"
+    epsilon: float = 0.0
+    n_classes: int = 0
+    tol_rule: int = 0
+    n_threads: int = 1
+    chunk: int = 0
+    verbose: int = 0
+
+
+@dataclass
+class DcdState:
+    """The solver's state, updated in place by a run: the duals ``alpha`` and the
+    weights ``w`` (their model on entry), AVSF's preferences ``prefs``, ``perm`` whose
+    first ``n_active`` rows are hard shrinking's active set, AVSF's reference gain
+    ``dref`` (<= 0: learn it in the first sweep), and for the logistic problem ``comp``
+    = upper - alpha (computed when None).  Arrays must be C-contiguous float64
+    (``perm`` int32)."""
+    alpha: np.ndarray
+    w: np.ndarray
+    prefs: np.ndarray
+    perm: np.ndarray
+    n_active: int
+    dref: float = 0.0
+    comp: np.ndarray = None
+
+
+@dataclass(frozen=True)
+class DcdOutcome:
+    """What a run reports: sweeps (``n_iter``), coordinate visits (``n_steps``),
+    whether ``tol`` was reached, the exact maximal violation at the end and the
+    weighted primal loss there (``loss_sum``); for the L1 rule the first and last
+    sweeps' L1 norms; for a team, its combines and the damped ones."""
+    n_iter: int
+    n_steps: int
+    converged: bool
+    kkt_violation: float
+    loss_sum: float
+    l1_init: float = None
+    l1: float = None
+    combines: int = None
+    damped: int = None
