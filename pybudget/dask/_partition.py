@@ -15,6 +15,8 @@ The sweeps are the one-machine strategies' (``linear._dual_cd.dcd_round``) on th
 partition's rows.  Everything here is deterministic: the generator of problem j on partition p in
 round t is seeded from (seed, j, p, t) alone.
 """
+from dataclasses import dataclass, replace
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -27,14 +29,35 @@ from pybudget.linear.problem import problem_costs
 # A weight change is sent as (indices, values) when fewer than this share of its
 # entries is non-zero (12 bytes an entry against 8 for every entry).
 SPARSE_SHARE = 1 / 3
-# What the ring carries per problem: shrinking's thresholds and the round's extremes
-# (4), AVSF's reference gain, the logistic inner tolerance, the steps taken, and the
-# round's sums over the partitions of the losses their rows had when last visited
-# (``seen``) and of the dual's terms: the stale estimate of the gap (_steps.seen_gap).
-CARRY_SIZE = 9
-CARRY_STEPS = 6
+
+# The scalars dcd_round keeps between calls (ProblemState.scal; a float64 array, as the
+# Cython takes it, which indexes it by these positions: see its docstring).
+SCAL_MAX_OLD = 0      # hard shrinking's thresholds ...
+SCAL_MIN_OLD = 1
+SCAL_MAX_NEW = 2      # ... and the extremes of the gradients seen since they were set
+SCAL_MIN_NEW = 3
+SCAL_DREF = 4         # AVSF's reference gain (<= 0: learnt in the first sweep)
+SCAL_LR_TOL = 5       # the logistic loss's inner tolerance
+SCAL_LAP_POS = 6      # where a shrinking lap continues
+SCAL_SIZE = 7
+
+# What the ring carries per problem (a float64 array shipped between workers, summed in
+# partition order): the first four are what linear._dual_cd.roll_carried and
+# fresh_carry read and write, in scal's order; the shrinking thresholds and AVSF's
+# reference gain and logistic tolerance are handed from one partition to the next, the
+# extremes folded over the round's partitions.
+CARRY_MAX_OLD = 0
+CARRY_MIN_OLD = 1
+CARRY_MAX_NEW = 2
+CARRY_MIN_NEW = 3
+CARRY_DREF = 4
+CARRY_LR_TOL = 5
+CARRY_STEPS = 6         # the dual CD steps taken so far
+# the round's sums over the partitions of the losses their rows had when last visited
+# (``seen``) and of the dual's terms: the stale estimate of the gap (_steps.seen_gap)
 CARRY_SEEN_LOSS = 7
 CARRY_SEEN_TERMS = 8
+CARRY_SIZE = 9
 
 
 def round_seed(seed, problem, part, rnd):
@@ -65,12 +88,38 @@ def add_into(w, msg, scale=1.0):
         w += msg[1] if scale == 1.0 else scale * msg[1]
 
 
+def first_lr_tol(selection):
+    """The logistic inner tolerance a problem starts with."""
+    return 1e-2 if selection == SELECTIONS["shrinking"] else 1e-8
+
+
 def first_carry(kind, selection):
     """The ring's carried scalars of one problem before its first round."""
     c = np.zeros(CARRY_SIZE)
-    c[:4] = fresh_carry(kind)
-    c[5] = 1e-2 if selection == SELECTIONS["shrinking"] else 1e-8
+    c[CARRY_MAX_OLD:CARRY_MIN_NEW + 1] = fresh_carry(kind)
+    c[CARRY_LR_TOL] = first_lr_tol(selection)
     return c
+
+
+@dataclass
+class ProblemState:
+    """One binary problem's local dual state on a partition: what dcd_round keeps
+    between the ring's visits (and a checkpoint keeps, but y)."""
+    y: np.ndarray           # the targets (+-1, or regression's); None in a checkpoint
+    u: np.ndarray           # the duals
+    prefs: np.ndarray       # AVSF's preferences
+    seen: np.ndarray        # float32: each row's loss at its last visit, 0 before
+    perm: np.ndarray        # int32: the order, hard shrinking's active rows first
+    n_active: int
+    comp: np.ndarray        # the logistic loss's C - u (None for the others)
+    scal: np.ndarray        # dcd_round's scalars, indexed by SCAL_*
+
+    def copied(self, y):
+        """A copy of every array, with targets y (a checkpoint keeps none: setup's)."""
+        return replace(self, y=y, u=self.u.copy(), prefs=self.prefs.copy(),
+                       seen=self.seen.copy(), perm=self.perm.copy(),
+                       comp=None if self.comp is None else self.comp.copy(),
+                       scal=self.scal.copy())
 
 
 class _Costs:
@@ -208,25 +257,25 @@ class Partition:
 
     def _fresh(self, y, cost):
         n = y.shape[0]
+        scal = np.zeros(SCAL_SIZE)
+        scal[SCAL_MAX_OLD], scal[SCAL_MIN_OLD] = np.inf, -np.inf
+        scal[SCAL_LR_TOL] = first_lr_tol(self.selection)
         # seen: the ring's stale losses (visit), 0 until a row is visited (the first
         # round visits every row)
-        st = {"y": np.ascontiguousarray(y), "u": np.zeros(n), "prefs": np.ones(n),
-              "seen": np.zeros(n, np.float32),
-              "perm": np.arange(n, dtype=np.int32), "n_active": n, "comp": None,
-              "scal": np.array([np.inf, -np.inf, 0.0, 0.0, 0.0,
-                                1e-2 if self.selection == SELECTIONS["shrinking"] else 1e-8,
-                                0.0])}
+        st = ProblemState(y=np.ascontiguousarray(y), u=np.zeros(n), prefs=np.ones(n),
+                          seen=np.zeros(n, np.float32), perm=np.arange(n, dtype=np.int32),
+                          n_active=n, comp=None, scal=scal)
         if self.kind == "lr":
             # liblinear's start, as in dual_cd
-            st["u"] = self.loss.start_inside(cost.upper)
-            st["comp"] = cost.upper - st["u"]
+            st.u = self.loss.start_inside(cost.upper)
+            st.comp = cost.upper - st.u
         return st
 
     def _initial(self, st):
         d1 = self.Xk.shape[1] + 1
         if self.kind != "lr" or self.Xk.shape[0] == 0:
             return ("sparse", np.zeros(0, np.int32), np.zeros(0))
-        ay = st["u"] * st["y"]
+        ay = st.u * st.y
         w = np.zeros(d1)
         w[:-1] = self.Xk.T @ ay
         w[-1] = self.bias * ay.sum()
@@ -239,24 +288,24 @@ class Partition:
         is terms - 1/2 |w|^2."""
         if self.kind == "lr":
             return -float(self.loss.entropy(u, comp, cost.cvec))
-        lin = self.loss.linear_term(st["y"], u, self.epsilon)
+        lin = self.loss.linear_term(st.y, u, self.epsilon)
         quad = 0.5 * np.sum(cost.diag * u * u) if self.squared else 0.0
         return float(lin - quad)
 
     def gap_terms(self, j):
         st = self.problems[j]
-        return self._terms(st, self.costs[j], st["u"], st["comp"])
+        return self._terms(st, self.costs[j], st.u, st.comp)
 
     def _sweeps(self, j, rnd, v, sweeps, check, lap=0, laps=1, seen=None):
         """dcd_round on problem j from weights v (changed in place); returns its dict."""
         st, cost = self.problems[j], self.costs[j]
-        out = dcd_round(self.Xk, st["y"], cost.upper, cost.diag, cost.cvec, self.bias,
-                        st["u"], v, st["prefs"], st["perm"], st["n_active"], st["scal"],
+        out = dcd_round(self.Xk, st.y, cost.upper, cost.diag, cost.cvec, self.bias,
+                        st.u, v, st.prefs, st.perm, st.n_active, st.scal,
                         cost.qd, False, self.selection, sweeps,
                         round_seed(self.seed, j, self.part, rnd), self.squared, check,
-                        self.kind, self.epsilon, st["comp"], lap, laps, self.n_total,
+                        self.kind, self.epsilon, st.comp, lap, laps, self.n_total,
                         seen)
-        st["n_active"] = out["n_active"]
+        st.n_active = out["n_active"]
         return out
 
     # ---- the ring -----------------------------------------------------------------------
@@ -270,15 +319,17 @@ class Partition:
         if self.Xk.shape[0] == 0:
             return
         st = self.problems[j]
-        s = st["scal"]
-        s[0], s[1], s[4], s[5] = carry[0], carry[1], carry[4], carry[5]
+        s = st.scal
+        s[SCAL_MAX_OLD], s[SCAL_MIN_OLD] = carry[CARRY_MAX_OLD], carry[CARRY_MIN_OLD]
+        s[SCAL_DREF], s[SCAL_LR_TOL] = carry[CARRY_DREF], carry[CARRY_LR_TOL]
         # (one seed per round: the laps after the first draw nothing)
-        out = self._sweeps(j, rnd, w, sweeps, False, lap, laps, st["seen"])
-        carry[2], carry[3] = max(carry[2], s[2]), min(carry[3], s[3])
-        carry[4], carry[5] = s[4], s[5]
+        out = self._sweeps(j, rnd, w, sweeps, False, lap, laps, st.seen)
+        carry[CARRY_MAX_NEW] = max(carry[CARRY_MAX_NEW], s[SCAL_MAX_NEW])
+        carry[CARRY_MIN_NEW] = min(carry[CARRY_MIN_NEW], s[SCAL_MIN_NEW])
+        carry[CARRY_DREF], carry[CARRY_LR_TOL] = s[SCAL_DREF], s[SCAL_LR_TOL]
         carry[CARRY_STEPS] += out["n_steps"]
         if lap == laps - 1:
-            carry[CARRY_SEEN_LOSS] += float(np.sum(st["seen"], dtype=np.float64))
+            carry[CARRY_SEEN_LOSS] += float(np.sum(st.seen, dtype=np.float64))
             carry[CARRY_SEEN_TERMS] += self.gap_terms(j)
 
     def check(self, j, w):
@@ -294,17 +345,14 @@ class Partition:
     # ---- checkpoints -----------------------------------------------------------------
 
     def state(self, j):
-        """What a checkpoint keeps of problem j (copies)."""
-        st = self.problems[j]
-        return {k: (v.copy() if isinstance(v, np.ndarray) else v)
-                for k, v in st.items() if k in ("u", "prefs", "perm", "n_active", "comp",
-                                                 "scal", "seen")}
+        """What a checkpoint keeps of problem j: a ProblemState of copies, without y
+        (setup's; the checkpoint is pickled to workers and the client)."""
+        return self.problems[j].copied(None)
 
     def restore(self, j, saved):
-        """Problem j back to a checkpointed state."""
-        st = self.problems[j]
-        for k, v in saved.items():
-            st[k] = v.copy() if isinstance(v, np.ndarray) else v
+        """Problem j back to a checkpointed state (``state``'s; copied, so that a
+        second loss can restore it again)."""
+        self.problems[j] = saved.copied(self.problems[j].y)
 
 
 def roll_ring(kind, carries, rnd):

@@ -720,11 +720,11 @@ def test_check_leaves_w_and_the_duals_alone():
             "selection": "uniform"}
     P.setup(spec)
     w = np.ones(X.shape[1] + 1)
-    u = P.problems[0]["u"].copy()
+    u = P.problems[0].u.copy()
     out = P.check(0, w)
     assert out["kkt"] > 0
     np.testing.assert_array_equal(w, np.ones(X.shape[1] + 1))
-    np.testing.assert_array_equal(P.problems[0]["u"], u)
+    np.testing.assert_array_equal(P.problems[0].u, u)
 
 
 @pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
@@ -746,9 +746,9 @@ def test_a_long_visit_solves_the_partitions_dual_at_the_carried_weights(loss):
     rng = np.random.default_rng(0)
     w0 = rng.normal(scale=0.1, size=X.shape[1] + 1)
     w = w0.copy()
-    a_old = P.problems[0]["u"].copy()
+    a_old = P.problems[0].u.copy()
     P.visit(0, 0, w, 3000, first_carry("svm", SELECTIONS["uniform"]))
-    a = P.problems[0]["u"]
+    a = P.problems[0].u
     ys = np.where(y == 1, 1.0, -1.0)
     Xb = sp.hstack([X, np.ones((X.shape[0], 1))]).tocsr()
     np.testing.assert_allclose(w - w0, Xb.T @ ((a - a_old) * ys), atol=1e-12)
