@@ -27,6 +27,8 @@ ridge of ``JITTER`` times H's mean diagonal (raised where round-off needs it, ``
 keeps H positive definite; the gradient, the line search and the stopping rule use the
 objective without it.
 """
+from dataclasses import dataclass
+
 import numpy as np
 import scipy.linalg as sla
 from scipy.linalg.blas import dsyrk
@@ -74,8 +76,7 @@ def refit_binary(K, Kss, y, C, a0, b0, fit_bias=True, tol=TOL, max_iter=MAX_ITER
     Newton's method with exact line searches, from (a0, b0).
 
     K (n, m) the kernel columns of the training rows, Kss (m, m) the centres' kernel,
-    y +-1 floats, C > 0, fit_bias False: b stays 0.  Returns (a, b, info) with info =
-    {n_iter, converged, objective, decrement}."""
+    y +-1 floats, C > 0, fit_bias False: b stays 0.  Returns (a, b, RefitInfo)."""
     m = Kss.shape[0]
     a = np.array(a0, dtype=np.float64)
     b = float(b0) if fit_bias else 0.0
@@ -122,8 +123,7 @@ def refit_binary(K, Kss, y, C, a0, b0, fit_bias=True, tol=TOL, max_iter=MAX_ITER
         b += t * db
         Ka += t * (d_out - db)
         Kssa += t * Kda
-    return a, b, {"n_iter": it, "converged": converged, "objective": f,
-                  "decrement": dec}
+    return a, b, RefitInfo(it, converged, f, dec)
 
 
 def _solve(H, g):
@@ -167,6 +167,17 @@ def _line_search(y, out, d, aKd, dKd, C, max_iter=50):
     return max(t, 0.0)
 
 
+@dataclass(frozen=True)
+class RefitInfo:
+    """One problem's Newton run: iterations, whether it ended at the optimum (the
+    active set repeated, or the decrement fell to round-off), the objective and the
+    last squared Newton decrement."""
+    n_iter: int
+    converged: bool
+    objective: float = 0.0
+    decrement: float = 0.0
+
+
 def refit_model(X, codes, n_classes, Z, dual, intercept, gamma, C, fit_bias, blocks=None):
     """Refit every problem of a budgeted model on its own support vectors.
 
@@ -174,7 +185,8 @@ def refit_model(X, codes, n_classes, Z, dual, intercept, gamma, C, fit_bias, blo
     intercept (n_problems,).  Binary: one problem (positive side class 1).  More
     classes: one-vs-rest, problem k class k against the rest, on the shared SVs (BSGD)
     or, with ``blocks`` (a list of (start, stop) per problem: one-vs-rest BSCA's
-    stacked SVs), each on its own.  Returns (dual, intercept, infos)."""
+    stacked SVs), each on its own.  Returns (dual, intercept, a RefitInfo per
+    problem)."""
     n_prob = dual.shape[0]
     dual = dual.copy()
     b_out = np.array(intercept, dtype=np.float64).copy()
@@ -185,7 +197,7 @@ def refit_model(X, codes, n_classes, Z, dual, intercept, gamma, C, fit_bias, blo
     for k in range(n_prob):
         lo, hi = blocks[k]
         if hi - lo == 0:
-            infos.append({"n_iter": 0, "converged": True})
+            infos.append(RefitInfo(0, True))
             continue
         if (lo, hi) not in cache:
             cache.clear()      # one block's kernel columns at a time

@@ -360,7 +360,7 @@ def _fit(X, codes, classes, p, seed, verbose=0, n_jobs=1):
             blocks=out.get("blocks") if p.solver == "bsca" and K > 2 else None)
         res.time += time.perf_counter() - t0
         if verbose:
-            report(f"refit: {', '.join(str(i['n_iter']) for i in infos)} Newton "
+            report(f"refit: {', '.join(str(i.n_iter) for i in infos)} Newton "
                    f"iteration(s)", time.perf_counter() - t_fit)
     if verbose:
         report(f"{p.solver}: {res.n_iter} epoch(s), {Z.shape[0]} SVs, "

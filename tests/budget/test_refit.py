@@ -120,7 +120,7 @@ def test_refit_improves_objective_from_any_start(binary):
     a0, b0 = clf.dual_coef_.ravel(), clf.intercept_[0]
     a1, b1, i1 = refit_binary(K, Kss, ys, C, a0, b0)
     a2, b2, i2 = refit_binary(K, Kss, ys, C, np.zeros_like(a0), 0.0)
-    assert i1["converged"] and i2["converged"]
+    assert i1.converged and i2.converged
     assert _objective(a1, b1, K, Kss, ys) <= _objective(a0, b0, K, Kss, ys)
     assert _objective(a1, b1, K, Kss, ys) == pytest.approx(_objective(a2, b2, K, Kss, ys),
                                                            rel=1e-9)
@@ -223,3 +223,4 @@ def test_check_estimator(solver):
     from sklearn.utils.estimator_checks import check_estimator
     check_estimator(BudgetSVC(C=10.0, epochs=5, budget=50, solver=solver, refit=True,
                               random_state=0))
+
