@@ -226,16 +226,15 @@ class RingRuns:
         return out
 
     def _check_sums(self, checks):
-        """The check result ({j: (loss, dual terms, kkt, |w|^2, ring steps)}) of the
-        passes."""
+        """The check result ({j: _steps.CheckResult}) of the passes."""
         got = self._gather([small for _, small, _ in checks.values()])
         self._synced()
         self._received()
-        self._finished([rows for _, _, rows in got])
-        per = _steps.found_by_partition([found for found, _, _ in got], len(self.where))
+        self._finished([c.rows for c in got])
+        per = _steps.found_by_partition([c.found for c in got], len(self.where))
         stats = {}
-        for _, st, _ in got:
-            stats.update(st)
+        for c in got:
+            stats.update(c.stats)
         # (the problems whose seen_gap was far from tol were not checked)
         problems = [j for _, _, checked in checks.values() for j in checked if j in stats]
         return _steps.checked(per, stats, problems)

@@ -20,7 +20,7 @@ import numpy as np
 
 from pybudget.dask._laps import grown
 from pybudget.dask._recovery import Checkpoints
-from pybudget.dask._steps import gap_of, passed
+from pybudget.dask._steps import passed
 from pybudget.dask.errors import PartitionsLost
 
 MAX_CHECK_INTERVAL = 10
@@ -107,9 +107,9 @@ class _Fit:
         self.t_start = time.perf_counter()
 
     def check(self, drv, sums):
-        """Finish the checked problems (those of sums) whose gap passed; returns the
-        problems still open.  A due problem missing from sums was not checked (the
-        ring's stale gap was far from tol): it stays due."""
+        """Finish the checked problems (those of sums, {problem: _steps.CheckResult})
+        whose gap passed; returns the problems still open.  A due problem missing from
+        sums was not checked (the ring's stale gap was far from tol): it stays due."""
         if not sums:
             return list(drv.active)
         drv.n_checks += 1
@@ -118,8 +118,7 @@ class _Fit:
         done = passed(sums, self.tol)
         gaps = {}
         for j in sums:
-            loss, terms, kkt, w2 = sums[j][:4]
-            g = gap_of(w2, loss, terms, kkt)
+            g = sums[j].gap()
             gaps[j] = g[0]
             if j in done:
                 drv.final[j] = (*g, drv.t)
@@ -159,8 +158,7 @@ def run(engine, spec, n_problems, d, method, *, tol, max_rounds, sweeps, checkpo
         # max_rounds reached: one check-only pass certifies the final weights
         sums = method.last_check(fit, drv)
         for j in drv.active:
-            loss, terms, kkt, w2 = sums[j][:4]
-            drv.final[j] = (*gap_of(w2, loss, terms, kkt), drv.t)
+            drv.final[j] = (*sums[j].gap(), drv.t)
     W = engine.weights(n_problems, d)
     if not np.isfinite(W).all():
         raise ValueError(f"C={spec['C']:g} is too large for this data: the weights "

@@ -48,8 +48,8 @@ class Engine(Protocol):
         of the problems not passed."""
 
     def ring_check(self, groups, due=None, near=None) -> dict:
-        """{j: (loss, dual terms, kkt, |w|^2, ring steps)} at the current weights of the
-        problems in ``due`` (all when None), by each group's pass along the ring
+        """{j: _steps.CheckResult} at the current weights of the problems in ``due``
+        (all when None), by each group's pass along the ring
         (``_steps.check_order``).  With ``near``, of those whose stale gap is near it
         (``_steps.check_visit``)."""
 
@@ -181,7 +181,7 @@ class ThreadsEngine:
             for p in _steps.check_order(start, K):
                 carried = _steps.check_visit(self.parts[p], p, carried, problems, K,
                                              near=near, threads=threads)
-            return carried[1]
+            return carried.found
 
         per = _steps.found_by_partition(self._map(travel, groups), K)
         problems = [j for _, group in groups for j in group if j in per[0]]

@@ -23,7 +23,7 @@ checkpoints and replay) and gives it two more things:
   finishes those that passed and returns those still open; the round sets
   ``drv.active`` to them and adds its coordinate steps to ``drv.n_steps``;
 - ``last_check(fit, drv)``: a check-only pass of the open problems after the last
-  round: {problem: (loss, terms, kkt, |w|^2, steps)}.
+  round: {problem: _steps.CheckResult}.
 
 A new method is a class here, in ``METHODS``; what a partition computes for it goes in
 ``_steps`` (the same function on either engine gives the same bits), the engines' calls
@@ -66,12 +66,12 @@ class Ring(Method):
         sums = fit.engine.ring_round(drv.t, groups, fit.sweeps, drv.laps, fit.tol, due,
                                      near)
         still = fit.check(drv, sums)
-        drv.n_steps += sum(sums[j][4] for j in drv.active if j not in still)
+        drv.n_steps += sum(sums[j].steps for j in drv.active if j not in still)
         drv.active = still
 
     def last_check(self, fit, drv):
         sums = fit.engine.ring_check(ring_groups(drv.active, fit.K))
-        drv.n_steps += sum(sums[j][4] for j in drv.active)
+        drv.n_steps += sum(sums[j].steps for j in drv.active)
         return sums
 
 

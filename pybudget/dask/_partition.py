@@ -122,6 +122,18 @@ class ProblemState:
                        scal=self.scal.copy())
 
 
+@dataclass(frozen=True)
+class PartCheck:
+    """One partition's share of a problem's duality gap at given weights (``check``):
+    the weighted primal loss of its rows, its dual objective's terms without w
+    (``Partition.gap_terms``) and the largest violation of its duals' optimality.
+    Sent from a worker to the client (it pickles); the engines sum the partitions'
+    in partition order (``_steps.sum_checks``)."""
+    loss: float
+    dual_terms: float
+    kkt: float
+
+
 class _Costs:
     """The per-row constants of one problem: C_i, the box (C_i or infinite), the
     diagonal D_ii of the squared losses and the curvatures Q_ii."""
@@ -297,7 +309,8 @@ class Partition:
         return self._terms(st, self.costs[j], st.u, st.comp)
 
     def _sweeps(self, j, rnd, v, sweeps, check, lap=0, laps=1, seen=None):
-        """dcd_round on problem j from weights v (changed in place); returns its dict."""
+        """dcd_round on problem j from weights v (changed in place); returns its
+        RoundOutcome."""
         st, cost = self.problems[j], self.costs[j]
         out = dcd_round(self.Xk, st.y, cost.upper, cost.diag, cost.cvec, self.bias,
                         st.u, v, st.prefs, st.perm, st.n_active, st.scal,
@@ -305,7 +318,7 @@ class Partition:
                         round_seed(self.seed, j, self.part, rnd), self.squared, check,
                         self.kind, self.epsilon, st.comp, lap, laps, self.n_total,
                         seen)
-        st.n_active = out["n_active"]
+        st.n_active = out.n_active
         return out
 
     # ---- the ring -----------------------------------------------------------------------
@@ -327,20 +340,20 @@ class Partition:
         carry[CARRY_MAX_NEW] = max(carry[CARRY_MAX_NEW], s[SCAL_MAX_NEW])
         carry[CARRY_MIN_NEW] = min(carry[CARRY_MIN_NEW], s[SCAL_MIN_NEW])
         carry[CARRY_DREF], carry[CARRY_LR_TOL] = s[SCAL_DREF], s[SCAL_LR_TOL]
-        carry[CARRY_STEPS] += out["n_steps"]
+        carry[CARRY_STEPS] += out.n_steps
         if lap == laps - 1:
             carry[CARRY_SEEN_LOSS] += float(np.sum(st.seen, dtype=np.float64))
             carry[CARRY_SEEN_TERMS] += self.gap_terms(j)
 
     def check(self, j, w):
-        """The duality gap's scalars of problem j at weights w: {loss, kkt, dual_terms};
-        also resets hard shrinking's active set."""
+        """The duality gap's scalars of problem j at weights w (a PartCheck); also
+        resets hard shrinking's active set."""
         if self.Xk.shape[0] == 0:
-            return {"loss": 0.0, "kkt": 0.0, "dual_terms": 0.0}
+            return PartCheck(loss=0.0, dual_terms=0.0, kkt=0.0)
         terms = self.gap_terms(j)
         # (the check pass only reads w; dcd_round takes it writable)
         out = self._sweeps(j, 0, w if w.flags.writeable else w.copy(), 0, True)
-        return {"loss": out["loss_sum"], "kkt": out["kkt_violation"], "dual_terms": terms}
+        return PartCheck(loss=out.loss_sum, dual_terms=terms, kkt=out.kkt_violation)
 
     # ---- checkpoints -----------------------------------------------------------------
 

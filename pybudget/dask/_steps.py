@@ -3,11 +3,13 @@ the same bits on either: a ring visit over one group of problems, and the sums o
 partitions' scalars (always in partition order).  Payloads map a problem to its weights
 and the ring's carried scalars; every function but the ring's visit returns new arrays
 and leaves its inputs alone (a Dask worker may hand the same input to several tasks)."""
+from dataclasses import dataclass
+
 import numpy as np
 
 from pybudget._core._parallel import map_threads
 from pybudget.dask._partition import (CARRY_SEEN_LOSS, CARRY_SEEN_TERMS, CARRY_STEPS,
-                                       roll_ring)
+                                       PartCheck, roll_ring)
 from pybudget.linear._dual_cd import sum_of_squares
 
 # A check pass skips a due problem whose stale gap (seen_gap) is above SEEN_NEAR times
@@ -33,6 +35,42 @@ def visit_threads(threads, n_problems, nnz):
     """The threads a visit of ``n_problems`` problems, each sweeping ``nnz`` non-zeros,
     runs on: at most ``threads``, one a problem, MIN_THREAD_NNZ each."""
     return max(1, min(threads, n_problems, int(n_problems * nnz // MIN_THREAD_NNZ)))
+
+
+@dataclass(frozen=True)
+class WeightStats:
+    """What a check pass's last partition reads of a ring row: |w|^2 and the ring's
+    dual CD steps so far (``weight_stats``)."""
+    w2: float
+    steps: float
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """An engine's check of one problem (``checked``): its partitions' PartCheck
+    scalars summed in partition order (the largest kkt), and its weights' statistics
+    (WeightStats) as the pass read them."""
+    loss: float
+    dual_terms: float
+    kkt: float
+    w2: float
+    steps: float
+
+    def gap(self):
+        """(relative gap, primal, dual, kkt): ``gap_of`` these."""
+        return gap_of(self.w2, self.loss, self.dual_terms, self.kkt)
+
+
+@dataclass(frozen=True)
+class CheckPass:
+    """A group's check pass as it travels (``check_visit``) and ends
+    (``_worker.check_found``): the payload's rows (their weights unchanged; at the end,
+    the rows of the problems that passed, when asked), ``found`` = {partition:
+    {problem: PartCheck}} of the partitions passed so far, and ``stats`` =
+    {problem: WeightStats} once every partition is in (None before)."""
+    rows: object
+    found: dict
+    stats: dict = None
 
 
 def ring_groups(active, n_parts):
@@ -73,7 +111,7 @@ def passed_in(carried, tol):
     """The problems whose gap passed tol in a finished check pass: the round that
     follows the check on the workers visits the others only, as the driver decides from
     the same sums (so the client need not answer in between)."""
-    _, found, stats = carried
+    found, stats = carried.found, carried.stats
     sums = checked(found_by_partition([found], len(found)), stats, list(stats))
     return passed(sums, tol)
 
@@ -97,8 +135,9 @@ def seen_gap(row):
 
 
 def passed(sums, tol):
-    """The problems of a check result whose relative gap is at most tol."""
-    return {j for j, s in sums.items() if gap_of(s[3], *s[:3])[0] <= tol}
+    """The problems of a check result ({j: CheckResult}) whose relative gap is at most
+    tol."""
+    return {j for j, s in sums.items() if s.gap()[0] <= tol}
 
 
 class Changes:
@@ -178,14 +217,17 @@ def checked_groups(groups, due):
 
 
 def check_visit(P, part, carried, problems, n_parts, emit=None, near=None, threads=1):
-    """Partition ``part``'s share of a group's check pass: (the payload's rows, unchanged
-    and not copied, {partition: its gap scalars of each problem}, and once all n_parts
-    partitions are in, the weights' statistics) with this partition's added;
-    ``carried`` is the payload or the previous partition's result.  ``emit`` and
-    ``threads`` as for ``ring_visit``.  With ``near`` (the driver's tol), a
-    problem whose ``seen_gap`` is above SEEN_NEAR * near is not checked: the pass's
-    first partition decides, the others check what it checked."""
-    payload, found, _ = carried if isinstance(carried, tuple) else (carried, {}, None)
+    """Partition ``part``'s share of a group's check pass: a CheckPass (the payload's
+    rows, unchanged and not copied) with this partition's PartChecks added, and once
+    all n_parts partitions are in, the weights' statistics; ``carried`` is the payload
+    or the previous partition's CheckPass.  ``emit`` and ``threads`` as for
+    ``ring_visit``.  With ``near`` (the driver's tol), a problem whose ``seen_gap`` is
+    above SEEN_NEAR * near is not checked: the pass's first partition decides, the
+    others check what it checked."""
+    if isinstance(carried, CheckPass):
+        payload, found = carried.rows, carried.found
+    else:
+        payload, found = carried, {}
     if found:           # (the pass's first partition decided what it checks)
         checked, near = set(next(iter(found.values()))), None
     else:
@@ -211,12 +253,12 @@ def check_visit(P, part, carried, problems, n_parts, emit=None, near=None, threa
     stats = {j: st for j, (_, st, _) in zip(order, outs) if st is not None}
     rows = {j: row for j, (_, _, row) in zip(order, outs)}
     found[part] = {j: mine[j] for j in problems if j in mine}
-    return rows, found, (stats if last else None)
+    return CheckPass(rows=rows, found=found, stats=stats if last else None)
 
 
 def payload_of(result):
-    """The payload of a ring task's result (a check pass adds its scalars)."""
-    return result[0] if isinstance(result, tuple) else result
+    """The payload of a ring task's result (a check pass's: its CheckPass's rows)."""
+    return result.rows if isinstance(result, CheckPass) else result
 
 
 def weights_of(row):
@@ -239,29 +281,31 @@ def payload_nbytes(payload):
 
 
 def sum_checks(per_part, problems):
-    """Partitions' check scalars (in partition order) -> {j: (loss, terms, kkt)}."""
+    """Partitions' PartChecks (a list in partition order of {problem: PartCheck}) ->
+    {j: their sum, a PartCheck (loss and terms added in partition order, the largest
+    kkt)}."""
     out = {}
     for j in problems:
         loss = terms = kkt = 0.0
         for s in per_part:
-            loss += s[j]["loss"]
-            terms += s[j]["dual_terms"]
-            kkt = max(kkt, s[j]["kkt"])
-        out[j] = (loss, terms, kkt)
+            loss += s[j].loss
+            terms += s[j].dual_terms
+            kkt = max(kkt, s[j].kkt)
+        out[j] = PartCheck(loss=loss, dual_terms=terms, kkt=kkt)
     return out
 
 
 def weight_stats(payloads, problems):
-    """{j: (|w_j|^2, the ring's steps so far)}."""
+    """{j: WeightStats of w_j}."""
     rows = merged(payloads)
-    return {j: (sum_of_squares(weights_of(rows[j])),
-                rows[j][1][CARRY_STEPS])
+    return {j: WeightStats(w2=sum_of_squares(weights_of(rows[j])),
+                           steps=rows[j][1][CARRY_STEPS])
             for j in problems}
 
 
 def found_by_partition(founds, n_parts):
-    """The check passes' {partition: scalars} of every group -> a list in partition
-    order of {problem: scalars}."""
+    """The check passes' {partition: {problem: PartCheck}} of every group -> a list in
+    partition order of {problem: PartCheck}."""
     per = [{} for _ in range(n_parts)]
     for found in founds:
         for p, scalars in found.items():
@@ -270,6 +314,9 @@ def found_by_partition(founds, n_parts):
 
 
 def checked(per_part, stats, problems):
-    """An engine's check result: {j: (loss, dual terms, kkt, |w|^2, ring steps)}."""
+    """An engine's check result: {j: CheckResult} from the partitions' PartChecks and
+    the weights' statistics ({j: WeightStats})."""
     sums = sum_checks(per_part, problems)
-    return {j: (*sums[j], *stats[j]) for j in problems}
+    return {j: CheckResult(loss=sums[j].loss, dual_terms=sums[j].dual_terms,
+                           kkt=sums[j].kkt, w2=stats[j].w2, steps=stats[j].steps)
+            for j in problems}

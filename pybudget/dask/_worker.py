@@ -14,6 +14,7 @@ Arguments named ``after`` only order a task behind earlier ones on the same part
 import asyncio
 import threading
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -130,19 +131,23 @@ def ring_check_task(job, parts, carried, problems, n_parts, checked, near=None, 
     problems ``checked`` (the payload carries all the group's ``problems``); ``near``:
     as for check_visit; ``log`` as for ring_task, with the group's latest run (the pass
     changes no weights); ``tag`` as for ring_task."""
-    payload, found, stats = carried if isinstance(carried, tuple) else (carried, {}, None)
+    if isinstance(carried, _steps.CheckPass):
+        payload, found, stats = carried.rows, carried.found, carried.stats
+    else:
+        payload, found, stats = carried, {}, None
     if log is not None:
         run, since, keep, moved = log
         payload, logs = _replica_rows(job, payload, since, moved)
-    carried = (_rows(job, payload, list(_keys(payload)), out=tag), found, stats)
+    carried = _steps.CheckPass(rows=_rows(job, payload, list(_keys(payload)), out=tag),
+                               found=found, stats=stats)
     for i, part in enumerate(parts):
         emit = _hold(job, tag) if tag is not None and i == len(parts) - 1 else None
         carried = _steps.check_visit(_get(job, part), part, carried, checked, n_parts,
                                      emit, near, _threads())
     if log is not None:
-        carried = (_changes_rows(carried[0], logs, {}, run, keep), *carried[1:])
+        carried = replace(carried, rows=_changes_rows(carried.rows, logs, {}, run, keep))
     if tag is not None:
-        carried = (Held(tag, list(carried[0])), *carried[1:])
+        carried = replace(carried, rows=Held(tag, list(carried.rows)))
     return carried
 
 
@@ -282,12 +287,13 @@ def install(dask_worker):
 
 
 def check_found(job, carried, tol=None):
-    """What the client needs of a finished check pass: ({partition: scalars}, the
-    weights' statistics, both computed by the pass (the round after it may already
-    change the weights in place), and with ``tol`` the rows of the problems that passed,
-    taken from here: they are final, and no worker need keep them until the end)."""
+    """What the client needs of a finished check pass (a CheckPass): its PartChecks
+    and the weights' statistics, both computed by the pass (the round after it may
+    already change the weights in place), and as its rows, with ``tol``, the rows of the
+    problems that passed, taken from here: they are final, and no worker need keep them
+    until the end."""
     done = sorted(_steps.passed_in(carried, tol)) if tol is not None else []
-    return carried[1], carried[2], rows_task(job, carried, done, False) if done else {}
+    return replace(carried, rows=rows_task(job, carried, done, False) if done else {})
 
 
 # ---- the ring's sparse hops ---------------------------------------------------------

@@ -53,7 +53,7 @@ from pybudget._core._runtime cimport interrupted, now
 import numpy as np
 
 from pybudget._core._progress import report
-from pybudget.linear._dcd_types import DcdOutcome
+from pybudget.linear._dcd_types import DcdOutcome, RoundOutcome
 # sum_i w_i^2 added in numpy's pairwise order, the order np.sum(w * w) adds in (blocks
 # of at most 128 with 8 accumulators, halved at multiples of 8 above): the same bits
 # without np.sum's temporary w * w, which for a large d (or a K x d Crammer-Singer
@@ -1082,7 +1082,8 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
     unscaled C_i): the exact maximal violation and the weighted primal loss (returned
     as kkt_violation and loss_sum), and hard shrinking's active set recomputed from
     scratch (the rows at a bound whose gradient points outwards are shrunk; every
-    other row is active again).  Returns a dict with those, n_active and n_steps.
+    other row is active again).  Returns a RoundOutcome with those, n_active and
+    n_steps.
 
     With ``laps`` > 1 (and sweeps = 1), the call runs the lap-th of ``laps`` even shares
     of one sweep, so that the ring can interleave the partitions' sweeps; the calls for
@@ -1102,7 +1103,7 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
     if seen is not None and seen.shape[0] != n:
         raise ValueError(f"seen has {seen.shape[0]} entries for {n} rows")
     if n == 0:
-        return {"n_active": 0, "n_steps": 0, "kkt_violation": 0.0, "loss_sum": 0.0}
+        return RoundOutcome(n_active=0, n_steps=0, kkt_violation=0.0, loss_sum=0.0)
     cdef DualData r = dual_data(X, y, upper, diag, cvec, bias, squared)
     cdef SvmProblem svm
     cdef SvrProblem svr
@@ -1170,8 +1171,8 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
     scal[6] = S.pos
     if problem == "lr":
         scal[5] = inner.eps
-    return {"n_active": S.active, "n_steps": S.steps, "kkt_violation": kkt,
-            "loss_sum": loss_sum}
+    return RoundOutcome(n_active=S.active, n_steps=S.steps, kkt_violation=kkt,
+                        loss_sum=loss_sum)
 
 
 cdef double round_sweeps(const Problem* P, State* S, const Lapped* M, int selection,

@@ -1,7 +1,8 @@
 """The seam of ``dcd_solve`` (the dual CD solver of _dcd.pxi): what it is told
 (``DcdOptions``), the warm-startable state it updates in place (``DcdState``) and what
-it reports (``DcdOutcome``).  Plain Python, so that the compiled modules and their
-callers share one definition."""
+it reports (``DcdOutcome``); and what ``dcd_round`` (one partition's share of a ring
+round) reports (``RoundOutcome``).  Plain Python, so that the compiled modules and
+their callers share one definition."""
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,3 +65,15 @@ class DcdOutcome:
     l1: float = None
     combines: int = None
     damped: int = None
+
+
+@dataclass(frozen=True)
+class RoundOutcome:
+    """What a ``dcd_round`` call reports: hard shrinking's active rows after it
+    (``n_active``), its coordinate visits (``n_steps``), and from its check pass (0
+    without one) the exact maximal violation and the weighted primal loss at the
+    entering weights (``loss_sum``)."""
+    n_active: int
+    n_steps: int
+    kkt_violation: float = 0.0
+    loss_sum: float = 0.0

@@ -6,11 +6,11 @@ import numpy as np
 from pybudget.linear import _dcd32, _dcd64
 from pybudget.linear._dcd64 import (PAIRS, PROBLEMS, SELECTIONS, TOL_RULES, fresh_carry,
                                     roll_carried, sum_of_squares)
-from pybudget.linear._dcd_types import DcdOptions, DcdOutcome, DcdState
+from pybudget.linear._dcd_types import DcdOptions, DcdOutcome, DcdState, RoundOutcome
 
 __all__ = ["PAIRS", "PROBLEMS", "SELECTIONS", "TOL_RULES", "DcdOptions", "DcdOutcome",
-           "DcdState", "dcd_round", "dcd_solve", "fresh_carry", "module_for", "roll_carried",
-           "sum_of_squares"]
+           "DcdState", "RoundOutcome", "dcd_round", "dcd_solve", "fresh_carry", "module_for",
+           "roll_carried", "sum_of_squares"]
 
 
 def module_for(X):

@@ -16,7 +16,7 @@ import pybudget
 import pybudget.dask as pbd
 from pybudget.dask import _dask_engine, _driver, _engines, _laps, _scheduler, _steps, _worker
 from pybudget.dask import estimators as E
-from pybudget.dask._partition import Partition, add_into, encode
+from pybudget.dask._partition import PartCheck, Partition, add_into, encode
 from pybudget.dask._sources import build_partition, row_bounds
 
 from helpers import chunked, held, make_data, placement_engine
@@ -722,9 +722,34 @@ def test_check_leaves_w_and_the_duals_alone():
     w = np.ones(X.shape[1] + 1)
     u = P.problems[0].u.copy()
     out = P.check(0, w)
-    assert out["kkt"] > 0
+    assert out.kkt > 0
     np.testing.assert_array_equal(w, np.ones(X.shape[1] + 1))
     np.testing.assert_array_equal(P.problems[0].u, u)
+
+
+def test_check_results_travel_as_named_values():
+    """A partition's check (PartCheck), the weights' statistics and the engine's summed
+    CheckResult are dataclasses that pickle (Dask moves them) and sum in partition
+    order."""
+    X, y = make_data(n=100)
+    P = build_partition(0, ("arrays", X, y, None, X.shape[1]), False, "p0")
+    spec = {"loss": "hinge", "bias": 1.0, "d": X.shape[1], "C": 1.0, "seed": 0,
+            "classes": np.array([0, 1]), "class_weight": np.ones(2), "positive": [1],
+            "selection": "uniform"}
+    P.setup(spec)
+    w = np.ones(X.shape[1] + 1)
+    one = P.check(0, w)
+    assert isinstance(one, PartCheck) and pickle.loads(pickle.dumps(one)) == one
+    row = (w, np.zeros(9))
+    passes = _steps.check_visit(P, 1, _steps.check_visit(P, 0, {0: row}, [0], 2), [0], 2)
+    assert isinstance(passes, _steps.CheckPass) and passes.rows[0] is row
+    again = pickle.loads(pickle.dumps(passes))
+    assert again.found == passes.found and again.stats == passes.stats
+    res = _steps.checked(_steps.found_by_partition([passes.found], 2), passes.stats, [0])[0]
+    assert res == _steps.CheckResult(loss=0.0 + one.loss + one.loss,
+                                     dual_terms=0.0 + one.dual_terms + one.dual_terms,
+                                     kkt=one.kkt, w2=float(w @ w), steps=0.0)
+    assert res.gap() == _steps.gap_of(res.w2, res.loss, res.dual_terms, res.kkt)
 
 
 @pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])

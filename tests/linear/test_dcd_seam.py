@@ -135,7 +135,7 @@ def test_seen_keeps_each_rows_loss_at_the_margin_its_step_saw(problem, squared, 
     """dcd_round's ``seen`` (the ring's stale estimate of the primal): with one visit a
     lap, the row a lap visits holds its weighted loss at the weights before the lap,
     computed here with numpy."""
-    from pybudget.linear._dual_cd import dcd_round
+    from pybudget.linear._dual_cd import RoundOutcome, dcd_round
     rng = np.random.default_rng(3)
     n, d, bias, eps = 12, 5, 1.0, 0.1
     X = sp.random(n, d, density=0.6, format="csr", random_state=4)
@@ -166,9 +166,12 @@ def test_seen_keeps_each_rows_loss_at_the_margin_its_step_saw(problem, squared, 
     for sweep in range(3):                    # (AVSF adapts its preferences after one)
         for lap in range(n):
             before, was = w.copy(), seen.copy()
-            dcd_round(X, y, upper, diag, cvec, bias, alpha, w, prefs, perm, n, scal, qd,
-                      False, SELECTIONS[selection], 1, 7 + sweep, squared, False, problem,
-                      eps, comp, lap, n, 0, seen)
+            out = dcd_round(X, y, upper, diag, cvec, bias, alpha, w, prefs, perm, n, scal,
+                            qd, False, SELECTIONS[selection], 1, 7 + sweep, squared, False,
+                            problem, eps, comp, lap, n, 0, seen)
+            # (no check pass: no violation or loss reported)
+            assert isinstance(out, RoundOutcome) and out.n_active == n
+            assert out.kkt_violation == 0.0 and out.loss_sum == 0.0
             changed = np.flatnonzero(~(seen == was) & ~(np.isnan(seen) & np.isnan(was)))
             assert changed.size <= 1
             recorded += changed.size
