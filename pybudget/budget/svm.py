@@ -529,10 +529,8 @@ class BudgetSVC(SVMClassifierBase):
         shared support vectors (BSGD) or on each problem's own (BSCA).  Cost: the
         n x B kernel matrix (8 n B bytes) and a few Newton steps, each a Cholesky
         factorisation of B x B; its seconds are in ``fit_time_``.  ``partial_fit``
-        ignores it.  Measured with BSGD at B = 500, 5 seeds (bench/nystroem.py,
-        bench/results/nystroem/nystroem.md): median test accuracy a9a 84.15 -> 85.12 %,
-        ijcnn1 97.39 -> 98.77 %, w8a 98.60 -> 99.03 %, for 0.7-1.0 s more fit time;
-        Nystroem(500) with a linear SVM reached 85.06, 98.16 and 98.34 % in 6-15 s.
+        ignores it.  Its accuracy and cost against Nystroem models of the same size:
+        docs/benchmarks.md, section 12.
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
         Seed of the solvers' random order and samples.
     n_jobs : int or None, default=None
