@@ -50,7 +50,7 @@ BUDGET = {"budget-bsgd": {}, "budget-bsgd-refit": {"refit": True},
                                                                   "refit": True}}
 METHODS = [*NYSTROEM, *BUDGET]
 # scikit-learn's dual CD on the hinge stops at its iteration cap on these features at
-# C = 32 (a ConvergenceWarning, slower than the others): on request only
+# C = 32 (a ConvergenceWarning, in the quick run too): on request only
 DEFAULT_METHODS = [m for m in METHODS if m != "nystroem+sk-dual"]
 QUICK_ROWS = 2000
 
