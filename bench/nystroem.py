@@ -49,8 +49,8 @@ BUDGET = {"budget-bsgd": {}, "budget-bsgd-refit": {"refit": True},
           "budget-bsca": {"solver": "bsca"}, "budget-bsca-refit": {"solver": "bsca",
                                                                   "refit": True}}
 METHODS = [*NYSTROEM, *BUDGET]
-# scikit-learn's dual CD on the hinge stops at its iteration cap on these features at
-# C = 32 (a ConvergenceWarning, in the quick run too): on request only
+# scikit-learn's dual CD on the hinge reached its iteration cap at C = 32 already in the
+# quick run (a ConvergenceWarning): on request only
 DEFAULT_METHODS = [m for m in METHODS if m != "nystroem+sk-dual"]
 QUICK_ROWS = 2000
 
