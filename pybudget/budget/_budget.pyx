@@ -499,33 +499,20 @@ cdef class BudgetModel:
         self.decision(&kv[0], &o[0])
         return out
 
-    def decision_stream(self, X, double[::1] xsq):
+    def decision_stream(self, X, const double[::1] xsq):
         """f(x_i) for every row of a CSR X with int32 indices and float64 or float32
         data, each computed as one training step computes its margin: a kernel row
         against the current SVs, then the weighted sum.  Shape (n,) for a binary model, else
         (n, n_coef).  For checkpoints, benchmarks (kernel_throughput.py) and tests."""
-        if (not sp.issparse(X) or X.format != "csr" or X.shape[1] != self.d
-                or xsq.shape[0] != X.shape[0]):
-            raise ValueError("decision_stream: a CSR X and xsq matching the model")
-        csr_structure(X.indptr, X.indices, X.shape[0], self.d)  # kernels read unchecked
-        if X.data.shape[0] < X.indptr[X.shape[0]]:
-            raise ValueError("decision_stream: data is shorter than indptr says")
-        cdef CsrView V = csr_view(X)
-        cdef int i
-        out = np.zeros((X.shape[0], self.n_coef))
-        cdef double[:, ::1] o = out
-        cdef double[::1] krow = np.zeros(self.cap + 1)
-        with nogil:
-            for i in range(V.n_rows):
-                self.kernel_row_csr(&V, i, xsq[i], &krow[0])
-                self.decision(&krow[0], &o[i, 0])
+        out, _ = self.decision_rows(X, xsq, 1)
         return out[:, 0] if self.n_coef == 1 else out
 
     def decision_rows(self, X, const double[::1] xsq, int n_threads=1):
-        """``decision_stream``'s values with the rows spread over up to ``n_threads``
-        threads (OpenMP, static blocks of rows): each row's value is computed by one
-        thread, in the order decision_stream computes it, so the bits do not depend on
-        the number of threads.  Returns (values, threads that computed rows)."""
+        """``decision_stream``'s values, an (n, n_coef) array, with the rows spread over
+        up to ``n_threads`` threads (OpenMP, static blocks of rows; one thread runs no
+        OpenMP region): each row's value is computed by one thread in the same order, so
+        the bits do not depend on the number of threads.  Returns (values, threads that
+        computed rows)."""
         if (not sp.issparse(X) or X.format != "csr" or X.shape[1] != self.d
                 or xsq.shape[0] != X.shape[0]):
             raise ValueError("decision_rows: a CSR X and xsq matching the model")
@@ -544,12 +531,18 @@ cdef class BudgetModel:
         cdef double[:, ::1] krows = np.zeros((n_threads, self.cap + 1))  # one per thread
         cdef int[::1] ran = np.zeros(n_threads, dtype=np.int32)
         with nogil:
-            for i in prange(V.n_rows, num_threads=n_threads, schedule="static"):
-                t = threadid()
-                ran[t] = 1
-                self.kernel_row_csr(&V, <int>i, xsq[i], &krows[t, 0])
-                self.decision(&krows[t, 0], &o[i, 0])
-        return (out[:, 0] if self.n_coef == 1 else out), int(np.sum(ran))
+            if n_threads == 1:
+                for i in range(V.n_rows):
+                    self.kernel_row_csr(&V, <int>i, xsq[i], &krows[0, 0])
+                    self.decision(&krows[0, 0], &o[i, 0])
+                ran[0] = V.n_rows > 0
+            else:
+                for i in prange(V.n_rows, num_threads=n_threads, schedule="static"):
+                    t = threadid()
+                    ran[t] = 1
+                    self.kernel_row_csr(&V, <int>i, xsq[i], &krows[t, 0])
+                    self.decision(&krows[t, 0], &o[i, 0])
+        return out, int(np.sum(ran))
 
 
 def _one_sparse_row(x, int d):

@@ -35,8 +35,7 @@ def decision_values(Z, beta, gamma, X, xsq=None, n_threads=1):
     mdl.load(Z, beta)
     if xsq is None:
         xsq = V.row_sqnorms(X)
-    out, _ = mdl.decision_rows(X, xsq, n_threads)
-    return out.reshape(X.shape[0], n_coef)
+    return mdl.decision_rows(X, xsq, n_threads)[0]
 
 
 CHUNK = 4096
@@ -49,29 +48,38 @@ def kernel_decision(X, Z, dual_coef, gamma, chunk=CHUNK):
     out = np.zeros((X.shape[0], dual_coef.shape[0]))
     if Z.shape[0] == 0:
         return out
-    for a in range(0, X.shape[0], chunk):
-        out[a:a + chunk] = kernel_matrix(X[a:a + chunk], Z, gamma, chunk) @ dual_coef.T
+    for a, block in _kernel_blocks(X, Z, gamma, chunk):
+        out[a:a + block.shape[0]] = block @ dual_coef.T
     return out
 
 
 def kernel_matrix(X, Z, gamma, chunk=CHUNK):
-    """k(X, Z) as a dense (n, m) array; X CSR or dense, Z dense (m, d).
+    """k(X, Z) as a dense (n, m) array; X CSR or dense, Z dense (m, d)."""
+    out = np.empty((X.shape[0], Z.shape[0]))
+    for _ in _kernel_blocks(X, Z, gamma, chunk, out):
+        pass            # (each block is written into out)
+    return out
 
-    Per chunk of rows, -gamma ||x - z||^2 = 2 gamma x.z - gamma |x|^2 - gamma |z|^2 as one
-    product of [X, |x|^2, 1] and [2 gamma Z, -gamma, -gamma |z|^2] (X's chunk dense when
-    at least DENSE_SHARE of its entries are non-zero, else the sparse product and two
+
+def _kernel_blocks(X, Z, gamma, chunk, out=None):
+    """(first row, k(X's chunk of rows, Z)) per chunk, each block a view of ``out`` when
+    given, else a buffer reused for the next chunk.
+
+    -gamma ||x - z||^2 = 2 gamma x.z - gamma |x|^2 - gamma |z|^2 as one product of
+    [X, |x|^2, 1] and [2 gamma Z, -gamma, -gamma |z|^2] (X's chunk dense when at least
+    DENSE_SHARE of X's entries are non-zero, else the sparse product and two
     broadcasts), clipped at 0 (round-off) and exponentiated in place; float32 input in
     float64 a chunk at a time (the same numbers as a float64 X)."""
     n, m = X.shape[0], Z.shape[0]
-    out = np.empty((n, m))
     zsq = np.einsum("ij,ij->i", Z, Z)
     right = np.hstack([2.0 * gamma * Z, np.full((m, 1), -gamma), -gamma * zsq[:, None]]).T
     right = np.ascontiguousarray(right)
     sparse = sp.issparse(X)
     dense_rows = not sparse or X.nnz >= DENSE_SHARE * X.shape[0] * X.shape[1]
+    buf = np.empty((min(chunk, n), m)) if out is None else None
     for a in range(0, n, chunk):
         Xa = X[a:a + chunk].astype(np.float64, copy=False)
-        block = out[a:a + chunk]
+        block = out[a:a + chunk] if out is not None else buf[:Xa.shape[0]]
         if sparse:
             xsq = np.asarray(Xa.multiply(Xa).sum(axis=1)).ravel()
         else:
@@ -88,7 +96,7 @@ def kernel_matrix(X, Z, gamma, chunk=CHUNK):
             block += right[-1][None, :]
         np.minimum(block, 0.0, out=block)
         np.exp(block, out=block)
-    return out
+        yield a, block
 
 
 def center_kernel(Z, gamma):

@@ -178,7 +178,7 @@ class RefitInfo:
     decrement: float = 0.0
 
 
-def refit_model(X, codes, n_classes, Z, dual, intercept, gamma, C, fit_bias, blocks=None):
+def refit_model(X, codes, Z, dual, intercept, gamma, C, fit_bias, blocks=None):
     """Refit every problem of a budgeted model on its own support vectors.
 
     X canonical CSR, codes class indices, Z (n_sv, d), dual (n_problems, n_sv),
@@ -193,20 +193,19 @@ def refit_model(X, codes, n_classes, Z, dual, intercept, gamma, C, fit_bias, blo
     infos = []
     if blocks is None:
         blocks = [(0, Z.shape[0])] * n_prob
-    cache = {}
+    held = None         # the block whose kernel columns K, Kss hold (one at a time)
     for k in range(n_prob):
         lo, hi = blocks[k]
         if hi - lo == 0:
             infos.append(RefitInfo(0, True))
             continue
-        if (lo, hi) not in cache:
-            cache.clear()      # one block's kernel columns at a time
+        if held != (lo, hi):
             S = Z[lo:hi]
             V.dense_size(X.shape[0] * S.shape[0], f"refit=True: the kernel columns of "
                          f"{X.shape[0]} rows against {S.shape[0]} support vectors",
                          "reduce the budget or refit on fewer rows")
-            cache[(lo, hi)] = (kernel_matrix(X, S, gamma), center_kernel(S, gamma))
-        K, Kss = cache[(lo, hi)]
+            K = None        # (the previous block's columns go before the next come)
+            K, Kss, held = kernel_matrix(X, S, gamma), center_kernel(S, gamma), (lo, hi)
         positive = 1 if n_prob == 1 else k
         y = np.where(codes == positive, 1.0, -1.0)
         a, b, info = refit_binary(K, Kss, y, C, dual[k, lo:hi], b_out[k] if fit_bias else 0.0,

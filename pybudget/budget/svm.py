@@ -307,18 +307,17 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0, n_jobs
     runs = one_vs_rest(n_classes, seed, solve, n_jobs)
     Z = np.vstack([r[0] for r in runs])
     dual = np.zeros((n_prob, Z.shape[0]))
-    start = 0
+    blocks, start = [], 0       # (each problem's SVs: rows start:stop of Z)
     for row, (_, coef, *_rest) in enumerate(runs):
         dual[row, start:start + coef.shape[0]] = coef
+        blocks.append((start, start + coef.shape[0]))
         start += coef.shape[0]
     stats = dict(n_updates=sum(r[4]["n_updates"] for r in runs),
                  merge_time=sum(r[4]["merge_time"] for r in runs),
                  time=sum(r[4]["time"] for r in runs),
                  n_merges=sum(r[5].n_merges for r in runs),
                  n_removed=sum(r[5].n_removed for r in runs),
-                 checkpoints=[r[6] for r in runs if r[6] is not None],
-                 blocks=[(int(a), int(a + r[0].shape[0])) for a, r in
-                         zip(np.cumsum([0] + [r[0].shape[0] for r in runs[:-1]]), runs)])
+                 checkpoints=[r[6] for r in runs if r[6] is not None], blocks=blocks)
     return Z, dual, np.array([r[2] for r in runs]), np.vstack([r[3] for r in runs]), stats
 
 
@@ -356,8 +355,8 @@ def _fit(X, codes, classes, p, seed, verbose=0, n_jobs=1):
     if p.refit:
         t0 = time.perf_counter()
         res.dual_coef, res.intercept, infos = refit_model(
-            X, codes, K, Z, res.dual_coef, res.intercept, gamma, p.C, p.offset,
-            blocks=out.get("blocks") if p.solver == "bsca" and K > 2 else None)
+            X, codes, Z, res.dual_coef, res.intercept, gamma, p.C, p.offset,
+            blocks=out.get("blocks"))     # (BSCA's problems' own SVs; BSGD's shared)
         res.time += time.perf_counter() - t0
         if verbose:
             report(f"refit: {', '.join(str(i.n_iter) for i in infos)} Newton "

@@ -30,14 +30,14 @@ def test_rows_on_threads_are_decision_streams_bits(n_coef, dtype):
     xsq = V.row_sqnorms(X)
     mdl = BudgetModel(30, n_coef, 50, 0.3)
     mdl.load(Z, beta)
-    ref = mdl.decision_stream(X, xsq)
+    ref = mdl.decision_stream(X, xsq).reshape(-1, n_coef)   # (one thread)
     for threads in (1, 2, 3, 8):
         got, ran = mdl.decision_rows(X, xsq, threads)
         np.testing.assert_array_equal(got, ref)
         assert ran == (threads if THREADS else 1)     # (a team ran: 1001 rows each time)
     # the numpy formula, in another order: equal to rounding
     want = kernel_decision(X, Z, beta.T, 0.3)
-    np.testing.assert_allclose(ref.reshape(want.shape), want, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(ref, want, rtol=1e-12, atol=1e-15)
 
 
 def test_fewer_rows_than_threads_and_no_rows():
@@ -46,11 +46,11 @@ def test_fewer_rows_than_threads_and_no_rows():
     mdl.load(Z, beta)
     X = sp.random(2, 30, density=0.5, format="csr", random_state=2)
     got, ran = mdl.decision_rows(X, V.row_sqnorms(X), 4)
-    np.testing.assert_array_equal(got, mdl.decision_stream(X, V.row_sqnorms(X)))
+    np.testing.assert_array_equal(got[:, 0], mdl.decision_stream(X, V.row_sqnorms(X)))
     assert ran <= 2
     empty = sp.csr_matrix((0, 30))
     got, ran = mdl.decision_rows(empty, np.zeros(0), 4)
-    assert got.shape == (0,) and ran == 0
+    assert got.shape == (0, 1) and ran == 0
 
 
 def test_bad_arguments_are_refused():
