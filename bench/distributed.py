@@ -53,7 +53,6 @@ machine's sweeps, wall time and memory on a cluster.
         [--method auto|ring|whole|newton] [-r 3] [--max-rounds 1500] [--quick] [--out DIR]
 """
 import argparse
-import contextlib
 import itertools
 import json
 import math
@@ -366,8 +365,9 @@ def study_rounds(a):
                                                 max_iter=a.max_rounds, fit_intercept=True,
                                                 random_state=seed, n_partitions=K,
                                                 method=method, engine="threads", n_jobs=2,
-                                                laps=laps if laps == "auto" else int(laps))
-                            with warnings.catch_warnings(), lap_rule(rule):
+                                                laps=laps if laps == "auto" else int(laps),
+                                                rules=lap_rules(rule))
+                            with warnings.catch_warnings():
                                 warnings.simplefilter("ignore")
                                 est.fit(X, y)
                             fits.append(est)
@@ -405,21 +405,14 @@ def study_rounds(a):
     return rows
 
 
-@contextlib.contextmanager
-def lap_rule(rule):
-    """One of _laps' constants changed for the fits inside (engine "threads": the
-    estimator runs _laps.first in this process); rule None: as shipped."""
-    from pybudget.dask import _laps
+def lap_rules(rule):
+    """The ClusterRules with one of the laps' fields changed (rule: (field, value),
+    e.g. ("min_segments", "32")); None: the defaults."""
     if rule is None:
-        yield
-        return
+        return None
+    from pybudget.dask import ClusterRules
     name, value = rule
-    old = getattr(_laps, name)
-    setattr(_laps, name, int(value))
-    try:
-        yield
-    finally:
-        setattr(_laps, name, old)
+    return ClusterRules(**{name.lower(): int(value)})
 
 
 def md_rounds(rows, a):
@@ -1046,8 +1039,9 @@ def main():
     ap.add_argument("--laps", nargs="+", default=["auto"],
                     help="laps of the ring in the rounds study (auto or integers)")
     ap.add_argument("--lap-rules", nargs="*", default=[],
-                    help="the rounds study again with one of _laps' constants changed, "
-                         "e.g. MIN_SEGMENTS=32 MIN_VISIT_NNZ=8192 (with laps auto)")
+                    help="the rounds study again with one of the laps' rules changed "
+                         "(pybudget.dask.ClusterRules), e.g. min_segments=32 "
+                         "min_visit_nnz=8192 (with laps auto)")
     ap.add_argument("--engine", choices=("dask", "threads"), default="dask",
                     help="engine of the correct study (default dask)")
     ap.add_argument("--configs", nargs="+", default=["1x1", "1x2", "2x1", "2x2"],

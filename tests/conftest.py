@@ -34,8 +34,8 @@ def client():
 def ring_by_default(monkeypatch):
     """For the tests of the ring: method="auto" means the ring also on small data,
     where it means "whole" (tested in tests/dask/test_dask_whole.py)."""
-    from pybudget.dask import estimators
-    monkeypatch.setattr(estimators, "WHOLE_BYTES", -1)
+    from pybudget.dask import ClusterRules, estimators
+    monkeypatch.setattr(estimators, "DEFAULT_RULES", ClusterRules(whole_bytes=-1))
 
 
 @pytest.fixture

@@ -15,8 +15,9 @@ __getattr__, __dir__ = _exports(__name__, {
     **dict.fromkeys(["GeneratedShards", "SvmlightShards", "make_classification",
                      "read_svmlight"], "pybudget.dask._sources"),
     "ClusterError": "pybudget.dask.errors",
+    "ClusterRules": "pybudget.dask._plan",
     **dict.fromkeys(["LinearSVC", "LinearSVR", "LogisticRegression"],
                     "pybudget.dask.estimators")})
 
-__all__ = ["ClusterError", "GeneratedShards", "LinearSVC", "LinearSVR", "LogisticRegression",
-           "SvmlightShards", "make_classification", "read_svmlight"]
+__all__ = ["ClusterError", "ClusterRules", "GeneratedShards", "LinearSVC", "LinearSVR",
+           "LogisticRegression", "SvmlightShards", "make_classification", "read_svmlight"]

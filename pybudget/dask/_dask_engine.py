@@ -27,8 +27,9 @@ from pybudget.dask._dask_ring import RingRuns
 from pybudget.dask._dask_whole import WholeProblems
 from pybudget.dask._engines import assemble, initial_weights, start_payload
 from pybudget.dask._partition import first_carry
+from pybudget.dask._plan import ClusterRules
 from pybudget.dask._scheduler import POLL_SECONDS, worker_addresses, worker_info
-from pybudget.dask._sources import SMALL_BYTES, data_bytes, rows_bytes
+from pybudget.dask._sources import data_bytes, rows_bytes
 from pybudget.dask.errors import ClusterError, PartitionMissing, PartitionsLost
 
 class DaskEngine(RingRuns, WholeProblems, Checkpointing):
@@ -36,8 +37,10 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
 
     hold_rows = True     # the ring's dense hops: rows held by the workers (False: results)
 
-    def __init__(self, client, timeout=600.0, worker_grace=30.0):
+    def __init__(self, client, rules=None, timeout=600.0, worker_grace=30.0):
         self.client = client
+        # (placement and the sparse hops decide by these)
+        self.rules = ClusterRules() if rules is None else rules
         self.timeout = timeout
         self.grace = min(worker_grace, timeout)
         self.job = uuid.uuid4().hex
@@ -192,12 +195,12 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
 
     def build(self, sources, regression, names, locality=None):
         """Build every partition on a worker: all on one worker when the data is small
-        (at most SMALL_BYTES and a tenth of its memory limit: a ring round is then one
-        task, where spreading it would add a hop, 6-9 ms here, per worker and lap, and
-        save nothing, the ring's visits running one at a time); else on the worker
-        holding its data (locality[p]) when given and alive, or in contiguous runs over
-        the workers by address (so that a ring visits a worker's partitions in one
-        task).  The size is known for sure once the partitions are built (a Dask
+        (``ClusterRules.small``: at most small_bytes and a tenth of its memory limit: a
+        ring round is then one task, where spreading it would add a hop, 6-9 ms here,
+        per worker and lap, and save nothing, the ring's visits running one at a time);
+        else on the worker holding its data (locality[p]) when given and alive, or in
+        contiguous runs over the workers by address (so that a ring visits a worker's
+        partitions in one task).  The size is known for sure once the partitions are built (a Dask
         array's is unknown before, a file's compressed size is a rough guess,
         ``_sources.COMPRESSED_RATIO``): small rows of one problem (binary or
         regression) that were spread are then gathered on the worker holding most of
@@ -205,11 +208,11 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
         self.sources, self.regression, self.names = sources, regression, names
         live = self._live_workers()
         K = len(sources)
-        # (and at most a tenth of the worker's memory limit, 0 when it has none)
+        # (the worker's memory limit, 0 when it has none)
         limit = worker_info(self.client).get(live[0], {}).get("memory_limit") or 0
 
         def small(size):
-            return size is not None and size <= min(SMALL_BYTES, limit / 10 or np.inf)
+            return self.rules.small(size, limit)
 
         size = data_bytes(sources)
         for p in range(K):
@@ -270,11 +273,11 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
         self.spec = spec
         self.client.run(_worker.install)      # (the ring's rows move through it)
         inits = [self._submit(_worker.setup_task, p, self.job, p, spec) for p in self.where]
-        n_problems = self.n_problems = len(spec["positive"]) if "positive" in spec else 1
+        n_problems = self.n_problems = spec.n_problems
         self.done, self.last_on = {}, {}
         # each group's weights where its first visit is
         groups = _steps.ring_groups(range(n_problems), len(self.where))
-        self.row_bytes = (spec["d"] + 1 + len(first_carry("svm", 0))) * 8
+        self.row_bytes = (spec.d + 1 + len(first_carry("svm", 0))) * 8
         self.replica_runs, self.latest = {}, {}      # (the ring's tables: _dask_ring)
         self.rows, self.loc = {}, {}
         for start, problems in groups:
@@ -399,5 +402,5 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
 
 
 def _start(inits, problems, spec):
-    W = initial_weights(inits, problems, spec["d"])
+    W = initial_weights(inits, problems, spec.d)
     return start_payload(W, spec)

@@ -5,16 +5,13 @@ A group of problems travels the partitions in runs of consecutive visits on one 
 one task a run (``_worker.ring_task``); its weights stay on the worker that ran it
 (``_worker.Held``) and the next run takes them from there.  With more than one lap a
 round, the hops send the changes of the weights against every worker's replicas
-(sparse hops), until they take SPARSE_GIVE_UP of the bytes of the weights.  The check
+(sparse hops), until they take ``ClusterRules.sparse_give_up`` of the bytes of the
+weights.  The check
 pass travels the same way (``_worker.ring_check_task``).
 """
 import operator
 
 from pybudget.dask import _steps, _worker
-
-# The ring's sparse hops stop when, at a check, they have taken this share of the bytes
-# of the weights they replaced (the visits then change most of them).
-SPARSE_GIVE_UP = 0.5
 
 
 class RingRuns:
@@ -190,7 +187,7 @@ class RingRuns:
             self.bytes["workers"] -= len(finished) * self.row_bytes * n
             if start in self.replica_runs:
                 passed += finished
-        if self.replica_runs and planned and self.as_sparse >= SPARSE_GIVE_UP * planned:
+        if self.replica_runs and planned and self.as_sparse >= self.rules.sparse_give_up * planned:
             # the visits change most of the weights: finding which costs more than it
             # saves; the weights again, until the laps grow (smaller visits)
             self.rows, self.loc = self._copies(self.rows, self.loc, copy=False)

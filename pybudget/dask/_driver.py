@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pybudget.dask._laps import grown
+from pybudget.dask._plan import ClusterRules
 from pybudget.dask._recovery import Checkpoints
 from pybudget.dask._steps import passed
 from pybudget.dask.errors import PartitionsLost
@@ -50,9 +51,11 @@ class FitResult:
 class _Driver:
     """The driver's own state: what a checkpoint must restore besides the partitions."""
 
-    def __init__(self, n_problems, first_check=1, laps=1, max_laps=1):
+    def __init__(self, n_problems, first_check=1, laps=1, max_laps=1,
+                 stall_rounds=ClusterRules.stall_rounds):
         self.t = 0
         self.laps, self.max_laps = laps, max(laps, max_laps)
+        self.stall_rounds = stall_rounds
         self.active = list(range(n_problems))
         self.next_check = dict.fromkeys(self.active, first_check)   # per problem
         self.history = {}            # problem -> [(round, relative gap)] of its checks
@@ -91,7 +94,7 @@ class _Driver:
 
     def stalled(self, ahead):
         """The laps after a check (``_laps.grown``)."""
-        self.laps = grown(self.laps, self.max_laps, self.t, ahead)
+        self.laps = grown(self.laps, self.max_laps, self.t, ahead, self.stall_rounds)
 
 
 class _Fit:
@@ -101,7 +104,7 @@ class _Fit:
 
     def __init__(self, engine, spec, sweeps, tol, callback):
         self.engine, self.spec, self.sweeps, self.tol = engine, spec, sweeps, tol
-        self.K = spec["n_parts"]
+        self.K = spec.n_parts
         self.callback = callback
         self.log = []
         self.t_start = time.perf_counter()
@@ -139,7 +142,8 @@ def run(engine, spec, n_problems, d, method, *, tol, max_rounds, sweeps, checkpo
     (built already); returns a FitResult.  The ring starts with ``laps`` laps a round
     and may go up to ``max_laps``."""
     engine.setup(spec)
-    drv = _Driver(n_problems, laps=laps, max_laps=max_laps)
+    drv = _Driver(n_problems, laps=laps, max_laps=max_laps,
+                  stall_rounds=spec.rules.stall_rounds)
     fit = _Fit(engine, spec, sweeps, tol, callback)
     ckpts = Checkpoints(engine, spec, drv, checkpoint_every)
     while drv.active and drv.t < max_rounds:
@@ -161,7 +165,7 @@ def run(engine, spec, n_problems, d, method, *, tol, max_rounds, sweeps, checkpo
             drv.final[j] = (*sums[j].gap(), drv.t)
     W = engine.weights(n_problems, d)
     if not np.isfinite(W).all():
-        raise ValueError(f"C={spec['C']:g} is too large for this data: the weights "
+        raise ValueError(f"C={spec.C:g} is too large for this data: the weights "
                          "overflowed")
     fin = [drv.final[j] for j in range(n_problems)]
     gap, primal, dual, kkt, rounds = (np.array(c) for c in zip(*fin))

@@ -97,8 +97,8 @@ def initial_weights(inits, problems, d):
 
 def start_payload(W, spec):
     """{j: (w_j, the ring's carried scalars)}."""
-    kind = PROBLEM_OF[spec["loss"]][0]
-    sel = SELECTIONS[spec["selection"]]
+    kind = PROBLEM_OF[spec.loss][0]
+    sel = SELECTIONS[spec.selection]
     return {j: (w, first_carry(kind, sel)) for j, w in W.items()}
 
 
@@ -130,7 +130,7 @@ class ThreadsEngine:
 
     def setup(self, spec):
         inits = [P.setup(spec) for P in self.parts]
-        W = initial_weights(inits, range(len(inits[0])), spec["d"])
+        W = initial_weights(inits, range(len(inits[0])), spec.d)
         self.rows = start_payload(W, spec)
 
     def _map(self, fn, args):

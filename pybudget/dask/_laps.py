@@ -5,25 +5,21 @@ bits on any number of workers.  (What a lap is: a round goes round the partition
 ``laps`` times, each visit a share of one sweep; docs/algorithms.md#the-ring.  The rule
 in full: docs/architecture.md#the-dask-cluster.)
 """
-from pybudget.dask._sources import SMALL_BYTES, rows_bytes
-
-MIN_SEGMENTS = 64       # visits of a ring round that "auto" laps aim for
-MIN_VISIT_ROWS = 256    # rows per visit of the smallest partition, at least (or:)
-MIN_VISIT_NNZ = 32768   # non-zeros per visit above which "auto" makes the laps finer
-STALL_ROUNDS = 10       # rounds before the laps may grow (``grown``)
+from pybudget.dask._sources import rows_bytes
 
 
-def first(laps, method, sweeps, summ, n_problems, d, movable):
+def first(laps, method, sweeps, summ, n_problems, d, movable, rules):
     """(laps of the ring's first round, the most they may grow to) for the estimator's
-    ``laps`` ("auto" or a count) and the partitions' summaries ``summ``.
+    ``laps`` ("auto" or a count), the partitions' summaries ``summ`` and the
+    ``_plan.ClusterRules`` (min_segments, min_visit_rows, min_visit_nnz, small_bytes).
 
-    "auto" (with one local sweep): enough laps for at least MIN_SEGMENTS visits a
+    "auto" (with one local sweep): enough laps for at least min_segments visits a
     round, at least one per partition, and more while a visit of the smallest partition
-    covers at least MIN_VISIT_NNZ non-zeros (a visit's calls, about 40 us, are then a
-    small share of its work), at most one per MIN_VISIT_ROWS rows of the smallest
-    partition, or one per MIN_VISIT_NNZ non-zeros where that allows more (a visit of
+    covers at least min_visit_nnz non-zeros (a visit's calls, about 40 us, are then a
+    small share of its work), at most one per min_visit_rows rows of the smallest
+    partition, or one per min_visit_nnz non-zeros where that allows more (a visit of
     long rows is mostly work however few they are); unless the rows are small
-    (``_sources.rows_bytes`` at most SMALL_BYTES) and ``movable`` (the engine then
+    (``_sources.rows_bytes`` at most small_bytes) and ``movable`` (the engine then
     places them on one worker: not the rows of a one-vs-rest fit on a Dask array,
     which stay where its chunks are), only as long as the weights moved in a round (a
     hop per visit at most) stay within the bytes a sweep reads (12 per non-zero).  The
@@ -44,28 +40,28 @@ def first(laps, method, sweeps, summ, n_problems, d, movable):
     K = len(summ)
     # a visit of a few rows costs more in calls than it computes; one of many
     # non-zeros does not (finer visits, fewer rounds)
-    big = min(s["nnz"] for s in summ if s["n"]) // MIN_VISIT_NNZ
-    # (rows of more than MIN_VISIT_NNZ / MIN_VISIT_ROWS = 128 non-zeros: the rows' cap
+    big = min(s["nnz"] for s in summ if s["n"]) // rules.min_visit_nnz
+    # (rows of more than min_visit_nnz / min_visit_rows = 128 non-zeros: the rows' cap
     # alone left 8 partitions of 500 rows of 1,000 non-zeros at one lap, 8.68 times one
     # machine's sweeps; docs/benchmarks.md, section 10, long-rows at K = 8)
-    most = max(1, min(s["n"] for s in summ if s["n"]) // MIN_VISIT_ROWS, big)
-    # (MIN_SEGMENTS visits a round: K partitions need ceil(MIN_SEGMENTS / K) laps;
+    most = max(1, min(s["n"] for s in summ if s["n"]) // rules.min_visit_rows, big)
+    # (min_segments visits a round: K partitions need ceil(min_segments / K) laps;
     # at least one lap, so every partition is visited)
-    want = min(max(1, -(-MIN_SEGMENTS // K), big), most)
+    want = min(max(1, -(-rules.min_segments // K), big), most)
     nnz = sum(s["nnz"] for s in summ)
-    if movable and rows_bytes(sum(s["n"] for s in summ), nnz) <= SMALL_BYTES:
+    if movable and rows_bytes(sum(s["n"] for s in summ), nnz) <= rules.small_bytes:
         return want, most
     group = -(-n_problems // min(n_problems, K))       # problems travelling together
     fits = (12 * nnz) // (K * 8 * (d + 1) * group)
     return int(max(1, min(want, fits))), most
 
 
-def grown(laps, max_laps, t, ahead):
+def grown(laps, max_laps, t, ahead, stall_rounds):
     """The laps after a check at round t whose gaps predict ``ahead`` more rounds to tol
     (the largest over the problems): doubled, up to max_laps, when from round
-    STALL_ROUNDS on that is more than twice the rounds run.  The ring's block order
-    stalls so with a bias feature (its constant column couples every dual variable;
-    bench/ring_order.py), and finer laps restore the progress."""
-    if t >= STALL_ROUNDS and ahead > 2 * t and laps < max_laps:
+    ``stall_rounds`` (``ClusterRules``) on that is more than twice the rounds run.  The
+    ring's block order stalls so with a bias feature (its constant column couples every
+    dual variable; bench/ring_order.py), and finer laps restore the progress."""
+    if t >= stall_rounds and ahead > 2 * t and laps < max_laps:
         return min(2 * laps, max_laps)
     return laps

@@ -30,7 +30,6 @@ A new method is a class here, in ``METHODS``; what a partition computes for it g
 in the ``Engine`` protocol and both engines (docs/architecture.md).
 """
 from pybudget.dask import _driver, _newton, _whole
-from pybudget.dask._laps import STALL_ROUNDS
 from pybudget.dask._steps import ring_groups
 
 
@@ -62,7 +61,7 @@ class Ring(Method):
         # with the visits) is near tol: one left unchecked stays due.  From half the
         # rounds before the laps may grow on, every due problem is checked, so that the
         # exact gaps' rate is known by then (_Driver.schedule, _laps.grown)
-        near = fit.tol if drv.t < STALL_ROUNDS // 2 else None
+        near = fit.tol if drv.t < fit.spec.rules.stall_rounds // 2 else None
         sums = fit.engine.ring_round(drv.t, groups, fit.sweeps, drv.laps, fit.tol, due,
                                      near)
         still = fit.check(drv, sums)

@@ -181,15 +181,15 @@ class Partition:
         positive weight: their C_i (|x_i|^2 + bias^2) and the columns they use."""
         if self.n == 0:
             return np.zeros(0), np.zeros(0, np.int32)
-        cvec = spec["C"] * self.sw
-        if not spec.get("regression"):
-            codes = np.searchsorted(spec["classes"], self.y)
-            cvec = cvec * spec["class_weight"][codes]
+        cvec = spec.C * self.sw
+        if not spec.regression:
+            codes = np.searchsorted(spec.classes, self.y)
+            cvec = cvec * spec.class_weight[codes]
         keep = cvec > 0
         X = self.X if keep.all() else self.X[keep]      # (no copy of every row)
         used = np.zeros(X.shape[1], dtype=bool)          # (no sorted copy of X.indices)
         used[X.indices] = True
-        return (cvec[keep] * V.row_sqnorms(X, spec["bias"]),
+        return (cvec[keep] * V.row_sqnorms(X, spec.bias),
                 np.flatnonzero(used).astype(np.int32))
 
     def setup(self, spec):
@@ -200,13 +200,14 @@ class Partition:
         duals start inside their box)."""
         targets, costs = self._problems(spec)
         Xk = self.Xk
-        self.loss = LOSS[spec["loss"]]
+        self.loss = LOSS[spec.loss]
         kind, squared = self.loss.kind, self.loss.squared
         self.kind, self.squared = kind, squared
-        self.bias, self.epsilon = spec["bias"], spec.get("epsilon", 0.0)
-        self.selection = SELECTIONS[spec["selection"]]
-        self.seed = spec["seed"]
-        self.n_total = spec.get("n_rows", 0)
+        self.bias, self.epsilon = spec.bias, spec.epsilon
+        self.selection = SELECTIONS[spec.selection]
+        self.rules = spec.rules
+        self.seed = spec.seed
+        self.n_total = spec.n_rows
         shared = {}      # problems with the same row weights share their constants
         self.costs = []
         for c in costs:
@@ -220,21 +221,21 @@ class Partition:
     def _problems(self, spec):
         """The rows with positive weight (self.Xk) and every problem's targets and
         costs, as one machine sets them."""
-        d = spec["d"]
+        d = spec.d
         if self.X.shape[1] < d:     # shards may use fewer columns than the widest one
             self.X.resize((self.n, d))
         keep = self.sw > 0
         self.keep = None if keep.all() else np.flatnonzero(keep)
         self.Xk = self.X if self.keep is None else self.X[self.keep]
-        V.check_squares(self.Xk, spec["bias"])  # (as on one machine: no overflowing |x|^2)
+        V.check_squares(self.Xk, spec.bias)  # (as on one machine: no overflowing |x|^2)
         sw = self.sw[keep]
-        if spec.get("regression"):
-            return [self.y[keep].astype(np.float64)], [spec["C"] * sw]
+        if spec.regression:
+            return [self.y[keep].astype(np.float64)], [spec.C * sw]
         # the costs of one-vs-rest as liblinear sets them (as on one machine)
-        codes = np.searchsorted(spec["classes"], self.y[keep])
-        targets = [np.where(codes == k, 1.0, -1.0) for k in spec["positive"]]
-        costs = [problem_costs(spec["C"], spec["class_weight"], codes, k, sw)
-                 for k in spec["positive"]]
+        codes = np.searchsorted(spec.classes, self.y[keep])
+        targets = [np.where(codes == k, 1.0, -1.0) for k in spec.positive]
+        costs = [problem_costs(spec.C, spec.class_weight, codes, k, sw)
+                 for k in spec.positive]
         return targets, costs
 
     # ---- method "newton": the primal's sums over these rows ---------------------------
@@ -244,8 +245,8 @@ class Partition:
         shared by the problems)."""
         targets, costs = self._problems(spec)
         Xsq = self.Xk.multiply(self.Xk).tocsr()
-        eps = spec.get("epsilon", 0.0)
-        self.primals = [_Primal(self.Xk, t, c, spec["loss"], spec["bias"], eps, Xsq,
+        eps = spec.epsilon
+        self.primals = [_Primal(self.Xk, t, c, spec.loss, spec.bias, eps, Xsq,
                                 gather=False) for t, c in zip(targets, costs)]
         self.curvature = {}
 

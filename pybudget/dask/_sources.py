@@ -229,12 +229,6 @@ def source_bytes(source):
     return None
 
 
-# Data at most this size is small: its partitions go to one worker (the engine: in
-# memory, shards or a Dask array alike), and the ring's laps are not limited by the bytes
-# they move (_laps.first).  Both measure the rows by rows_bytes once known.
-SMALL_BYTES = 64 * 2**20
-
-
 def rows_bytes(n, nnz):
     """What n CSR rows with nnz non-zeros take: 12 bytes a non-zero (value, index) and
     4 a row (its pointer)."""

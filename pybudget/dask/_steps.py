@@ -12,31 +12,6 @@ from pybudget.dask._partition import (CARRY_SEEN_LOSS, CARRY_SEEN_TERMS, CARRY_S
                                        PartCheck, roll_ring)
 from pybudget.linear._dual_cd import sum_of_squares
 
-# A check pass skips a due problem whose stale gap (seen_gap) is above SEEN_NEAR times
-# tol: its exact check would almost surely fail, and costs about a third of a visit.
-# The stale gap lags the exact one: measured with a check every round (engine
-# "threads", 2-core machine), at the checks that passed it was at most 2.7 tol on
-# debian-sections20 (C = 1, tol 6e-2; 2.1 tol at tol 1e-2), 1.85 and 1.79 tol on w8a
-# and mushrooms (C = 1, tol 1e-2).
-SEEN_NEAR = 4.0
-
-# A visit spreads its problems over threads only where each thread gets at least this
-# many non-zeros to sweep (the visit's problems times its share of the partition): a
-# pool costs ~70 us to start, about 50,000 non-zeros of sweeping on debian-lib, and each
-# problem's visit holds the GIL for its Python part.  debian-sections20's ring (1 lap:
-# a visit sweeps a whole partition a problem): one worker's second thread made it 1.32x
-# faster (docs/benchmarks.md, section 11; 1.33-1.37x in later runs); on a 2-core
-# machine, a synthetic 20-class set (150,000 x 5,000, 30 non-zeros a row) whose laps grew to 292,
-# about 7,700 non-zeros a problem and visit (visits under this bound): 1.08x.
-MIN_THREAD_NNZ = 100_000
-
-
-def visit_threads(threads, n_problems, nnz):
-    """The threads a visit of ``n_problems`` problems, each sweeping ``nnz`` non-zeros,
-    runs on: at most ``threads``, one a problem, MIN_THREAD_NNZ each."""
-    return max(1, min(threads, n_problems, int(n_problems * nnz // MIN_THREAD_NNZ)))
-
-
 @dataclass(frozen=True)
 class WeightStats:
     """What a check pass's last partition reads of a ring row: |w|^2 and the ring's
@@ -100,7 +75,7 @@ def ring_visit(P, rnd, payload, problems, sweeps, first, lap=0, laps=1, emit=Non
         P.visit(j, rnd, w, sweeps, carry, lap, laps)
         return (w, carry) if emit is None else emit(j, (w, carry))
 
-    threads = visit_threads(threads, len(problems), P.Xk.nnz * max(sweeps, 1) / laps)
+    threads = P.rules.visit_threads(threads, len(problems), P.Xk.nnz * max(sweeps, 1) / laps)
     if threads <= 1:
         return {j: one(j, payload[j]) for j in problems}
     rows = [(j, payload[j]) for j in problems]
@@ -222,8 +197,8 @@ def check_visit(P, part, carried, problems, n_parts, emit=None, near=None, threa
     all n_parts partitions are in, the weights' statistics; ``carried`` is the payload
     or the previous partition's CheckPass.  ``emit`` and ``threads`` as for
     ``ring_visit``.  With ``near`` (the driver's tol), a problem whose ``seen_gap`` is
-    above SEEN_NEAR * near is not checked: the pass's first partition decides, the
-    others check what it checked."""
+    above ``seen_near`` (``ClusterRules``) times near is not checked: the pass's first
+    partition decides, the others check what it checked."""
     if isinstance(carried, CheckPass):
         payload, found = carried.rows, carried.found
     else:
@@ -237,14 +212,14 @@ def check_visit(P, part, carried, problems, n_parts, emit=None, near=None, threa
 
     def one(j, row):
         mine = stat = None
-        if j in checked and (near is None or seen_gap(row) <= SEEN_NEAR * near):
+        if j in checked and (near is None or seen_gap(row) <= P.rules.seen_near * near):
             mine = P.check(j, weights_of(row))
             if last:
                 stat = weight_stats([{j: row}], [j])[j]
         return mine, stat, (row if emit is None else emit(j, row))
 
     order = list(payload)             # (every row of the payload goes on)
-    threads = visit_threads(threads, len(checked), P.Xk.nnz)
+    threads = P.rules.visit_threads(threads, len(checked), P.Xk.nnz)
     if threads <= 1:
         outs = [one(j, payload[j]) for j in order]
     else:

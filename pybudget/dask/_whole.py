@@ -11,8 +11,9 @@ machine's.
 
 Stopping: the dask estimators' ``tol`` is a relative duality gap, the one-machine
 solver's a KKT violation.  A problem first runs to the one-machine default
-(FIRST_TOL); while its relative gap is above ``tol`` it continues from where it stopped
-at a KKT tolerance TOL_STEP times smaller, up to ``max_iter`` sweeps in all.  So a
+(``ClusterRules.first_tol``); while its relative gap is above ``tol`` it continues from
+where it stopped at a KKT tolerance ``tol_step`` times smaller, up to ``max_iter`` sweeps
+in all.  So a
 problem whose gap the one-machine default reaches has one machine's bits, and every
 problem ends at a gap at most
 ``tol`` or reports unconverged.  Which worker or thread runs a problem never changes
@@ -32,8 +33,6 @@ from pybudget.dask.errors import HostCopyMissing
 from pybudget.linear.plan import Rows, plan_for
 from pybudget.linear.problem import problem_costs, solve_binary
 
-FIRST_TOL = 0.1      # pybudget.LinearSVC's (and LogisticRegression's, LinearSVR's) tol
-TOL_STEP = 10.0
 LAST_TOL = 1e-12     # below this the KKT test is round-off: the run stops unconverged
 
 
@@ -42,9 +41,9 @@ def all_rows(spec, *parts):
     sample_weight), in partition order: the rows in their own order (in-memory rows are
     not dealt for this method: ``_sources.memory_sources``), so that the problems see
     them as one machine does.  rows: a ``linear.plan.Rows`` (X with the squared norms);
-    y: the targets, or for classification the labels' indices in ``spec["classes"]``.
+    y: the targets, or for classification the labels' indices in ``spec.classes``.
     The rows, these indices and the plan (``plan_on``) serve every problem."""
-    d = spec["d"]
+    d = spec.d
     Xs = [X if X.shape[1] == d else sp.csr_matrix((X.data, X.indices, X.indptr),
                                                   shape=(X.shape[0], d))
           for X, _, _ in parts]
@@ -53,13 +52,13 @@ def all_rows(spec, *parts):
     sw = np.concatenate([p[2] for p in parts])
     X.sort_indices()
     y = _codes(spec, y)
-    rows = Rows(X, spec["bias"], V.row_sqnorms(X, spec["bias"]))
+    rows = Rows(X, spec.bias, V.row_sqnorms(X, spec.bias))
     return rows, y, sw, plan_on(spec, rows, y, sw)
 
 
 def _codes(spec, y):
-    """Classification: the labels' indices in ``spec["classes"]``; regression: y."""
-    return y if spec.get("regression") else np.searchsorted(spec["classes"], y)
+    """Classification: the labels' indices in ``spec.classes``; regression: y."""
+    return y if spec.regression else np.searchsorted(spec.classes, y)
 
 
 def file_plan(spec, infos):
@@ -70,7 +69,7 @@ def file_plan(spec, infos):
     n, nnz = sum(s["n"] for s in infos), sum(s["nnz"] for s in infos)
     dt = [[np.dtype(t) for t in s["dtypes"]] for s in infos]
     index = np.result_type(*[t for ts in dt for t in ts[1:3]])
-    label = np.result_type(*[ts[3] for ts in dt]) if spec.get("regression") else np.intp
+    label = np.result_type(*[ts[3] for ts in dt]) if spec.regression else np.intp
     shapes = [((nnz,), np.result_type(*[ts[0] for ts in dt])), ((nnz,), index),
               ((n + 1,), index), ((n,), label), ((n,), np.float64), ((n,), np.float64)]
     rows = accumulate((s["n"] for s in infos), initial=0)
@@ -97,7 +96,7 @@ def file_write(name, shapes, spec, row, first, part):
     indptr[row:row + n + 1] = X.indptr + first
     codes[row:row + n] = _codes(spec, y)
     weights[row:row + n] = sw
-    norms[row:row + n] = V.row_sqnorms(X, spec["bias"])
+    norms[row:row + n] = V.row_sqnorms(X, spec.bias)
     return True
 
 
@@ -117,9 +116,9 @@ def file_rows(name, shapes, spec, n, *written):
             name, _host_memory.layout_of(shapes))
     except OSError as exc:
         raise HostCopyMissing(f"{name}: {exc}") from None
-    X = sp.csr_matrix((data, indices, indptr), shape=(n, spec["d"]), copy=False)
+    X = sp.csr_matrix((data, indices, indptr), shape=(n, spec.d), copy=False)
     X.has_sorted_indices = True          # (as the partitions wrote them: file_write)
-    rows = Rows(X, spec["bias"], sqnorms)
+    rows = Rows(X, spec.bias, sqnorms)
     return rows, y, sw, plan_on(spec, rows, y, sw)
 
 
@@ -128,10 +127,10 @@ def plan_on(spec, rows, y, sw):
     the costs of its rule are each row's own class's (``LinearSVC.fit``), C times the
     sample weight for regression.  So the client needs no statistics of the
     partitions first."""
-    cvec = spec["C"] * sw
-    if not spec.get("regression"):
-        cvec = cvec * spec["class_weight"][y]
-    return plan_for(rows, cvec, spec["loss"], spec["selection"])
+    cvec = spec.C * sw
+    if not spec.regression:
+        cvec = cvec * spec.class_weight[y]
+    return plan_for(rows, cvec, spec.loss, spec.selection)
 
 
 def solve_problems(data, spec, js, tol, max_iter):
@@ -144,25 +143,25 @@ def solve_problem(data, spec, j, tol, max_iter):
     (bias weight last), intercept, relative gap, primal, dual, KKT violation, sweeps,
     steps, and the selection it ran with."""
     rows, y, sw, how = data
-    bias, C = spec["bias"], spec["C"]
-    if spec.get("regression"):
-        target, cvec, seed = y, C * sw, spec["seed"]
-        extra = {"epsilon": spec["epsilon"], "tol_rule": "max"}
+    bias, C = spec.bias, spec.C
+    if spec.regression:
+        target, cvec, seed = y, C * sw, spec.seed
+        extra = {"epsilon": spec.epsilon, "tol_rule": "max"}
     else:
-        codes, k = y, spec["positive"][j]
+        codes, k = y, spec.positive[j]
         target = np.where(codes == k, 1.0, -1.0)
-        cvec = problem_costs(C, spec["class_weight"], codes, k, sw)
-        seed, extra = problem_seed(spec["seed"], k), {}
-    kkt_tol, start, sweeps, steps = FIRST_TOL, None, 0, 0
+        cvec = problem_costs(C, spec.class_weight, codes, k, sw)
+        seed, extra = problem_seed(spec.seed, k), {}
+    kkt_tol, start, sweeps, steps = spec.rules.first_tol, None, 0, 0
     while True:
-        res = solve_binary(rows, target, cvec, C, how, loss=spec["loss"], tol=kkt_tol,
+        res = solve_binary(rows, target, cvec, C, how, loss=spec.loss, tol=kkt_tol,
                            max_iter=max_iter - sweeps, seed=seed, start=start, **extra)
         sweeps, steps = sweeps + res.n_iter, steps + res.n_steps
         primal, dual = res.primal_objective, res.dual_objective
         gap = (primal - dual) / abs(primal) if primal != 0 else 0.0
         if gap <= tol or sweeps >= max_iter or kkt_tol <= LAST_TOL:
             break
-        start, kkt_tol = res.state, kkt_tol / TOL_STEP
+        start, kkt_tol = res.state, kkt_tol / spec.rules.tol_step
     w = np.empty(rows.X.shape[1] + 1)
     w[:-1] = res.coef
     w[-1] = res.intercept / bias if bias else 0.0

@@ -1,8 +1,8 @@
 """LinearSVC, LogisticRegression and LinearSVR trained on a Dask cluster.
 
 Each takes its one-machine namesake's parameters plus ``method``, ``client``,
-``n_partitions``, ``local_sweeps``, ``laps``, ``checkpoint_every``, ``engine`` and
-``timeout``; ``tol`` is a relative duality gap and ``max_iter`` counts rounds.
+``n_partitions``, ``local_sweeps``, ``laps``, ``checkpoint_every``, ``engine``,
+``timeout`` and ``rules``; ``tol`` is a relative duality gap and ``max_iter`` counts rounds.
 ``to_local()`` gives the one-machine estimator with the same coefficients.
 """
 import time
@@ -21,8 +21,9 @@ from pybudget.dask._methods import METHODS
 from pybudget.dask._laps import first as first_laps
 from pybudget.dask._dask_engine import DaskEngine
 from pybudget.dask._engines import ThreadsEngine
-from pybudget.dask._sources import (SMALL_BYTES, GeneratedShards, SvmlightShards,
-                                    dask_pieces, memory_sources, rows_bytes)
+from pybudget.dask._plan import ClusterRules, FitSpec
+from pybudget.dask._sources import (GeneratedShards, SvmlightShards, dask_pieces,
+                                    memory_sources, rows_bytes)
 from pybudget.linear.logistic import LogisticRegression as LocalLogisticRegression
 from pybudget.linear.plan import auto_selection, primal_pays
 from pybudget.linear.problem import (LOSSES, REGRESSION_LOSSES, check_linear_params,
@@ -33,10 +34,7 @@ from pybudget.linear.svr import LinearSVR as LocalLinearSVR
 
 ENGINES = ("dask", "threads")
 MEMORY_PARTITIONS = 4     # default n_partitions for numpy / scipy input
-# Rows up to this size are trained by method "whole" when method="auto" (a copy on each
-# worker that runs a problem); as SMALL_BYTES, the size at which the engine places the
-# rows on one worker.
-WHOLE_BYTES = SMALL_BYTES
+DEFAULT_RULES = ClusterRules()     # the rules of a fit with rules=None
 
 
 def _is_dask(x):
@@ -94,9 +92,13 @@ class _DistributedBase(SVMBase):
         V.positive("timeout", self.timeout)
         if getattr(self, "warm_start", False):
             raise ValueError("warm_start is not supported by pybudget.dask estimators")
-        return C, tol, max_iter, bias, sweeps, ckpt
+        rules = DEFAULT_RULES if self.rules is None else self.rules
+        if not isinstance(rules, ClusterRules):
+            raise ValueError(f"rules must be a pybudget.dask.ClusterRules or None, got "
+                             f"{type(rules).__name__}")
+        return C, tol, max_iter, bias, sweeps, ckpt, rules
 
-    def _sources(self, X, y, sample_weight, engine):
+    def _sources(self, X, y, sample_weight, engine, rules):
         """(sources, names, locality) of the partitions of the training data.  Dask
         chunks are computed on the cluster; the sources hold their futures, and the
         engine holds the sources for the fit, so a lost partition can be rebuilt."""
@@ -132,7 +134,7 @@ class _DistributedBase(SVMBase):
         # (method "whole" takes contiguous blocks; _method decides it by the same rule on
         # the partitions' rows and non-zeros, which sum to X's)
         srcs, names = memory_sources(X, y, sw, P,
-                                     dealt=not self._whole_by_size(X.shape[0], X.nnz))
+                                     dealt=not self._whole_by_size(X.shape[0], X.nnz, rules))
         return srcs, names, None
 
     def _dask_sources(self, X, y, sample_weight, engine):
@@ -180,26 +182,28 @@ class _DistributedBase(SVMBase):
         names = [f"partition {p} (chunks {_chunk_span(bounds, p, P, n)})" for p in range(P)]
         return srcs, names, locality
 
-    def _engine(self):
+    def _engine(self, rules):
         if self.engine == "dask":
-            return DaskEngine(_client(self.client), timeout=self.timeout)
+            return DaskEngine(_client(self.client), rules, timeout=self.timeout)
         return ThreadsEngine(V.n_jobs(self.n_jobs))
 
     def _fit(self, X, y, sample_weight):
-        C, tol, max_iter, bias, sweeps, ckpt = self._check_params()
+        C, tol, max_iter, bias, sweeps, ckpt, rules = self._check_params()
         verbose = V.verbosity(self.verbose)
         seed = V.seed_from(self.random_state)
         t0 = time.perf_counter()
-        engine = self._engine()
+        engine = self._engine(rules)
         try:
-            srcs, names, locality = self._sources(X, y, sample_weight, self.engine)
+            srcs, names, locality = self._sources(X, y, sample_weight, self.engine, rules)
             summ = engine.build(srcs, self._regression, names, locality)
-            spec, n_problems, d, classes = self._spec(summ, C, bias, seed, X)
-            method, spec["selection"] = self._method(engine, spec, summ)
+            spec, d, classes = self._spec(summ, C, bias, seed, X, rules)
+            n_problems = spec.n_problems
+            method, selection = self._method(engine, spec, summ)
+            spec = spec.with_selection(selection)
             if verbose:
                 report(f"{len(srcs)} partitions, {sum(s['n'] for s in summ)} rows, {d} "
                        f"columns, {n_problems} problems, method {method}, selection "
-                       f"{spec['selection']}", time.perf_counter() - t0)
+                       f"{spec.selection}", time.perf_counter() - t0)
 
             def progress(e):
                 if verbose:
@@ -213,8 +217,8 @@ class _DistributedBase(SVMBase):
 
             # (the rows of a one-vs-rest fit on a Dask array stay where its chunks are,
             # those of one problem, or in memory, go to one worker when small: _dask_engine)
-            laps, max_laps = self._laps(method, sweeps, summ, n_problems, d,
-                                        movable=not _is_dask(X) or n_problems == 1)
+            laps, max_laps = first_laps(self.laps, method, sweeps, summ, n_problems, d,
+                                        not _is_dask(X) or n_problems == 1, rules)
             res = METHODS[method].fit(engine, spec, n_problems, d, tol=tol,
                                       max_rounds=max_iter, sweeps=sweeps,
                                       checkpoint_every=ckpt, laps=laps, max_laps=max_laps,
@@ -236,8 +240,8 @@ class _DistributedBase(SVMBase):
     def _method(self, engine, spec, summ):
         """(method, selection): ``method`` and ``selection``, or for "auto" by the data
         alone, never the cluster.  The method: "whole" for small data
-        (``_sources.rows_bytes`` at most WHOLE_BYTES: each worker that runs a problem
-        holds the rows, and the problem runs there without a hop, as on one
+        (``_sources.rows_bytes`` at most ``ClusterRules.whole_bytes``: each worker that
+        runs a problem holds the rows, and the problem runs there without a hop, as on one
         machine: docs/benchmarks.md, section 10); else "newton" where one machine's
         ``selection="auto"`` would run the primal Newton solver
         (``linear.plan.primal_pays``: a smooth loss, many more rows than columns in
@@ -253,62 +257,55 @@ class _DistributedBase(SVMBase):
             return "newton", "newton"
         if method == "auto":
             method = ("whole" if self._whole_by_size(sum(s["n"] for s in summ),
-                                                     sum(s["nnz"] for s in summ)) else None)
+                                                     sum(s["nnz"] for s in summ),
+                                                     spec.rules) else None)
         if self.selection != "auto" or method == "whole":
             return method or "ring", self.selection
         got = engine.scales(spec)
         scales = np.concatenate([a for a, _ in got])
-        used = np.zeros(spec["d"], dtype=bool)
+        used = np.zeros(spec.d, dtype=bool)
         for _, columns in got:
             used[columns] = True
         used = int(used.sum())
-        pays = bool(used) and primal_pays(spec["loss"], scales.shape[0], used)
+        pays = bool(used) and primal_pays(spec.loss, scales.shape[0], used)
         if method is None:
             method = "newton" if pays else "ring"
         if method == "newton":
             return method, "newton"
         return method, auto_selection(scales.shape[0], used, scales)
 
-    def _whole_by_size(self, n, nnz):
+    def _whole_by_size(self, n, nnz, rules):
         """Whether the method is "whole": asked for, or "auto" on n rows with nnz
-        non-zeros of at most WHOLE_BYTES (``_sources.rows_bytes``)."""
+        non-zeros of at most ``rules.whole_bytes`` (``_sources.rows_bytes``)."""
         return self.method == "whole" or (self.method == "auto"
-                                          and rows_bytes(n, nnz) <= WHOLE_BYTES)
+                                          and rows_bytes(n, nnz) <= rules.whole_bytes)
 
-    def _laps(self, method, sweeps, summ, n_problems, d, movable):
-        """(laps of the ring's first round, the most they may grow to): ``_laps.first``
-        with this estimator's ``laps``."""
-        return first_laps(self.laps, method, sweeps, summ, n_problems, d, movable)
-
-    def _spec(self, summ, C, bias, seed, X):
+    def _spec(self, summ, C, bias, seed, X, rules):
         d = max(s["d"] for s in summ)
         if isinstance(X, (SvmlightShards, GeneratedShards)) and X.n_features:
             d = X.n_features
         n = sum(s["n"] for s in summ)
         if n == 0:
             raise ValueError("every partition is empty: no rows to train on")
-        spec = {"loss": self.loss, "n_parts": len(summ), "bias": bias, "d": d, "C": C,
-                "seed": seed, "epsilon": getattr(self, "epsilon", 0.0), "n_rows": n}
+        common = {"loss": self.loss, "n_parts": len(summ), "bias": bias, "d": d, "C": C,
+                  "seed": seed, "n_rows": n, "rules": rules}
         if self._regression:
-            spec["epsilon"] = V.nonnegative("epsilon", self.epsilon)
-            spec["regression"] = True
-            classes, n_problems = None, 1
-        else:
-            labels = np.concatenate([s["labels"] for s in summ if s["n"]])
-            classes = np.unique(labels)
-            if classes.shape[0] < 2:
-                raise ValueError(f"y has {classes.shape[0]} class; at least 2 are needed")
-            # "balanced" weighs the classes by their rows' summed sample weights
-            counts = np.zeros(classes.shape[0])
-            for s in summ:
-                if s["n"]:
-                    counts[np.searchsorted(classes, s["labels"])] += s["weights"]
-            spec["classes"] = classes
-            spec["class_weight"] = class_weight_vector(getattr(self, "class_weight", None),
-                                                       classes, counts)
-            spec["positive"] = binary_problems(classes.shape[0])
-            n_problems = len(spec["positive"])
-        return spec, n_problems, d, classes
+            spec = FitSpec(**common, regression=True,
+                           epsilon=V.nonnegative("epsilon", self.epsilon))
+            return spec, d, None
+        labels = np.concatenate([s["labels"] for s in summ if s["n"]])
+        classes = np.unique(labels)
+        if classes.shape[0] < 2:
+            raise ValueError(f"y has {classes.shape[0]} class; at least 2 are needed")
+        # "balanced" weighs the classes by their rows' summed sample weights
+        counts = np.zeros(classes.shape[0])
+        for s in summ:
+            if s["n"]:
+                counts[np.searchsorted(classes, s["labels"])] += s["weights"]
+        weights = class_weight_vector(getattr(self, "class_weight", None), classes, counts)
+        spec = FitSpec(**common, classes=classes, class_weight=weights,
+                       positive=tuple(binary_problems(classes.shape[0])))
+        return spec, d, classes
 
     def _set_result(self, res, bias, d, classes, spec, n_parts, elapsed):
         coef = res.W[:, :d]
@@ -327,7 +324,7 @@ class _DistributedBase(SVMBase):
         self.n_checks_ = res.n_checks
         self.recoveries_ = res.recoveries
         self.n_partitions_ = n_parts
-        self.selection_ = res.selection or spec["selection"]
+        self.selection_ = res.selection or spec.selection
         self.fit_time_ = elapsed
         self.rounds_log_ = res.log
         self.intercept_ = res.W[:, d] * bias if res.intercept is None else res.intercept
@@ -435,6 +432,11 @@ _COMMON_DOC = """
     timeout : float, default=600
         Seconds the fit may go without any of its tasks (a worker's share of a round)
         finishing before it gives up with ``pybudget.dask.ClusterError``.
+    rules : pybudget.dask.ClusterRules or None, default=None
+        The measured thresholds the fit decides by (which rows are small enough for one
+        worker or for method "whole", the ring's laps, threads per visit, ...);
+        None: ``ClusterRules()``, the defaults measured on 2-core machines (its
+        docstring says what each decides and what set it).
 """
 
 
@@ -484,7 +486,8 @@ class LinearSVC(_DistributedClassifier):
                  tol=1e-3, max_iter=1000, fit_intercept=True, intercept_scaling=1.0,
                  class_weight=None, warm_start=False, random_state=None, n_jobs=None,
                  verbose=0, method="auto", client=None, n_partitions=None,
-                 local_sweeps=1, laps="auto", checkpoint_every=10, engine="dask", timeout=600.0):
+                 local_sweeps=1, laps="auto", checkpoint_every=10, engine="dask", timeout=600.0,
+                 rules=None):
         self.C = C
         self.loss = loss
         self.multi_class = multi_class
@@ -506,6 +509,7 @@ class LinearSVC(_DistributedClassifier):
         self.checkpoint_every = checkpoint_every
         self.engine = engine
         self.timeout = timeout
+        self.rules = rules
 
     def fit(self, X, y=None, sample_weight=None):
         if self.multi_class != "ovr":
@@ -530,7 +534,7 @@ class LogisticRegression(_DistributedClassifier):
                  fit_intercept=True, intercept_scaling=1.0, class_weight=None,
                  random_state=None, warm_start=False, n_jobs=None, verbose=0, method="auto",
                  client=None, n_partitions=None, local_sweeps=1, laps="auto", checkpoint_every=10,
-                 engine="dask", timeout=600.0):
+                 engine="dask", timeout=600.0, rules=None):
         self.C = C
         self.selection = selection
         self.tol = tol
@@ -550,6 +554,7 @@ class LogisticRegression(_DistributedClassifier):
         self.checkpoint_every = checkpoint_every
         self.engine = engine
         self.timeout = timeout
+        self.rules = rules
 
     def fit(self, X, y=None, sample_weight=None):
         return self._fit(X, y, sample_weight)
@@ -575,7 +580,7 @@ class LinearSVR(RegressorMixin, _DistributedBase):
                  tol=1e-3, max_iter=1000, fit_intercept=True, intercept_scaling=1.0,
                  random_state=None, warm_start=False, n_jobs=None, verbose=0, method="auto",
                  client=None, n_partitions=None, local_sweeps=1, laps="auto", checkpoint_every=10,
-                 engine="dask", timeout=600.0):
+                 engine="dask", timeout=600.0, rules=None):
         self.C = C
         self.epsilon = epsilon
         self.loss = loss
@@ -596,6 +601,7 @@ class LinearSVR(RegressorMixin, _DistributedBase):
         self.checkpoint_every = checkpoint_every
         self.engine = engine
         self.timeout = timeout
+        self.rules = rules
 
     def fit(self, X, y=None, sample_weight=None):
         return self._fit(X, y, sample_weight)

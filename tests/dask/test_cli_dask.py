@@ -3,6 +3,7 @@ import inspect
 import re
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from pybudget.datasets import load as load_data
 
 distributed = pytest.importorskip("distributed")
 pbd = pytest.importorskip("pybudget.dask")
-from pybudget.dask import _dask_engine  # noqa: E402
+from pybudget.dask import estimators as E  # noqa: E402
 
 # (these tests are about the ring: conftest.ring_by_default)
 pytestmark = pytest.mark.usefixtures("ring_by_default")
@@ -70,7 +71,7 @@ def reference(cls, pattern, **kw):
 def test_scheduler_train_predict_info(shards, scheduler, capsys, tmp_path, monkeypatch):
     d, pattern, test = shards
     # (the shards are small: the rule lowered, they spread over both workers)
-    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)
+    monkeypatch.setattr(E, "DEFAULT_RULES", replace(E.DEFAULT_RULES, small_bytes=1000))
     model = tmp_path / "cluster.pbm"
     code, out, err = run(["train", "--scheduler", scheduler, *FAST, pattern, model], capsys)
     assert code == 0 and out == "", err
@@ -107,8 +108,7 @@ def test_default_method_on_small_shards_is_whole(shards, scheduler, capsys, tmp_
                                                  monkeypatch):
     """Without --method, small shards are trained by method "whole" (the one-machine
     solver on a worker): the model is the Python API's."""
-    from pybudget.dask import estimators
-    monkeypatch.setattr(estimators, "WHOLE_BYTES", estimators.SMALL_BYTES)
+    monkeypatch.setattr(E, "DEFAULT_RULES", pbd.ClusterRules())     # (as shipped)
     _, pattern, _ = shards
     model = tmp_path / "whole.pbm"
     code, out, err = run(["train", "--scheduler", scheduler, *FAST, pattern, model], capsys)

@@ -17,6 +17,7 @@ import pybudget.dask as pbd
 from pybudget.dask import _dask_engine, _driver, _engines, _laps, _scheduler, _steps, _worker
 from pybudget.dask import estimators as E
 from pybudget.dask._partition import PartCheck, Partition, add_into, encode
+from pybudget.dask._plan import FitSpec
 from pybudget.dask._sources import build_partition, row_bounds
 
 from helpers import chunked, held, make_data, placement_engine
@@ -26,6 +27,11 @@ da = pytest.importorskip("dask.array")
 
 # (these tests are about the ring: conftest.ring_by_default)
 pytestmark = pytest.mark.usefixtures("ring_by_default")
+
+# rules that take the small data here as large: the partitions spread over the workers
+# (in runs: 2 + 2 for 4 partitions), the laps limited by the bytes they move, and (as
+# ring_by_default) "auto" not "whole"
+SPREAD = pbd.ClusterRules(small_bytes=1000, whole_bytes=-1)
 
 
 # ---- the local solver and the driver --------------------------------------------------
@@ -138,37 +144,41 @@ def test_local_sweeps_and_max_iter_warn():
     assert m3.n_steps_ == 3 * m1.n_steps_ == 3 * 2 * X.shape[0]
 
 
+def auto_laps(parts, d, movable):
+    """laps="auto"'s (first laps, most laps) of the ring, one local sweep, one problem,
+    the default rules."""
+    return _laps.first("auto", "ring", 1, parts, 1, d, movable, pbd.ClusterRules())
+
+
 def test_auto_laps_are_finer_when_visits_cover_many_non_zeros():
     """64 visits a round for short rows (a visit's calls would outweigh its work);
-    visits of long rows are cut finer, down to MIN_VISIT_NNZ non-zeros each, and never
-    below MIN_VISIT_ROWS rows unless they cover MIN_VISIT_NNZ non-zeros; spread data
+    visits of long rows are cut finer, down to min_visit_nnz non-zeros each, and never
+    below min_visit_rows rows unless they cover min_visit_nnz non-zeros; spread data
     keeps the bytes' bound."""
-    est = pbd.LinearSVC(engine="threads")
     part = lambda n, per_row: {"n": n, "nnz": n * per_row, "d": 1000}   # noqa: E731
-    assert est._laps("ring", 1, [part(16384, 14)] * 2, 1, 1000, True) == (32, 64)
+    assert auto_laps([part(16384, 14)] * 2, 1000, True) == (32, 64)
     # 16384 * 100 / 32768 = 50 laps of 328 rows
-    assert est._laps("ring", 1, [part(16384, 100)] * 2, 1, 1000, True) == (50, 64)
+    assert auto_laps([part(16384, 100)] * 2, 1000, True) == (50, 64)
     # 16384 * 1000 / 32768 = 500 laps of 33 rows: many non-zeros however few rows
-    assert est._laps("ring", 1, [part(16384, 1000)] * 2, 1, 1000, True) == (500, 500)
+    assert auto_laps([part(16384, 1000)] * 2, 1000, True) == (500, 500)
     # (8 partitions of 500 rows of 1,000 non-zeros once had one lap)
-    assert est._laps("ring", 1, [part(500, 1000)] * 8, 1, 1000, True) == (15, 15)
-    assert est._laps("ring", 1, [part(500, 45)] * 8, 1, 1000, True) == (1, 1)
-    # not movable, or above SMALL_BYTES (spread over the workers): as many as keep a
+    assert auto_laps([part(500, 1000)] * 8, 1000, True) == (15, 15)
+    assert auto_laps([part(500, 45)] * 8, 1000, True) == (1, 1)
+    # not movable, or above small_bytes (spread over the workers): as many as keep a
     # round's weights within a sweep's bytes
-    laps, most = est._laps("ring", 1, [part(16384, 100)] * 2, 1, 10**6, False)
+    laps, most = auto_laps([part(16384, 100)] * 2, 10**6, False)
     assert most == 64 and laps == 12 * 2 * 16384 * 100 // (2 * 8 * (10**6 + 1))
-    laps, most = est._laps("ring", 1, [part(16384, 300)] * 2, 1, 10**6, True)
+    laps, most = auto_laps([part(16384, 300)] * 2, 10**6, True)
     assert most == 150 and laps == 12 * 2 * 16384 * 300 // (2 * 8 * (10**6 + 1))
 
 
 @pytest.mark.parametrize("K", [2, 8, 16, 32])
 def test_auto_laps_aim_for_min_segments_visits_whatever_the_partitions(K):
     """With "auto", K partitions once got K laps (K^2 visits a round) for K > 8: 256 at K = 16,
-    1,024 at K = 32.  The aim is MIN_SEGMENTS visits a round."""
-    est = pbd.LinearSVC(engine="threads")
+    1,024 at K = 32.  The aim is min_segments visits a round."""
     parts = [{"n": 16384, "nnz": 16384, "d": 1000}] * K     # (short rows: no finer laps)
-    laps, _ = est._laps("ring", 1, parts, 1, 1000, True)
-    assert laps * K == max(_laps.MIN_SEGMENTS, K)
+    laps, _ = auto_laps(parts, 1000, True)
+    assert laps * K == max(pbd.ClusterRules().min_segments, K)
 
 
 def test_laps_share_out_one_sweep():
@@ -196,7 +206,7 @@ def test_laps_share_out_one_sweep():
 
 
 def test_laps_double_when_the_gap_stalls():
-    """The driver doubles the ring's laps from round STALL_ROUNDS on, when the gap's
+    """The driver doubles the ring's laps from round ``stall_rounds`` on, when the gap's
     latest rate predicts more than twice the rounds run (or the gap grew), up to
     max_laps; a fast rate leaves them."""
     drv = _driver._Driver(1, 1, laps=2, max_laps=5)
@@ -241,11 +251,10 @@ def test_auto_laps_grow_on_a_stalling_ring(monkeypatch):
     one lap here (data taken as large: the bytes of 20,000 weights) and grows to the
     most (4: one per 256 rows), converging in a third of the rounds of one lap
     throughout."""
-    monkeypatch.setattr(_laps, "SMALL_BYTES", 1000)
     X, y = make_data(n=2048, d=20000, density=10 / 20000)
     Xd, yd = chunked(X, y, 2)
     kw = dict(loss="squared_hinge", tol=1e-5, max_iter=400, engine="threads",
-              random_state=0)
+              random_state=0, rules=SPREAD)
     auto = pbd.LinearSVC(**kw).fit(Xd, yd)
     one = pbd.LinearSVC(laps=1, **kw).fit(Xd, yd)
     laps = [e["laps"] for e in auto.rounds_log_]
@@ -374,15 +383,14 @@ def test_small_dask_array_is_gathered_on_one_worker(client, monkeypatch):
 
 def test_small_data_is_placed_on_one_worker(client, monkeypatch):
     """Small data: the ring's partitions on one worker (one task a round); above
-    SMALL_BYTES, contiguous runs over the workers; the same bits either way."""
+    ``small_bytes``, contiguous runs over the workers; the same bits either way (the
+    laps given: the rule also sets the laps of "auto")."""
     X, y = make_data(n=800)
     monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
-    small = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, client=client,
-                          n_partitions=4).fit(X, y)
+    kw = dict(C=0.1, tol=1e-3, random_state=0, client=client, n_partitions=4, laps=2)
+    small = pbd.LinearSVC(**kw).fit(X, y)
     assert len(set(PlacementEngine.placed.values())) == 1
-    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)
-    spread = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, client=client,
-                           n_partitions=4).fit(X, y)
+    spread = pbd.LinearSVC(rules=SPREAD, **kw).fit(X, y)
     where = PlacementEngine.placed
     assert where[0] == where[1] != where[2] == where[3]
     np.testing.assert_array_equal(small.coef_, spread.coef_)
@@ -424,9 +432,8 @@ def test_spread_ring_with_laps_sends_changes(client, monkeypatch):
     the weights and the ring sends the changes: the same bits as the threads engine
     and as sending the weights, in a fraction of the bytes."""
     X, y = make_data(n=2000, d=20000, density=10 / 20000, classes=3)
-    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
     kw = dict(C=1.0, tol=1e-6, random_state=0, laps=4, max_iter=12, n_partitions=4,
-              method="ring")
+              method="ring", rules=SPREAD)
     sparse = pbd.LinearSVC(client=client, **kw).fit(X, y)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
     monkeypatch.setattr(_dask_engine.DaskEngine, "_seed", lambda self, groups: None)
@@ -446,7 +453,6 @@ def test_rows_move_between_workers_outside_the_task_results(client, monkeypatch)
     once); each worker runs its runs in the order of their positions in their travels;
     nothing is left held after the fit."""
     X, y = make_data(n=1500, classes=3)
-    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
     pinned, submit = {}, client.submit
 
     def spy(fn, *args, workers=None, **kw):
@@ -458,7 +464,7 @@ def test_rows_move_between_workers_outside_the_task_results(client, monkeypatch)
         return fut
 
     monkeypatch.setattr(client, "submit", spy)
-    kw = dict(tol=1e-2, random_state=0, n_partitions=4, method="ring")
+    kw = dict(tol=1e-2, random_state=0, n_partitions=4, method="ring", rules=SPREAD)
     m = pbd.LinearSVC(client=client, **kw).fit(X, y)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
     np.testing.assert_array_equal(m.coef_, ref.coef_)
@@ -487,11 +493,10 @@ def test_held_rows_and_task_results_give_the_same_bits(client, monkeypatch, laps
     with the rows held by the workers as with the weights sent as task results, and as
     the threads engine."""
     X, y = make_data(n=800, classes=4, seed=5)
-    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
     # (tol 3e-2: 32 rounds, the four problems still passing at different checks; at
     # 1e-2, 54-56 rounds of hops made this the suite's slowest test)
     kw = dict(C=1.0, tol=3e-2, random_state=0, max_iter=300, n_partitions=4, laps=laps,
-              method="ring")
+              method="ring", rules=SPREAD)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
     assert len({e["active"] for e in ref.rounds_log_} - {0}) >= 2
     fits = []
@@ -530,7 +535,6 @@ def test_sparse_hops_stop_when_the_visits_change_most_weights(client, monkeypatc
     the weights, so the ring goes back to sending them after its first check (until
     the laps grow); the same bits throughout."""
     X, y = make_data(n=2000, d=300, density=0.1)
-    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)
     seeds = []
 
     class Spy(_dask_engine.DaskEngine):
@@ -546,7 +550,7 @@ def test_sparse_hops_stop_when_the_visits_change_most_weights(client, monkeypatc
 
     monkeypatch.setattr(E, "DaskEngine", Spy)
     kw = dict(C=1.0, tol=1e-6, random_state=0, laps=4, max_iter=12, n_partitions=4,
-              method="ring")
+              method="ring", rules=SPREAD)
     m = pbd.LinearSVC(client=client, **kw).fit(X, y)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
     assert seeds == [1] and Spy.off == 4 and Spy.left == 0
@@ -563,8 +567,7 @@ def test_dask_array_partitions_are_built_where_their_chunks_live(client, monkeyp
     homes = [sorted(who[key])[0] for (key,) in Xd.__dask_keys__()]
     monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
     # (as large data: small arrays are gathered on one worker, the test above)
-    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)
-    pbd.LinearSVC(C=0.1, tol=1e-2, random_state=0, client=client).fit(Xd, yd)
+    pbd.LinearSVC(C=0.1, tol=1e-2, random_state=0, client=client, rules=SPREAD).fit(Xd, yd)
     assert [PlacementEngine.placed[p] for p in range(4)] == homes
 
 
@@ -715,9 +718,9 @@ def test_check_leaves_w_and_the_duals_alone():
     X, y = make_data(n=100)
     P = build_partition(0, ("arrays", X, y, None, X.shape[1]), False, "p0")
     assert isinstance(P, Partition)
-    spec = {"loss": "hinge", "bias": 1.0, "d": X.shape[1], "C": 1.0, "seed": 0,
-            "classes": np.array([0, 1]), "class_weight": np.ones(2), "positive": [1],
-            "selection": "uniform"}
+    spec = FitSpec(loss="hinge", n_parts=1, bias=1.0, d=X.shape[1], C=1.0, seed=0,
+                   n_rows=X.shape[0], classes=np.array([0, 1]), class_weight=np.ones(2),
+                   positive=(1,), selection="uniform")
     P.setup(spec)
     w = np.ones(X.shape[1] + 1)
     u = P.problems[0].u.copy()
@@ -733,9 +736,9 @@ def test_check_results_travel_as_named_values():
     order."""
     X, y = make_data(n=100)
     P = build_partition(0, ("arrays", X, y, None, X.shape[1]), False, "p0")
-    spec = {"loss": "hinge", "bias": 1.0, "d": X.shape[1], "C": 1.0, "seed": 0,
-            "classes": np.array([0, 1]), "class_weight": np.ones(2), "positive": [1],
-            "selection": "uniform"}
+    spec = FitSpec(loss="hinge", n_parts=1, bias=1.0, d=X.shape[1], C=1.0, seed=0,
+                   n_rows=X.shape[0], classes=np.array([0, 1]), class_weight=np.ones(2),
+                   positive=(1,), selection="uniform")
     P.setup(spec)
     w = np.ones(X.shape[1] + 1)
     one = P.check(0, w)
@@ -764,9 +767,9 @@ def test_a_long_visit_solves_the_partitions_dual_at_the_carried_weights(loss):
     X, y = make_data(n=300, d=30, seed=4)
     C = 0.7
     P = build_partition(1, ("arrays", X, y, None, X.shape[1]), False, "p1")
-    spec = {"loss": loss, "bias": 1.0, "d": X.shape[1], "C": C, "seed": 5,
-            "classes": np.array([0, 1]), "class_weight": np.ones(2), "positive": [1],
-            "selection": "uniform"}
+    spec = FitSpec(loss=loss, n_parts=1, bias=1.0, d=X.shape[1], C=C, seed=5,
+                   n_rows=X.shape[0], classes=np.array([0, 1]), class_weight=np.ones(2),
+                   positive=(1,), selection="uniform")
     P.setup(spec)
     rng = np.random.default_rng(0)
     w0 = rng.normal(scale=0.1, size=X.shape[1] + 1)
@@ -816,16 +819,15 @@ def test_check_estimator_threads_engine(cls):
 
 def test_the_first_rounds_check_only_problems_whose_stale_gap_is_near_tol(monkeypatch):
     """The ring's first rounds check a problem only when its stale gap (seen_gap) is
-    within SEEN_NEAR * tol: far from tol nothing is checked, and every check that is
-    made still certifies the exact gap."""
+    within ``seen_near`` times tol: far from tol nothing is checked, and every check
+    that is made still certifies the exact gap."""
     X, y = make_data(n=1500, d=80, classes=3)
     kw = dict(C=1.0, tol=1e-2, engine="threads", n_partitions=2, random_state=0,
               method="ring")
     est = pbd.LinearSVC(**kw).fit(X, y)
     assert est.rounds_log_[0]["round"] > 1 and est.converged_.all()
     assert (est.duality_gap_ <= 1e-2).all()
-    monkeypatch.setattr(_steps, "SEEN_NEAR", math.inf)
-    every = pbd.LinearSVC(**kw).fit(X, y)
+    every = pbd.LinearSVC(rules=pbd.ClusterRules(seen_near=math.inf), **kw).fit(X, y)
     assert every.rounds_log_[0]["round"] == 1 and every.n_checks_ > est.n_checks_
     assert every.converged_.all()
 

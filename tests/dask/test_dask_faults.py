@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import pybudget.dask as pbd
-from pybudget.dask import _dask_engine, _dask_ring
+from pybudget.dask import _dask_engine
 from pybudget.dask import estimators as E
 from pybudget.dask._sources import row_bounds
 
@@ -98,12 +98,13 @@ def test_killed_worker_with_sparse_hops_replays_to_the_same_bits(nanny_client, m
     leaves stale or gone; the replay from the copies, spread over the survivor and
     the nanny's new worker, seeds the replicas anew and gives the same bits."""
     X, y = make_data(n=1500, d=5000, density=10 / 5000, seed=11)
-    kw = dict(C=0.1, tol=1e-3, random_state=0, checkpoint_every=4, laps=4, n_partitions=4)
+    # (spread in runs: 2 + 2; changes all along: here the visits change most weights,
+    # which would stop them; the ring)
+    rules = pbd.ClusterRules(small_bytes=1000, sparse_give_up=math.inf, whole_bytes=-1)
+    kw = dict(C=0.1, tol=1e-3, random_state=0, checkpoint_every=4, laps=4, n_partitions=4,
+              rules=rules)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
     assert ref.converged_.all() and ref.n_rounds_ > KillingEngine.at + 2
-    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
-    # (changes all along: here the visits change most weights, which would stop them)
-    monkeypatch.setattr(_dask_ring, "SPARSE_GIVE_UP", math.inf)
     monkeypatch.setattr(E, "DaskEngine", KillingEngine)
     monkeypatch.setattr(KillingEngine, "replaced", True)
     seeded = []

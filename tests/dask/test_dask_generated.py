@@ -5,12 +5,13 @@ import json
 import subprocess
 import sys
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 import pybudget.dask as pbd
-from pybudget.dask import _dask_engine
+from pybudget.dask import estimators as E
 from pybudget.dask._sources import generate_rows
 
 distributed = pytest.importorskip("distributed")
@@ -55,8 +56,8 @@ def test_generated_fit_on_memory_limited_workers_equals_threads(monkeypatch):
             distributed.Client(cl) as c:
         # (15 MB of rows: small, which would put every partition on one worker; the
         # rule lowered, they spread over both, and the ring's weights go between them)
-        monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1_000_000)
-        m = pbd.LinearSVC(C=0.1, random_state=0, client=c).fit(g)
+        m = pbd.LinearSVC(C=0.1, random_state=0, client=c,
+                          rules=replace(E.DEFAULT_RULES, small_bytes=1_000_000)).fit(g)
         np.testing.assert_array_equal(m.coef_, ref.coef_)
         assert m.bytes_sent_["workers"] > 0
         # the client got the weights (and the auto statistic), never the rows

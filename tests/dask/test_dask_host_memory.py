@@ -6,6 +6,7 @@ import errno
 import glob
 import os
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,8 +14,9 @@ import scipy.sparse as sp
 
 import pybudget
 import pybudget.dask as pbd
-from pybudget.dask import _dask_engine, _host_memory, _whole
+from pybudget.dask import _host_memory, _whole
 from pybudget.dask._dask_engine import DaskEngine
+from pybudget.dask._plan import FitSpec
 from pybudget.dask.errors import HostCopyMissing
 
 distributed = pytest.importorskip("distributed")
@@ -98,15 +100,16 @@ def _parts(case):
     X = sp.random(90, 40, density=0.2, format="csr", random_state=5)
     X.data = rng.normal(size=X.data.shape)
     y = rng.integers(0, 3, size=90) * 7 + 1
-    spec = {"d": 40, "selection": "auto", "C": 1.0, "bias": 1.0,
-            "loss": "hinge", "classes": np.array([1, 8, 15]),
-            "class_weight": np.ones(3)}
+    spec = FitSpec(loss="hinge", n_parts=3, bias=1.0, d=40, C=1.0, seed=0, n_rows=90,
+                   classes=np.array([1, 8, 15]), class_weight=np.ones(3),
+                   positive=(0, 1, 2))
     cuts = [0, 30, 55, 90]
     if case == "float32":
         X = X.astype(np.float32)
     if case == "regression":
         y = rng.normal(size=90)
-        spec.update(regression=True, loss="epsilon_insensitive")
+        spec = replace(spec, regression=True, loss="epsilon_insensitive", classes=None,
+                       class_weight=None, positive=None)
     if case == "one partition":
         cuts = [0, 90]
     parts = [(X[a:b].copy(), y[a:b], rng.uniform(0.5, 2, size=b - a))
@@ -124,8 +127,8 @@ def _parts(case):
 
 def _file_plan(spec, parts):
     """_whole.file_plan of the partitions, from the summaries the workers give."""
-    Xs = [X if X.shape[1] == spec["d"] else
-          sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], spec["d"]))
+    Xs = [X if X.shape[1] == spec.d else
+          sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], spec.d))
           for X, _, _ in parts]
     infos = [{"n": X.shape[0], "nnz": X.nnz, "dtypes": [
         a.dtype.str for a in (X.data, X.indices, X.indptr, y)]} for X, (_, y, _)
@@ -230,14 +233,17 @@ def blocks_on_workers(client, X, y):
 def fit_on(client, monkeypatch, inputs, seed=0):
     """A "whole" fit on 2 worker processes of one host, and one machine's.  "dask
     array": a block a worker, each partition built on the worker of its block (above
-    a lowered SMALL_BYTES), so each writes its own rows into the file; "in memory": the
-    partitions, blocks of contiguous rows, on one worker (small), which writes them."""
+    rules with a lower small_bytes), so each writes its own rows into the file; "in
+    memory": the partitions, blocks of contiguous rows, on one worker (small), which
+    writes them."""
     X, y = make_data(seed=seed)
     one = pybudget.LinearSVC(random_state=0).fit(X, y)
+    rules = None
     if inputs == "dask array":
-        monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)
+        rules = pbd.ClusterRules(small_bytes=1000)
         X, y = blocks_on_workers(client, X, y)
-    m = pbd.LinearSVC(method="whole", tol=1.0, random_state=0, client=client).fit(X, y)
+    m = pbd.LinearSVC(method="whole", tol=1.0, random_state=0, client=client,
+                      rules=rules).fit(X, y)
     return m, one
 
 
@@ -291,7 +297,6 @@ def test_a_worker_that_runs_no_problem_still_writes_its_partition(monkeypatch):
     that run problems share it; one machine's bits."""
     X, y = make_data(n=1600, classes=3, seed=2)
     one = pybudget.LinearSVC(random_state=0).fit(X, y)
-    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)
     sent = spy_on(monkeypatch)
     before = ours()
     with distributed.LocalCluster(n_workers=4, threads_per_worker=1, processes=False,
@@ -299,7 +304,8 @@ def test_a_worker_that_runs_no_problem_still_writes_its_partition(monkeypatch):
             distributed.Client(cluster) as c:
         Xd, yd = blocks_on_workers(c, X, y)
         m = pbd.LinearSVC(method="whole", tol=1.0, random_state=0, client=c,
-                          n_partitions=4).fit(Xd, yd)
+                          n_partitions=4,
+                          rules=pbd.ClusterRules(small_bytes=1000)).fit(Xd, yd)
         assert gone_soon(before)
     np.testing.assert_array_equal(m.coef_, one.coef_)
     np.testing.assert_array_equal(m.intercept_, one.intercept_)

@@ -75,12 +75,12 @@ def test_replicas_dropped_when_the_sparse_hops_stop(client, monkeypatch):
     check it sends the weights again, and the workers' replicas go (they stayed until
     the fit's end before)."""
     X, y = make_data(n=1500, seed=11)
-    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)     # (spread in runs: 2 + 2)
     monkeypatch.setattr(E, "DaskEngine", Recording)
     monkeypatch.setattr(Recording, "EVERY", 1)
     Recording.sizes = []
     m = pbd.LinearSVC(C=0.1, tol=1e-3, laps=2, n_partitions=4, random_state=0,
-                      client=client).fit(X, y)
+                      client=client,       # (spread in runs: 2 + 2)
+                      rules=pbd.ClusterRules(small_bytes=1000, whole_bytes=-1)).fit(X, y)
     assert m.converged_.all() and len(Recording.sizes) >= m.n_rounds_
     assert Recording.sizes[0]["sparse hops"] and Recording.sizes[0]["replicas"] == 2
     stopped = [s for s in Recording.sizes if not s["sparse hops"]]

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 import pybudget
 import pybudget.dask as pbd
-from pybudget.dask import estimators as E
+
 from pybudget.linear.primal import primal_newton
 
 from helpers import tall
@@ -62,18 +62,18 @@ def test_same_bits_for_any_client_threads_and_partition_placement():
     assert one.n_iter_ == two.n_iter_ and one.n_steps_ == two.n_steps_
 
 
-def test_auto_picks_newton_where_one_machine_would_and_the_data_is_not_small(monkeypatch):
+def test_auto_picks_newton_where_one_machine_would_and_the_data_is_not_small():
     X, y = tall()
-    monkeypatch.setattr(E, "WHOLE_BYTES", -1)
-    assert pbd.LogisticRegression(engine="threads").fit(X, y).method_ == "newton"
-    assert pbd.LinearSVC(engine="threads", loss="squared_hinge").fit(X, y).method_ == "newton"
+    kw = dict(engine="threads", rules=pbd.ClusterRules(whole_bytes=-1))    # (not small)
+    assert pbd.LogisticRegression(**kw).fit(X, y).method_ == "newton"
+    assert pbd.LinearSVC(loss="squared_hinge", **kw).fit(X, y).method_ == "newton"
     # the hinge has no primal route; an explicit selection means dual CD; wide data
-    assert pbd.LinearSVC(engine="threads").fit(X, y).method_ == "ring"
-    m = pbd.LogisticRegression(engine="threads", selection="shrinking", max_iter=5)
+    assert pbd.LinearSVC(**kw).fit(X, y).method_ == "ring"
+    m = pbd.LogisticRegression(selection="shrinking", max_iter=5, **kw)
     with pytest.warns(Warning):
         assert m.fit(X, y).method_ == "ring"
     Xw = sp.random(300, 50, density=0.2, format="csr", random_state=0)
-    assert pbd.LogisticRegression(engine="threads").fit(Xw, y[:300]).method_ == "ring"
+    assert pbd.LogisticRegression(**kw).fit(Xw, y[:300]).method_ == "ring"
 
 
 @pytest.mark.parametrize("kw, match", [({"loss": "hinge"}, "smooth loss"),

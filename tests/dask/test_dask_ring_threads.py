@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pybudget.dask as pbd
-from pybudget.dask import _dask_engine, _dask_ring, _steps
+from pybudget.dask import _dask_ring, _steps
 from pybudget.dask import estimators as E
 
 from helpers import make_data, placement_engine
@@ -15,6 +15,11 @@ from helpers import make_data, placement_engine
 PlacementEngine = placement_engine()
 
 pytestmark = pytest.mark.usefixtures("ring_by_default")
+
+# (the data here is small: threads for every visit; the partitions on both workers,
+# whatever the size)
+THREADED = pbd.ClusterRules(visit_thread_nnz=1, whole_bytes=-1)
+SPREAD = pbd.ClusterRules(visit_thread_nnz=1, small_bytes=1000, whole_bytes=-1)
 
 
 @pytest.fixture(scope="module")
@@ -39,23 +44,21 @@ def spy(monkeypatch):
         return real(fn, args, n_jobs)
 
     monkeypatch.setattr(_steps, "map_threads", counted)
-    monkeypatch.setattr(_steps, "MIN_THREAD_NNZ", 1)      # (the data here is small)
     return calls
 
 
 @pytest.fixture
-def spread(monkeypatch):
-    """The partitions on both workers, whatever the size."""
-    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)
+def placed(monkeypatch):
+    """An engine that records where the partitions went."""
     monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
 
 
 @pytest.mark.parametrize("laps", [1, 4], ids=["weights", "sparse hops"])
-def test_ring_runs_each_visit_on_the_workers_threads(two_by_two, spy, spread, laps,
+def test_ring_runs_each_visit_on_the_workers_threads(two_by_two, spy, placed, laps,
                                                      monkeypatch):
     X, y = make_data(n=900, classes=4, seed=6)
     kw = dict(C=0.5, tol=1e-3, random_state=0, method="ring", n_partitions=2, max_iter=300,
-              laps=laps)
+              laps=laps, rules=SPREAD)
     seeded = []
     real_seed = _dask_ring.RingRuns._seed
     monkeypatch.setattr(_dask_ring.RingRuns, "_seed",
@@ -78,10 +81,12 @@ def test_ring_runs_each_visit_on_the_workers_threads(two_by_two, spy, spread, la
 
 
 def test_small_visits_stay_on_one_thread():
-    assert _steps.visit_threads(4, 10, _steps.MIN_THREAD_NNZ // 10) == 1
-    assert _steps.visit_threads(4, 10, _steps.MIN_THREAD_NNZ // 5) == 2
-    assert _steps.visit_threads(4, 3, 10 * _steps.MIN_THREAD_NNZ) == 3
-    assert _steps.visit_threads(1, 10, 10 * _steps.MIN_THREAD_NNZ) == 1
+    rules = pbd.ClusterRules()
+    least = rules.visit_thread_nnz
+    assert rules.visit_threads(4, 10, least // 10) == 1
+    assert rules.visit_threads(4, 10, least // 5) == 2
+    assert rules.visit_threads(4, 3, 10 * least) == 3
+    assert rules.visit_threads(1, 10, 10 * least) == 1
 
 
 def test_a_visit_error_on_a_thread_reaches_the_fit(spy, monkeypatch):
@@ -95,5 +100,5 @@ def test_a_visit_error_on_a_thread_reaches_the_fit(spy, monkeypatch):
     monkeypatch.setattr(_partition.Partition, "visit", broken)
     with pytest.raises(FloatingPointError, match="broke"):
         pbd.LinearSVC(engine="threads", n_jobs=4, method="ring", n_partitions=2,
-                      random_state=0).fit(X, y)
+                      random_state=0, rules=THREADED).fit(X, y)
     assert spy and all(n == 2 for n, _ in spy)     # (it failed on the visits' threads)

@@ -1,14 +1,14 @@
-"""Fits that really span 2 and 3 workers, one per method: the data
-here is small, and the small-data rule would put every partition on one worker, so
-SMALL_BYTES is lowered (the ``spread`` fixture); each test then checks that every worker
-held partitions and that bytes moved between them, besides the same bits as the
-threads engine."""
+"""Fits that really span 2 and 3 workers, one per method: the data here is small, and
+the small-data rule would put every partition on one worker, so the fits get rules
+with a lower ``small_bytes`` (the ``spread`` fixture); each test then checks that
+every worker held partitions and that bytes moved between them, besides the same bits
+as the threads engine."""
 import distributed
 import numpy as np
 import pytest
 
 import pybudget.dask as pbd
-from pybudget.dask import _dask_engine, _scheduler
+from pybudget.dask import _scheduler
 from pybudget.dask import estimators as E
 
 from helpers import make_data, placement_engine, tall
@@ -30,16 +30,17 @@ def client(request):
 
 @pytest.fixture
 def spread(monkeypatch):
-    """The partitions spread over the workers in contiguous runs, whatever the size."""
-    monkeypatch.setattr(_dask_engine, "SMALL_BYTES", 1000)
+    """Rules that spread the partitions over the workers in contiguous runs, whatever
+    the size (and an engine that records where they went)."""
     monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
+    return pbd.ClusterRules(small_bytes=1000, whole_bytes=-1)      # (and the ring)
 
 
 def test_ring_spans_every_worker(client, spread):
     K = len(_scheduler.worker_addresses(client))
     X, y = make_data(n=900, classes=3, seed=4)
     kw = dict(C=0.1, tol=1e-2, random_state=0, method="ring", n_partitions=2 * K,
-              max_iter=300)
+              max_iter=300, rules=spread)
     m = pbd.LinearSVC(client=client, **kw).fit(X, y)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
     assert len(set(PlacementEngine.placed.values())) == K
@@ -53,7 +54,7 @@ def test_newton_spans_every_worker(client, spread):
     the partitions' sums, added in partition order, give the threads engine's bits."""
     K = len(_scheduler.worker_addresses(client))
     X, y = tall(n=4000, classes=3, seed=5)
-    kw = dict(method="newton", tol=1e-6, C=0.5, n_partitions=2 * K)
+    kw = dict(method="newton", tol=1e-6, C=0.5, n_partitions=2 * K, rules=spread)
     m = pbd.LogisticRegression(client=client, **kw).fit(X, y)
     ref = pbd.LogisticRegression(engine="threads", **kw).fit(X, y)
     assert len(set(PlacementEngine.placed.values())) == K
@@ -70,7 +71,7 @@ def test_no_recovery_under_load(client, spread):
     import subprocess
     import sys
     X, y = make_data(n=1500, classes=2, seed=8)
-    kw = dict(C=0.1, tol=1e-3, random_state=0, n_partitions=4, laps=2)
+    kw = dict(C=0.1, tol=1e-3, random_state=0, n_partitions=4, laps=2, rules=spread)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
     spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     try:

@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.base import clone
 
 import pybudget
 import pybudget.dask as pbd
@@ -48,13 +49,15 @@ def primal(X, y, coef, intercept, C, loss="hinge"):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_auto_picks_whole_for_small_data_and_the_ring_otherwise(monkeypatch):
+def test_auto_picks_whole_for_small_data_and_the_ring_otherwise():
     X, y = make_data()
+    size = 12 * X.nnz + 4 * X.shape[0]         # (the rows' bytes: _sources.rows_bytes)
     for labels in (y, (y > 20).astype(int)):           # one-vs-rest, binary
-        m = pbd.LinearSVC(engine="threads", random_state=0).fit(X, labels)
-        assert m.method_ == "whole"
-    monkeypatch.setattr(E, "WHOLE_BYTES", 12 * X.nnz + 4 * X.shape[0] - 1)
-    big = pbd.LinearSVC(engine="threads", random_state=0, max_iter=3).fit(X, y)
+        for rules in (None, pbd.ClusterRules(whole_bytes=size)):
+            m = pbd.LinearSVC(engine="threads", random_state=0, rules=rules).fit(X, labels)
+            assert m.method_ == "whole"
+    big = pbd.LinearSVC(engine="threads", random_state=0, max_iter=3,
+                        rules=pbd.ClusterRules(whole_bytes=size - 1)).fit(X, y)
     assert big.method_ == "ring"
 
 
@@ -80,6 +83,28 @@ def test_whole_has_one_machine_bits_on_a_dask_array(client, loss, monkeypatch):
     np.testing.assert_array_equal(m.coef_, one.coef_)
     np.testing.assert_array_equal(m.intercept_, one.intercept_)
     assert len(ran_on) == 2
+
+
+def test_rules_reach_the_worker_processes(client):
+    """The rules travel in the fit's spec to the workers (2 processes here): "whole"
+    with first_tol=1e-4 and a gap every first run meets stops where one machine stops
+    at tol=1e-4, not at its default 0.1."""
+    X, y = make_data(n=600, classes=3)
+    one = pybudget.LinearSVC(tol=1e-4, random_state=0).fit(X, y)
+    kw = dict(method="whole", tol=1.0, random_state=0, client=client)
+    m = pbd.LinearSVC(rules=pbd.ClusterRules(first_tol=1e-4), **kw).fit(X, y)
+    np.testing.assert_array_equal(m.coef_, one.coef_)
+    np.testing.assert_array_equal(m.intercept_, one.intercept_)
+    default = pbd.LinearSVC(**kw).fit(X, y)
+    assert default.n_iter_ < m.n_iter_ and not np.array_equal(default.coef_, one.coef_)
+
+
+def test_rules_must_be_cluster_rules():
+    X, y = make_data(n=200, classes=2)
+    est = pbd.LinearSVC(engine="threads", rules=pbd.ClusterRules(whole_bytes=0))
+    assert clone(est).get_params()["rules"] == pbd.ClusterRules(whole_bytes=0)
+    with pytest.raises(ValueError, match="rules must be a pybudget.dask.ClusterRules"):
+        pbd.LinearSVC(engine="threads", rules={"whole_bytes": 0}).fit(X, y)
 
 
 def test_whole_follows_one_machine_to_the_primal_newton_solver():

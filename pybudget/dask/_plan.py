@@ -1,0 +1,117 @@
+"""What a distributed fit is told: the cluster's measured rules (``ClusterRules``) and
+the problem with the decisions made from them at fit (``FitSpec``).
+
+Every threshold a fit decides by is a field of ``ClusterRules``, set once at fit and
+passed down as an argument (to the engine, and inside the FitSpec to every partition on
+the workers): nothing below the estimator reads a module constant to decide.  The
+defaults were measured on 2-core machines; the comment of each says what it is for
+and what set it.  Tests and users pass their own rules (``rules=`` of the
+estimators) instead of changing the defaults.
+"""
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+MIB = 2**20
+
+
+@dataclass(frozen=True)
+class ClusterRules:
+    """The measured rules of a distributed fit (see the module docstring).
+
+    Placement and method
+        small_bytes: rows of at most this many bytes (12 a non-zero, 4 a row) are small:
+            the engine places every partition on one worker (a ring round is then one
+            task; spreading it adds a 6-9 ms hop per worker and lap and saves nothing,
+            the visits running one at a time), and the ring's laps are not limited by the
+            bytes they move.  Also capped at a tenth of a worker's memory limit.
+        whole_bytes: ``method="auto"`` trains rows of at most this many bytes by
+            "whole" (each worker that runs a problem holds them all, one copy a host).
+            The same 64 MiB: rows small enough for one worker are small enough for each
+            (debian-sections20 ran whole at 1.12-1.27x the one-machine ``n_jobs=2``
+            time: docs/benchmarks.md, section 10; the bound itself was not measured
+            apart).
+    The ring's laps ("auto": docs/architecture.md, "The Dask cluster")
+        min_segments: visits a round aims for; min_visit_rows: rows per visit of the
+            smallest partition, at least; min_visit_nnz: non-zeros per visit above which
+            the laps get finer.  ijcnn1 (hinge, C = 1, 2 partitions) at 2/4/8/16 laps
+            took 155/95/70/51 rounds against one machine's 35-49 sweeps.
+        stall_rounds: rounds before the laps may double (when the gaps predict more
+            than twice the rounds run: the block order stalls with a bias feature).
+        sparse_give_up: the ring's sparse hops stop when, at a check, they have taken
+            this share of the bytes of the weights they replaced.
+    Checks and threads on the workers
+        seen_near: in the first rounds a check skips a due problem whose stale gap
+            (``_steps.seen_gap``) is above this many times tol: its exact check would
+            almost surely fail, and costs about a third of a visit.  With a check every
+            round (engine "threads"), the stale gap at the checks that passed was at
+            most 2.7 tol on debian-sections20 (C = 1, tol 6e-2; 2.1 tol at 1e-2), 1.85
+            and 1.79 tol on w8a and mushrooms (C = 1, tol 1e-2).
+        visit_thread_nnz: a visit spreads its problems over threads only where each
+            thread sweeps at least this many non-zeros (the visit's problems times its
+            share of the partition): a pool costs about 70 us to start, about 50,000
+            non-zeros of sweeping on debian-lib, and each problem's visit holds the GIL
+            for its Python part.  debian-sections20's ring (a visit sweeps a whole
+            partition a problem) ran 1.32x faster on a worker's second thread
+            (docs/benchmarks.md, section 11); a synthetic 20-class set (150,000 x
+            5,000, 30 non-zeros a row) whose laps grew to 292, about 7,700 non-zeros a
+            problem and visit, 1.08x.
+    Method "whole"'s stop (the dask ``tol`` is a relative duality gap)
+        first_tol: the one-machine KKT tolerance a problem runs to first (the
+            one-machine default, so that such a problem has one machine's bits);
+        tol_step: while the gap is above tol, the run continues at a KKT tolerance
+            this many times smaller.
+    """
+    small_bytes: int = 64 * MIB
+    whole_bytes: int = 64 * MIB
+    min_segments: int = 64
+    min_visit_rows: int = 256
+    min_visit_nnz: int = 32768
+    stall_rounds: int = 10
+    sparse_give_up: float = 0.5
+    seen_near: float = 4.0
+    visit_thread_nnz: int = 100_000
+    first_tol: float = 0.1
+    tol_step: float = 10.0
+
+    def small(self, size, memory_limit=0):
+        """Whether rows of ``size`` bytes (None: unknown) are small on workers with
+        this memory limit (0: none)."""
+        return size is not None and size <= min(self.small_bytes,
+                                                memory_limit / 10 or np.inf)
+
+    def visit_threads(self, threads, n_problems, nnz):
+        """The threads a visit of ``n_problems`` problems, each sweeping ``nnz``
+        non-zeros, runs on: at most ``threads``, one a problem, visit_thread_nnz each."""
+        return max(1, min(threads, n_problems,
+                          int(n_problems * nnz // self.visit_thread_nnz)))
+
+
+@dataclass(frozen=True)
+class FitSpec:
+    """One distributed fit's problem, as every partition and the client see it: the
+    loss, the partitions' count, the bias value, the features d, C, the seed, the rows
+    in all, epsilon (regression), the classes, their weights and the positive class of
+    each binary problem (classification), the dual CD selection decided at fit, and the
+    rules.  It pickles to the workers with each setup."""
+    loss: str
+    n_parts: int
+    bias: float
+    d: int
+    C: float
+    seed: int
+    n_rows: int
+    epsilon: float = 0.0
+    regression: bool = False
+    classes: np.ndarray = None
+    class_weight: np.ndarray = None
+    positive: tuple = None
+    selection: str = "auto"
+    rules: ClusterRules = field(default_factory=ClusterRules)
+
+    @property
+    def n_problems(self):
+        return 1 if self.positive is None else len(self.positive)
+
+    def with_selection(self, selection):
+        return replace(self, selection=selection)
