@@ -225,15 +225,15 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
         self._synced()
         # (one problem only: the problems of a one-vs-rest fit keep the workers busy
         # where the chunks are, and on one worker they would take turns)
-        labels = set() if regression else set().union(*(s["labels"].tolist() for s in out))
+        labels = set() if regression else set().union(*(s.labels.tolist() for s in out))
         if (len(labels) <= 2 and len(set(self.where.values())) > 1
-                and small(sum(rows_bytes(s["n"], s["nnz"]) for s in out))):
+                and small(sum(rows_bytes(s.n, s.nnz) for s in out))):
             rows = {}
             for p, s in enumerate(out):
-                rows[self.where[p]] = rows.get(self.where[p], 0) + s["n"]
+                rows[self.where[p]] = rows.get(self.where[p], 0) + s.n
             self._gather_on(max(sorted(rows), key=rows.get))
-        self.n_rows = sum(s["n"] for s in out)
-        self.part_bytes = [rows_bytes(s["n"], s["nnz"]) for s in out]
+        self.n_rows = sum(s.n for s in out)
+        self.part_bytes = [rows_bytes(s.n, s.nnz) for s in out]
         self.part_info = out
         return out
 

@@ -40,16 +40,16 @@ def first(laps, method, sweeps, summ, n_problems, d, movable, rules):
     K = len(summ)
     # a visit of a few rows costs more in calls than it computes; one of many
     # non-zeros does not (finer visits, fewer rounds)
-    big = min(s["nnz"] for s in summ if s["n"]) // rules.min_visit_nnz
+    big = min(s.nnz for s in summ if s.n) // rules.min_visit_nnz
     # (rows of more than min_visit_nnz / min_visit_rows = 128 non-zeros: the rows' cap
     # alone left 8 partitions of 500 rows of 1,000 non-zeros at one lap, 8.68 times one
     # machine's sweeps; docs/benchmarks.md, section 10, long-rows at K = 8)
-    most = max(1, min(s["n"] for s in summ if s["n"]) // rules.min_visit_rows, big)
+    most = max(1, min(s.n for s in summ if s.n) // rules.min_visit_rows, big)
     # (min_segments visits a round: K partitions need ceil(min_segments / K) laps;
     # at least one lap, so every partition is visited)
     want = min(max(1, -(-rules.min_segments // K), big), most)
-    nnz = sum(s["nnz"] for s in summ)
-    if movable and rows_bytes(sum(s["n"] for s in summ), nnz) <= rules.small_bytes:
+    nnz = sum(s.nnz for s in summ)
+    if movable and rows_bytes(sum(s.n for s in summ), nnz) <= rules.small_bytes:
         return want, most
     group = -(-n_problems // min(n_problems, K))       # problems travelling together
     fits = (12 * nnz) // (K * 8 * (d + 1) * group)

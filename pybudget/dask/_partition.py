@@ -101,6 +101,19 @@ def first_carry(kind, selection):
     return c
 
 
+@dataclass(frozen=True)
+class PartSummary:
+    """What the client learns of a built partition before setup: its rows, columns and
+    non-zeros, the dtypes of X's data, indices and indptr and of y, and for
+    classification the labels with their rows' summed sample weights."""
+    n: int
+    d: int
+    nnz: int
+    dtypes: tuple
+    labels: np.ndarray = None
+    weights: np.ndarray = None
+
+
 @dataclass
 class ProblemState:
     """One binary problem's local dual state on a partition: what dcd_round keeps
@@ -163,18 +176,16 @@ class Partition:
         return self.X.shape[0]
 
     def summary(self, regression):
-        """What the client needs before setup: rows, columns, non-zeros, the dtypes of
-        X's data, indices and indptr and of y, the labels
-        (classification) or the largest |target| (regression), and the columns in use."""
-        out = {"n": self.n, "d": self.X.shape[1], "nnz": int(self.X.nnz),
-               "dtypes": [a.dtype.str for a in (self.X.data, self.X.indices,
-                                                self.X.indptr, self.y)]}
+        """The PartSummary of this partition (what the client needs before setup)."""
+        common = dict(n=self.n, d=self.X.shape[1], nnz=int(self.X.nnz),
+                      dtypes=tuple(a.dtype.str for a in (self.X.data, self.X.indices,
+                                                         self.X.indptr, self.y)))
         if regression:
-            out["max_abs_y"] = float(np.max(np.abs(self.y))) if self.n else 0.0
-        else:
-            out["labels"], codes = np.unique(self.y, return_inverse=True)
-            out["weights"] = np.bincount(codes, weights=self.sw, minlength=len(out["labels"]))
-        return out
+            return PartSummary(**common)
+        labels, codes = np.unique(self.y, return_inverse=True)
+        return PartSummary(**common, labels=labels,
+                           weights=np.bincount(codes, weights=self.sw,
+                                               minlength=len(labels)))
 
     def scales(self, spec):
         """For selection="auto", the statistics one machine uses, on the rows with

@@ -19,6 +19,7 @@ problem ends at a gap at most
 ``tol`` or reports unconverged.  Which worker or thread runs a problem never changes
 its bits.
 """
+from dataclasses import dataclass
 from itertools import accumulate
 
 import numpy as np
@@ -66,14 +67,14 @@ def file_plan(spec, infos):
     from the partitions' summaries ``infos``: the arrays' (shape, dtype), and each
     partition's first row and first non-zero there.  The dtypes are those ``all_rows``
     gives: so are the bits."""
-    n, nnz = sum(s["n"] for s in infos), sum(s["nnz"] for s in infos)
-    dt = [[np.dtype(t) for t in s["dtypes"]] for s in infos]
+    n, nnz = sum(s.n for s in infos), sum(s.nnz for s in infos)
+    dt = [[np.dtype(t) for t in s.dtypes] for s in infos]
     index = np.result_type(*[t for ts in dt for t in ts[1:3]])
     label = np.result_type(*[ts[3] for ts in dt]) if spec.regression else np.intp
     shapes = [((nnz,), np.result_type(*[ts[0] for ts in dt])), ((nnz,), index),
               ((n + 1,), index), ((n,), label), ((n,), np.float64), ((n,), np.float64)]
-    rows = accumulate((s["n"] for s in infos), initial=0)
-    firsts = accumulate((s["nnz"] for s in infos), initial=0)
+    rows = accumulate((s.n for s in infos), initial=0)
+    firsts = accumulate((s.nnz for s in infos), initial=0)
     return shapes, list(zip(rows, firsts))[:-1]
 
 
@@ -138,10 +139,24 @@ def solve_problems(data, spec, js, tol, max_iter):
     return [solve_problem(data, spec, j, tol, max_iter) for j in js]
 
 
+@dataclass
+class Solved:
+    """One problem solved (``solve_problem``): its weights w (bias weight last; None
+    once ``put`` stacked them), intercept, relative gap, primal, dual, KKT violation,
+    sweeps, dual CD steps, and the selection it ran with."""
+    w: np.ndarray
+    intercept: float
+    gap: float
+    primal: float
+    dual: float
+    kkt: float
+    sweeps: int
+    steps: int
+    selection: str
+
+
 def solve_problem(data, spec, j, tol, max_iter):
-    """Problem j of spec on all rows ``data`` (``all_rows``): a dict of its weights
-    (bias weight last), intercept, relative gap, primal, dual, KKT violation, sweeps,
-    steps, and the selection it ran with."""
+    """Problem j of spec on all rows ``data`` (``all_rows``), a ``Solved``."""
     rows, y, sw, how = data
     bias, C = spec.bias, spec.C
     if spec.regression:
@@ -165,13 +180,13 @@ def solve_problem(data, spec, j, tol, max_iter):
     w = np.empty(rows.X.shape[1] + 1)
     w[:-1] = res.coef
     w[-1] = res.intercept / bias if bias else 0.0
-    return {"w": w, "intercept": res.intercept, "gap": gap, "primal": primal,
-            "dual": dual, "kkt": res.kkt_violation, "sweeps": sweeps, "steps": steps,
-            "selection": res.selection}
+    return Solved(w=w, intercept=res.intercept, gap=gap, primal=primal, dual=dual,
+                  kkt=res.kkt_violation, sweeps=sweeps, steps=steps,
+                  selection=res.selection)
 
 
 def weights(outs):
-    """The rows of the problems' weights (each ``solve_problem`` output's "w"), stacked
+    """The rows of the problems' weights (each ``Solved``'s w), stacked
     into one (n_problems, d + 1) array as they come (``put``): a client that puts each
     result there as it arrives has no copy of them all left for the end of the fit."""
     W = None
@@ -181,23 +196,23 @@ def weights(outs):
 
 
 def put(W, n_problems, i, out):
-    """Problem i's weights from its output ``out`` (which keeps the rest) into row i of
-    W, allocated at the first call (W None); returns W."""
+    """Problem i's weights from its ``Solved`` ``out`` (which keeps the rest) into row
+    i of W, allocated at the first call (W None); returns W."""
     if W is None:
-        W = np.empty((n_problems, out["w"].shape[0]))
-    W[i] = out.pop("w")
+        W = np.empty((n_problems, out.w.shape[0]))
+    W[i], out.w = out.w, None
     return W
 
 
 def result(outs, W, tol, bytes_sent):
     """The FitResult of the problems' ``solve_problem`` outputs and their stacked
     weights W (``weights``; n_rounds: the most sweeps a problem took)."""
-    col = {key: np.array([o[key] for o in outs]) for key in
+    col = {key: np.array([getattr(o, key) for o in outs]) for key in
            ("gap", "primal", "dual", "kkt", "sweeps", "intercept")}
     if not np.isfinite(W).all():
         raise ValueError("C is too large for this data: the weights overflowed")
     return FitResult(W=W, n_rounds=int(col["sweeps"].max()), gap=col["gap"],
                      primal=col["primal"], dual=col["dual"], kkt=col["kkt"],
-                     converged=col["gap"] <= tol, n_steps=int(sum(o["steps"] for o in outs)),
+                     converged=col["gap"] <= tol, n_steps=int(sum(o.steps for o in outs)),
                      bytes_sent=dict(bytes_sent), n_checks=len(outs), recoveries=0,
-                     intercept=col["intercept"], selection=outs[0]["selection"])
+                     intercept=col["intercept"], selection=outs[0].selection)

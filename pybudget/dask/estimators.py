@@ -201,7 +201,7 @@ class _DistributedBase(SVMBase):
             method, selection = self._method(engine, spec, summ)
             spec = spec.with_selection(selection)
             if verbose:
-                report(f"{len(srcs)} partitions, {sum(s['n'] for s in summ)} rows, {d} "
+                report(f"{len(srcs)} partitions, {sum(s.n for s in summ)} rows, {d} "
                        f"columns, {n_problems} problems, method {method}, selection "
                        f"{spec.selection}", time.perf_counter() - t0)
 
@@ -256,8 +256,8 @@ class _DistributedBase(SVMBase):
         if method == "newton":
             return "newton", "newton"
         if method == "auto":
-            method = ("whole" if self._whole_by_size(sum(s["n"] for s in summ),
-                                                     sum(s["nnz"] for s in summ),
+            method = ("whole" if self._whole_by_size(sum(s.n for s in summ),
+                                                     sum(s.nnz for s in summ),
                                                      spec.rules) else None)
         if self.selection != "auto" or method == "whole":
             return method or "ring", self.selection
@@ -281,10 +281,10 @@ class _DistributedBase(SVMBase):
                                           and rows_bytes(n, nnz) <= rules.whole_bytes)
 
     def _spec(self, summ, C, bias, seed, X, rules):
-        d = max(s["d"] for s in summ)
+        d = max(s.d for s in summ)
         if isinstance(X, (SvmlightShards, GeneratedShards)) and X.n_features:
             d = X.n_features
-        n = sum(s["n"] for s in summ)
+        n = sum(s.n for s in summ)
         if n == 0:
             raise ValueError("every partition is empty: no rows to train on")
         common = {"loss": self.loss, "n_parts": len(summ), "bias": bias, "d": d, "C": C,
@@ -293,15 +293,15 @@ class _DistributedBase(SVMBase):
             spec = FitSpec(**common, regression=True,
                            epsilon=V.nonnegative("epsilon", self.epsilon))
             return spec, d, None
-        labels = np.concatenate([s["labels"] for s in summ if s["n"]])
+        labels = np.concatenate([s.labels for s in summ if s.n])
         classes = np.unique(labels)
         if classes.shape[0] < 2:
             raise ValueError(f"y has {classes.shape[0]} class; at least 2 are needed")
         # "balanced" weighs the classes by their rows' summed sample weights
         counts = np.zeros(classes.shape[0])
         for s in summ:
-            if s["n"]:
-                counts[np.searchsorted(classes, s["labels"])] += s["weights"]
+            if s.n:
+                counts[np.searchsorted(classes, s.labels)] += s.weights
         weights = class_weight_vector(getattr(self, "class_weight", None), classes, counts)
         spec = FitSpec(**common, classes=classes, class_weight=weights,
                        positive=tuple(binary_problems(classes.shape[0])))

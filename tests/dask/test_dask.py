@@ -16,7 +16,7 @@ import pybudget
 import pybudget.dask as pbd
 from pybudget.dask import _dask_engine, _driver, _engines, _laps, _scheduler, _steps, _worker
 from pybudget.dask import estimators as E
-from pybudget.dask._partition import PartCheck, Partition, add_into, encode
+from pybudget.dask._partition import PartCheck, PartSummary, Partition, add_into, encode
 from pybudget.dask._plan import FitSpec
 from pybudget.dask._sources import build_partition, row_bounds
 
@@ -155,7 +155,7 @@ def test_auto_laps_are_finer_when_visits_cover_many_non_zeros():
     visits of long rows are cut finer, down to min_visit_nnz non-zeros each, and never
     below min_visit_rows rows unless they cover min_visit_nnz non-zeros; spread data
     keeps the bytes' bound."""
-    part = lambda n, per_row: {"n": n, "nnz": n * per_row, "d": 1000}   # noqa: E731
+    part = lambda n, per_row: PartSummary(n, 1000, n * per_row, ())   # noqa: E731
     assert auto_laps([part(16384, 14)] * 2, 1000, True) == (32, 64)
     # 16384 * 100 / 32768 = 50 laps of 328 rows
     assert auto_laps([part(16384, 100)] * 2, 1000, True) == (50, 64)
@@ -176,7 +176,7 @@ def test_auto_laps_are_finer_when_visits_cover_many_non_zeros():
 def test_auto_laps_aim_for_min_segments_visits_whatever_the_partitions(K):
     """With "auto", K partitions once got K laps (K^2 visits a round) for K > 8: 256 at K = 16,
     1,024 at K = 32.  The aim is min_segments visits a round."""
-    parts = [{"n": 16384, "nnz": 16384, "d": 1000}] * K     # (short rows: no finer laps)
+    parts = [PartSummary(16384, 1000, 16384, ())] * K     # (short rows: no finer laps)
     laps, _ = auto_laps(parts, 1000, True)
     assert laps * K == max(pbd.ClusterRules().min_segments, K)
 

@@ -16,6 +16,7 @@ import pybudget
 import pybudget.dask as pbd
 from pybudget.dask import _host_memory, _whole
 from pybudget.dask._dask_engine import DaskEngine
+from pybudget.dask._partition import PartSummary
 from pybudget.dask._plan import FitSpec
 from pybudget.dask.errors import HostCopyMissing
 
@@ -130,8 +131,8 @@ def _file_plan(spec, parts):
     Xs = [X if X.shape[1] == spec.d else
           sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], spec.d))
           for X, _, _ in parts]
-    infos = [{"n": X.shape[0], "nnz": X.nnz, "dtypes": [
-        a.dtype.str for a in (X.data, X.indices, X.indptr, y)]} for X, (_, y, _)
+    infos = [PartSummary(n=X.shape[0], d=spec.d, nnz=X.nnz, dtypes=tuple(
+        a.dtype.str for a in (X.data, X.indices, X.indptr, y))) for X, (_, y, _)
         in zip(Xs, parts)]
     return _whole.file_plan(spec, infos)
 
