@@ -1,6 +1,6 @@
 """Model files: ``save(model, path)`` and ``load(path)`` without pickle.
 
-Format ``pybudget-model``, version 2.  A model file is a ZIP archive (deflate) holding
+Format ``pybudget-model``, version 3.  A model file is a ZIP archive (deflate) holding
 
 - ``header.json``: UTF-8 JSON with ``format`` ("pybudget-model"), ``version`` (2),
   ``pybudget_version`` (writer), ``estimator`` ("LinearSVC", "LogisticRegression",
@@ -16,12 +16,14 @@ Format ``pybudget-model``, version 2.  A model file is a ZIP archive (deflate) h
   LinearSVC and LogisticRegression: ``coef_``, ``intercept_``, ``dual_objective_``,
   ``kkt_violation_``, ``converged_``; LinearSVR: ``coef_``, ``intercept_``; BudgetSVC:
   ``support_vectors_``, ``dual_coef_``, ``intercept_`` (the fitted offset, new in
-  version 2) and, for a model trained by ``partial_fit``, the reservoir sample its
+  version 2), or for support vectors held sparse (``storage``, new in version 3) their
+  CSR parts in place of ``support_vectors_`` (``support_vectors_data``, ``_indices``,
+  ``_indptr``) and, for a model trained by ``partial_fit``, the reservoir sample its
   offset is refitted on (``offset_sample_data``, ``_indices``, ``_indptr``, ``_xsq``,
   ``_codes``).
 
 Version 1 files (no ``intercept_``) still load: their BudgetSVC gets a zero offset and
-predicts exactly as before.
+predicts exactly as before; version 2 files load as they were written.
 
 Every file in the archive carries the ZIP CRC-32 and every array its SHA-256 in the
 header, so a truncated or corrupted file is detected; a file of a newer format version
@@ -44,14 +46,17 @@ import zipfile
 import zlib
 
 import numpy as np
+import scipy.sparse as sp
 
 FORMAT = "pybudget-model"
-VERSION = 2
+VERSION = 3
 # arrays a file of an older version lacks, and how to fill them in: name -> (version
 # that added it, function of the loaded model giving its value)
 _ADDED = {"intercept_": (2, lambda m: np.zeros(m.dual_coef_.shape[0]))}
 # BudgetSVC's partial_fit reservoir (_offset.reservoir_update), stored when present
 _SAMPLE_PARTS = ("data", "indices", "indptr", "xsq", "codes")
+# BudgetSVC's support vectors when they are a CSR matrix (sparse storage)
+_SV_PARTS = ("data", "indices", "indptr")
 
 # estimator -> (arrays, scalar attributes (name, kind), optional private attributes);
 # kind "int1": an int in the file, an array of shape (1,) on the model (scikit-learn's
@@ -245,6 +250,10 @@ def save(model, path):
         header["attributes"]["checkpoint_"] = [int(i) for i in model.checkpoint_]
     blobs = {}
     stored = {name: getattr(model, name) for name in arrays}
+    if kind == "BudgetSVC" and sp.issparse(stored["support_vectors_"]):
+        Z = stored.pop("support_vectors_")
+        stored.update(zip((f"support_vectors_{p}" for p in _SV_PARTS),
+                          (Z.data, Z.indices, Z.indptr)))
     sample = getattr(model, "_offset_sample", None)
     if kind == "BudgetSVC" and sample is not None:
         Xs, xsq, codes = sample
@@ -402,6 +411,9 @@ def _load(path, shown):
         listed = header["arrays"]
         optional = [f"offset_sample_{p}" for p in _SAMPLE_PARTS
                     if kind == "BudgetSVC" and f"offset_sample_{p}" in listed]
+        sv_parts = [f"support_vectors_{p}" for p in _SV_PARTS]
+        if kind == "BudgetSVC" and "support_vectors_" not in listed:
+            arrays = tuple(a for a in arrays if a != "support_vectors_") + tuple(sv_parts)
         for name in list(arrays) + optional:
             spec = listed.get(name)
             if spec is None and name in _ADDED and header["version"] < _ADDED[name][0]:
@@ -464,15 +476,29 @@ def _load(path, shown):
     for name, (_, fill) in _ADDED.items():
         if name in arrays and name not in values:
             setattr(model, name, fill(model))
+    if sv_parts[0] in values:
+        model.support_vectors_ = _sparse_svs(values, shown, model)
     if optional:
         model._offset_sample = _sample_from(values, shown, model)
     _check_consistent(model, kind, shown)
     return model
 
 
+def _sparse_svs(values, shown, model):
+    """BudgetSVC's sparse support vectors from their stored CSR parts, checked."""
+    from pybudget._core._validation import canonical_csr
+    data, indices, indptr = (values[f"support_vectors_{p}"] for p in _SV_PARTS)
+    try:
+        return canonical_csr(sp.csr_matrix((data, indices, indptr),
+                                           shape=(indptr.shape[0] - 1,
+                                                  model.n_features_in_)))
+    except (ValueError, TypeError, IndexError) as e:
+        raise _fail(shown, f"the support vectors are not a valid sparse matrix "
+                    f"({e})") from None
+
+
 def _sample_from(values, shown, model):
     """BudgetSVC's reservoir sample from its stored parts, checked like any input."""
-    import scipy.sparse as sp
     from pybudget._core._validation import canonical_csr
     parts = [values.get(f"offset_sample_{p}") for p in _SAMPLE_PARTS]
     if any(a is None for a in parts):
@@ -548,7 +574,9 @@ def _check_arrays(m, path, shapes, finite, what):
             raise _fail(path, f"{name} has shape {getattr(m, name).shape}, expected {shape} "
                               f"for {what}")
     for name in finite:
-        if getattr(m, name).dtype.kind != "f":
+        a = getattr(m, name)
+        a = a.data if sp.issparse(a) else a
+        if a.dtype.kind != "f":
             raise _fail(path, f"{name} is not a real float array")
-        if not np.all(np.isfinite(getattr(m, name))):
+        if not np.all(np.isfinite(a)):
             raise _fail(path, f"{name} contains NaN or infinity")

@@ -63,7 +63,7 @@ def test_round_trip_bit_identical(tmp_path, name, make, kind):
         names = z.namelist()
         assert names[0] == "header.json" and all(n.endswith(".npy") for n in names[1:])
         header = json.loads(z.read("header.json"))
-    assert header["format"] == "pybudget-model" and header["version"] == 2
+    assert header["format"] == "pybudget-model" and header["version"] == 3
     assert header["estimator"] == type(est).__name__
 
 

@@ -1,7 +1,10 @@
 # The budgeted model shared by BSGD and BSCA:
 #   f_c(x) = scale * sum_j beta[j, c] * exp(-gamma * ||z_j - x||^2),  c < n_coef.
-# SVs are dense rows (merged SVs are not training points and their support is the union
-# of their parents'), with room for `cap` = B + M - 1 rows so insertion never reallocates.
+# SVs are stored dense (rows Z and the feature-major copy ZT) or sparse (`sparse`: per
+# slot its sorted (index, value) pairs, for high-dimensional sparse data); merged SVs are
+# not training points and their support is the union of their parents'.  Room for
+# `cap` = B + M - 1 SVs, so insertion never reallocates the dense rows.  Both storages
+# give the same bits: every sum runs over the same non-zero terms in ascending index order.
 # Coefficients carry a lazy common factor `scale` (Pegasos shrinks every coefficient each
 # step); it is folded into beta when it falls below FOLD_BELOW.
 # Optional iterate averaging (BSGD `averaging`): `acc` holds, per SV and in true units,
@@ -25,6 +28,7 @@ cdef class BudgetModel:
     cdef int[::1] slot_mv
     cdef double[:, ::1] acc_mv
     cdef readonly bint track_avg
+    cdef readonly bint sparse, out_of_memory
     cdef public double avg_pending
     # raw pointers, taken once (the arrays above keep the memory alive)
     cdef double* Z          # cap x d (row per SV: merges, distances between SVs)
@@ -34,11 +38,20 @@ cdef class BudgetModel:
     cdef int* src           # cap: training index of the SV, -1 once merged
     cdef int* slot_of       # n_src: slot of training point i, -1 if none (may be NULL)
     cdef double* acc        # cap x n_coef: averaged-iterate sums (true units), if track_avg
+    # sparse storage: slot j's sv_nnz[j] pairs at sv_idx[j], sv_val[j] (malloc'd, sv_room[j]
+    # long, ascending indices, no zeros); xbuf: d doubles, zero between calls (a scatter)
+    cdef int** sv_idx
+    cdef double** sv_val
+    cdef int* sv_nnz
+    cdef int* sv_room
+    cdef double* xbuf
 
     cdef void kernel_row_sparse(self, const double* xd, const int* xi, int nnz, double xsq,
                                 double* out) noexcept nogil
     cdef void kernel_row_csr(self, const CsrView* X, int i, double xsq,
                              double* out) noexcept nogil
+    cdef void kernel_row_csr_into(self, const CsrView* X, int i, double xsq, double* out,
+                                  double* scratch) noexcept nogil
     cdef void kernel_row_dense(self, const double* x, double xsq, double* out) noexcept nogil
     cdef void sqdist_all(self, int p, double* out) noexcept nogil
     cdef void decision(self, const double* krow, double* out) noexcept nogil
@@ -47,6 +60,10 @@ cdef class BudgetModel:
     cdef int add_row(self, const CsrView* X, int i, double xsq, const double* coef,
                      int source) noexcept nogil
     cdef int add_dense(self, const double* x, const double* coef, int source) noexcept nogil
+    cdef int add_compact(self, const double* z, const int* cols, int n, const double* coef,
+                         int source) noexcept nogil
+    cdef double sv_dot(self, int i, int j) noexcept nogil
+    cdef int _room(self, int j, int nnz) noexcept nogil
     cdef void remove(self, int j) noexcept nogil
     cdef void scale_by(self, double f) noexcept nogil
     cdef void fold(self) noexcept nogil

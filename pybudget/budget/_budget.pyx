@@ -1,6 +1,7 @@
 # The typed budget model buffer (see _budget.pxd).  All cdef methods are nogil and
 # unchecked; the Python-level methods at the bottom exist for tests and for moving a
 # model in and out of the solvers, and they do check their arguments.
+from libc.stdlib cimport calloc, free, realloc
 from libc.string cimport memcpy, memset
 
 # The hot loop of both solvers: one Gaussian kernel row k(z_j, x), j < n, for a sparse x.
@@ -122,6 +123,51 @@ cdef extern from *:
         }
     }
 
+    /* The sparse storage's kernels: the same non-zero terms in the same ascending index
+       order as the dense loops above (a term with a zero factor adds nothing), so the
+       same bits.  Kernel row against n sparse SVs of x scattered into xs (zero
+       elsewhere) */
+    static void pb_krow_sv(int n, int* const* idx, double* const* val, const int* nnz,
+                           const double* restrict xs, const double* restrict sqn,
+                           double xsq, double g, double* restrict out) {
+        int j, t;
+        for (j = 0; j < n; j++) {
+            const int* ix = idx[j];
+            const double* v = val[j];
+            double s = 0.0;
+            for (t = 0; t < nnz[j]; t++) s += v[t] * xs[ix[t]];
+            out[j] = s;
+        }
+        pb_gauss(n, g, xsq, sqn, out);
+    }
+
+    /* ||a - b||^2 of two sorted sparse vectors, over their union in ascending order */
+    static double pb_sqdist_sv(const int* ai, const double* av, int an,
+                               const int* bi, const double* bv, int bn) {
+        int s = 0, t = 0;
+        double acc = 0.0, u;
+        while (s < an || t < bn) {
+            if (t >= bn || (s < an && ai[s] < bi[t])) { u = av[s++]; }
+            else if (s >= an || bi[t] < ai[s]) { u = -bv[t++]; }
+            else { u = av[s++] - bv[t++]; }
+            acc += u * u;
+        }
+        return acc;
+    }
+
+    /* a . b of two sorted sparse vectors, over their common indices in ascending order */
+    static double pb_dot_sv(const int* ai, const double* av, int an,
+                            const int* bi, const double* bv, int bn) {
+        int s = 0, t = 0;
+        double acc = 0.0;
+        while (s < an && t < bn) {
+            if (ai[s] < bi[t]) s++;
+            else if (bi[t] < ai[s]) t++;
+            else acc += av[s++] * bv[t++];
+        }
+        return acc;
+    }
+
     /* sum_j b[j] k[j] with four interleaved partial sums (latency, not order, bound) */
     static double pb_dot4(int n, const double* b, const double* k) {
         double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
@@ -151,6 +197,12 @@ cdef extern from *:
     double pb_dot4(int n, const double* b, const double* k) nogil
     void pb_sqdist_all(int n, int ld, int d, const double* ZT, const double* zp,
                        double* out) nogil
+    void pb_krow_sv(int n, int** idx, double** val, const int* nnz, const double* xs,
+                    const double* sqn, double xsq, double g, double* out) nogil
+    double pb_sqdist_sv(const int* ai, const double* av, int an, const int* bi,
+                        const double* bv, int bn) nogil
+    double pb_dot_sv(const int* ai, const double* av, int an, const int* bi,
+                     const double* bv, int bn) nogil
 
 from cython cimport floating
 from cython.parallel cimport prange, threadid
@@ -188,15 +240,53 @@ cdef inline void _put_sparse(double* z, double* zt, int d, int cap, const floati
         zt[<Py_ssize_t>xi[k] * cap] = xd[k]
 
 
-cdef class BudgetModel:
-    """Budgeted Gaussian-kernel model: up to ``cap`` dense SV rows of ``d`` features,
-    ``n_coef`` coefficients per SV (1 for binary, K for multi-class), a lazy scale, the
-    source training index of each SV (-1 once merged) and, when ``n_src > 0``, the
-    inverse map training index -> slot."""
+cdef inline void _put_sv(BudgetModel m, int j, const floating* xd, const int* xi,
+                         int nnz) noexcept nogil:
+    """Write a sparse row (ascending indices) into sparse slot j, leaving out zeros."""
+    cdef int k, t = 0
+    if m._room(j, nnz) < 0:
+        m.sv_nnz[j] = 0
+        return
+    for k in range(nnz):
+        if xd[k] != 0:
+            m.sv_idx[j][t] = xi[k]
+            m.sv_val[j][t] = xd[k]
+            t += 1
+    m.sv_nnz[j] = t
 
-    def __init__(self, int d, int n_coef, int cap, double gamma, int n_src=0):
+
+cdef class BudgetModel:
+    """Budgeted Gaussian-kernel model: up to ``cap`` SVs of ``d`` features, stored dense
+    or (``sparse``) as sorted sparse rows, ``n_coef`` coefficients per SV (1 for binary,
+    K for multi-class), a lazy scale, the source training index of each SV (-1 once
+    merged) and, when ``n_src > 0``, the inverse map training index -> slot.
+    ``out_of_memory`` is set when a sparse SV could not grow (the caller raises)."""
+
+    def __cinit__(self):
+        self.sv_idx = NULL
+        self.sv_val = NULL
+        self.sv_nnz = NULL
+        self.sv_room = NULL
+        self.xbuf = NULL
+
+    def __dealloc__(self):
+        cdef int j
+        if self.sv_idx != NULL:
+            for j in range(self.cap):
+                free(self.sv_idx[j])
+                free(self.sv_val[j])
+        free(self.sv_idx)
+        free(self.sv_val)
+        free(self.sv_nnz)
+        free(self.sv_room)
+        free(self.xbuf)
+
+    def __init__(self, int d, int n_coef, int cap, double gamma, int n_src=0,
+                 bint sparse=False):
         if d < 1 or n_coef < 1 or cap < 1 or not gamma > 0 or n_src < 0:
             raise ValueError("BudgetModel needs d, n_coef, cap >= 1, gamma > 0, n_src >= 0")
+        if self.sv_idx != NULL:
+            raise ValueError("BudgetModel is initialised once")
         self.d = d
         self.n_coef = n_coef
         self.cap = cap
@@ -204,8 +294,21 @@ cdef class BudgetModel:
         self.n_sv = 0
         self.n_src = n_src
         self.scale = 1.0
-        self.Z_mv = np.zeros((cap, d))
-        self.ZT_mv = np.zeros((d, cap))
+        self.sparse = sparse
+        self.out_of_memory = False
+        if sparse:
+            self.sv_idx = <int**>calloc(cap, sizeof(int*))
+            self.sv_val = <double**>calloc(cap, sizeof(double*))
+            self.sv_nnz = <int*>calloc(cap, sizeof(int))
+            self.sv_room = <int*>calloc(cap, sizeof(int))
+            self.xbuf = <double*>calloc(d, sizeof(double))
+            if (self.sv_idx == NULL or self.sv_val == NULL or self.sv_nnz == NULL
+                    or self.sv_room == NULL or self.xbuf == NULL):
+                raise MemoryError("BudgetModel: no memory for the sparse SVs")
+        # (sparse: no dense rows; a 1 x 1 array keeps the pointers valid)
+        cdef int rows = 1 if sparse else cap, cols = 1 if sparse else d
+        self.Z_mv = np.zeros((rows, cols))
+        self.ZT_mv = np.zeros((cols, rows))
         self.sqn_mv = np.zeros(cap)
         self.beta_mv = np.zeros((cap, n_coef))
         self.src_mv = np.full(cap, -1, dtype=np.int32)
@@ -223,16 +326,65 @@ cdef class BudgetModel:
 
     # ---- kernels -------------------------------------------------------------------
 
+    cdef int _room(self, int j, int nnz) noexcept nogil:
+        """Sparse slot j can hold nnz pairs (grown by at least half); -1 (and
+        out_of_memory set) when the memory is not there."""
+        cdef int room = self.sv_room[j]
+        cdef int* idx
+        cdef double* val
+        if nnz <= room:
+            return 0
+        room = nnz if nnz > room + room // 2 else room + room // 2
+        idx = <int*>realloc(self.sv_idx[j], room * sizeof(int))
+        if idx != NULL:
+            self.sv_idx[j] = idx
+        val = <double*>realloc(self.sv_val[j], room * sizeof(double))
+        if val != NULL:
+            self.sv_val[j] = val
+        if idx == NULL or val == NULL:
+            self.out_of_memory = True
+            return -1
+        self.sv_room[j] = room
+        return 0
+
     cdef void kernel_row_sparse(self, const double* xd, const int* xi, int nnz, double xsq,
                                 double* out) noexcept nogil:
         """out[j] = k(z_j, x) for a sparse x with squared norm xsq."""
+        cdef int k
+        if self.sparse:
+            for k in range(nnz):
+                self.xbuf[xi[k]] = xd[k]
+            pb_krow_sv(self.n_sv, self.sv_idx, self.sv_val, self.sv_nnz, self.xbuf, self.sqn,
+                       xsq, self.gamma, out)
+            for k in range(nnz):
+                self.xbuf[xi[k]] = 0.0
+            return
         pb_krow_sparse(self.n_sv, self.cap, self.ZT, self.sqn, xd, xi, nnz, xsq, self.gamma,
                        out)
 
     cdef void kernel_row_csr(self, const CsrView* X, int i, double xsq,
                              double* out) noexcept nogil:
         """kernel_row_sparse for row i of a view of either value type."""
-        cdef int nnz, start = csr_span(X, i, &nnz)
+        self.kernel_row_csr_into(X, i, xsq, out, self.xbuf)
+
+    cdef void kernel_row_csr_into(self, const CsrView* X, int i, double xsq, double* out,
+                                  double* scratch) noexcept nogil:
+        """kernel_row_csr with ``scratch`` (d zeros, left zero; sparse storage only) for
+        the scatter of the row: one per thread."""
+        cdef int k, nnz, start = csr_span(X, i, &nnz)
+        cdef const int* xi = X.indices + start
+        if self.sparse:
+            if X.data32 != NULL:
+                for k in range(nnz):
+                    scratch[xi[k]] = X.data32[start + k]
+            else:
+                for k in range(nnz):
+                    scratch[xi[k]] = X.data[start + k]
+            pb_krow_sv(self.n_sv, self.sv_idx, self.sv_val, self.sv_nnz, scratch, self.sqn,
+                       xsq, self.gamma, out)
+            for k in range(nnz):
+                scratch[xi[k]] = 0.0
+            return
         if X.data32 != NULL:
             pb_krow_sparse_f32(self.n_sv, self.cap, self.ZT, self.sqn, X.data32 + start,
                                X.indices + start, nnz, xsq, self.gamma, out)
@@ -241,13 +393,39 @@ cdef class BudgetModel:
                            X.indices + start, nnz, xsq, self.gamma, out)
 
     cdef void kernel_row_dense(self, const double* x, double xsq, double* out) noexcept nogil:
+        if self.sparse:        # (x itself is the scatter)
+            pb_krow_sv(self.n_sv, self.sv_idx, self.sv_val, self.sv_nnz, x, self.sqn, xsq,
+                       self.gamma, out)
+            return
         pb_krow_dense(self.n_sv, self.cap, self.d, self.ZT, self.sqn, x, xsq, self.gamma, out)
 
     cdef void sqdist_all(self, int p, double* out) noexcept nogil:
         """out[j] = ||z_p - z_j||^2 from the row differences (exact for near-equal rows), for
-        every SV j, vectorised over the feature-major copy."""
+        every SV j: vectorised over the feature-major copy, or over the union of the two
+        supports (sparse)."""
+        cdef int j
+        if self.sparse:
+            for j in range(self.n_sv):
+                out[j] = pb_sqdist_sv(self.sv_idx[p], self.sv_val[p], self.sv_nnz[p],
+                                      self.sv_idx[j], self.sv_val[j], self.sv_nnz[j])
+            return
         pb_sqdist_all(self.n_sv, self.cap, self.d, self.ZT, self.Z + <Py_ssize_t>p * self.d,
                       out)
+
+    cdef double sv_dot(self, int i, int j) noexcept nogil:
+        """z_i . z_j (ascending index order, as a row-wise dot product)."""
+        cdef int k
+        cdef double s = 0.0
+        cdef const double* zi
+        cdef const double* zj
+        if self.sparse:
+            return pb_dot_sv(self.sv_idx[i], self.sv_val[i], self.sv_nnz[i],
+                             self.sv_idx[j], self.sv_val[j], self.sv_nnz[j])
+        zi = self.Z + <Py_ssize_t>i * self.d
+        zj = self.Z + <Py_ssize_t>j * self.d
+        for k in range(self.d):
+            s += zi[k] * zj[k]
+        return s
 
     cdef void decision(self, const double* krow, double* out) noexcept nogil:
         """out[c] = f_c(x) from a kernel row of x."""
@@ -291,6 +469,9 @@ cdef class BudgetModel:
         """Append x with true coefficients coef (divided by the scale); returns the slot.
         The caller guarantees n_sv < cap."""
         cdef int j = self.n_sv
+        if self.sparse:
+            _put_sv(self, j, xd, xi, nnz)
+            return self._commit(j, xsq, coef, source)
         _put_sparse(self.Z + <Py_ssize_t>j * self.d, self.ZT + j, self.d, self.cap, xd, xi,
                     nnz)
         return self._commit(j, xsq, coef, source)
@@ -300,6 +481,12 @@ cdef class BudgetModel:
         """add_sparse for row i of a view of either value type (stored as float64)."""
         cdef int j = self.n_sv, nnz, start = csr_span(X, i, &nnz)
         cdef double* z = self.Z + <Py_ssize_t>j * self.d
+        if self.sparse:
+            if X.data32 != NULL:
+                _put_sv(self, j, X.data32 + start, X.indices + start, nnz)
+            else:
+                _put_sv(self, j, X.data + start, X.indices + start, nnz)
+            return self._commit(j, xsq, coef, source)
         if X.data32 != NULL:
             _put_sparse(z, self.ZT + j, self.d, self.cap, X.data32 + start,
                         X.indices + start, nnz)
@@ -309,14 +496,48 @@ cdef class BudgetModel:
         return self._commit(j, xsq, coef, source)
 
     cdef int add_dense(self, const double* x, const double* coef, int source) noexcept nogil:
-        cdef int j = self.n_sv, k
+        cdef int j = self.n_sv, k, t = 0
         cdef double* z = self.Z + <Py_ssize_t>j * self.d
         cdef double* zt = self.ZT + j
         cdef double s = 0.0
+        if self.sparse:
+            for k in range(self.d):
+                s += x[k] * x[k]
+                t += x[k] != 0.0
+            if self._room(j, t) < 0:
+                t = 0
+            else:
+                t = 0
+                for k in range(self.d):
+                    if x[k] != 0.0:
+                        self.sv_idx[j][t] = k
+                        self.sv_val[j][t] = x[k]
+                        t += 1
+            self.sv_nnz[j] = t
+            return self._commit(j, s, coef, source)
         memcpy(z, x, self.d * sizeof(double))
         for k in range(self.d):
             s += x[k] * x[k]
             zt[<Py_ssize_t>k * self.cap] = x[k]
+        return self._commit(j, s, coef, source)
+
+    cdef int add_compact(self, const double* z, const int* cols, int n, const double* coef,
+                         int source) noexcept nogil:
+        """Sparse storage: add_dense of the point that is z[t] at column cols[t] (t < n,
+        cols ascending) and zero elsewhere, what a merge computes on the union of its
+        parts' columns."""
+        cdef int j = self.n_sv, t, k = 0
+        cdef double s = 0.0
+        for t in range(n):
+            s += z[t] * z[t]
+        if self._room(j, n) < 0:
+            n = 0
+        for t in range(n):
+            if z[t] != 0.0:
+                self.sv_idx[j][k] = cols[t]
+                self.sv_val[j][k] = z[t]
+                k += 1
+        self.sv_nnz[j] = k
         return self._commit(j, s, coef, source)
 
     cdef int _commit(self, int j, double sqn, const double* coef, int source) noexcept nogil:
@@ -329,19 +550,29 @@ cdef class BudgetModel:
         return j
 
     cdef void remove(self, int j) noexcept nogil:
-        """Delete slot j by moving the last SV into it (order is not meaningful)."""
+        """Delete slot j by moving the last SV into it (order is not meaningful; sparse
+        slots swap their memory)."""
         cdef int last = self.n_sv - 1, k
         cdef double* zt = self.ZT
         cdef double* zj = self.Z + <Py_ssize_t>j * self.d
         cdef const double* zl = self.Z + <Py_ssize_t>last * self.d
+        cdef int* ti
+        cdef double* tv
         if self.src[j] >= 0 and self.slot_of != NULL:
             self.slot_of[self.src[j]] = -1
-        if j != last:
+        if j != last and self.sparse:
+            ti, tv, k = self.sv_idx[j], self.sv_val[j], self.sv_room[j]
+            self.sv_idx[j], self.sv_val[j] = self.sv_idx[last], self.sv_val[last]
+            self.sv_room[j], self.sv_nnz[j] = self.sv_room[last], self.sv_nnz[last]
+            self.sv_idx[last], self.sv_val[last], self.sv_room[last] = ti, tv, k
+            self.sv_nnz[last] = 0
+        elif j != last:
             # ZT's columns mirror Z's rows: copy only where either row is non-zero
             for k in range(self.d):
                 if zj[k] != 0.0 or zl[k] != 0.0:
                     zt[<Py_ssize_t>k * self.cap + j] = zl[k]
             memcpy(zj, zl, self.d * sizeof(double))
+        if j != last:
             memcpy(self.beta + <Py_ssize_t>j * self.n_coef,
                    self.beta + <Py_ssize_t>last * self.n_coef, self.n_coef * sizeof(double))
             self.sqn[j] = self.sqn[last]
@@ -397,9 +628,13 @@ cdef class BudgetModel:
     # ---- Python-level access (tests, solver entry/exit) -------------------------------
 
     def load(self, Z, beta, src=None):
-        """Replace the content by SV rows Z (n, d), true coefficients beta (n, n_coef)
-        and optional source indices (n,)."""
-        Z = np.ascontiguousarray(Z, dtype=np.float64)
+        """Replace the content by SV rows Z (n, d; dense, or scipy sparse), true
+        coefficients beta (n, n_coef) and optional source indices (n,)."""
+        if sp.issparse(Z):
+            Z = sp.csr_matrix(Z, dtype=np.float64)
+            Z.sum_duplicates()          # (canonical: sorted, no duplicates)
+        else:
+            Z = np.ascontiguousarray(Z, dtype=np.float64)
         beta = np.ascontiguousarray(beta, dtype=np.float64).reshape(Z.shape[0], -1)
         n = Z.shape[0]
         if Z.ndim != 2 or Z.shape[1] != self.d or beta.shape[1] != self.n_coef or n > self.cap:
@@ -409,18 +644,64 @@ cdef class BudgetModel:
         if np.any(srcs < -1) or np.any(srcs >= self.n_src):
             raise ValueError("source index out of range")
         self.clear()
-        cdef const double[:, ::1] Zv = Z     # (const: read-only arrays load too)
         cdef const double[:, ::1] bv = beta
+        cdef const double[:, ::1] Zv
+        cdef double[::1] xd
+        cdef int[::1] xi
         cdef int j
+        cdef int k
+        cdef double s
+        if sp.issparse(Z):
+            for j in range(n):
+                xd, xi, nnz, _ = _one_sparse_row(Z[j], self.d)
+                s = 0.0         # (in index order, as add_dense sums a dense row)
+                for k in range(nnz):
+                    s += xd[k] * xd[k]
+                self.add_sparse(&xd[0], &xi[0], nnz, s, &bv[j, 0], srcs[j])
+            if self.out_of_memory:
+                raise MemoryError("BudgetModel.load: no memory for the sparse SVs")
+            return
+        Zv = Z     # (const: read-only arrays load too)
         for j in range(n):
             self.add_dense(&Zv[j, 0], &bv[j, 0], srcs[j])
+        if self.out_of_memory:
+            raise MemoryError("BudgetModel.load: no memory for the sparse SVs")
 
     def arrays(self):
-        """(Z, beta, src) copies of the current model with the scale folded in."""
+        """(Z, beta, src) copies of the current model with the scale folded in; Z a
+        canonical CSR matrix for sparse storage."""
         n = self.n_sv
-        return (np.asarray(self.Z_mv)[:n].copy(),
-                np.asarray(self.beta_mv)[:n] * self.scale,
-                np.asarray(self.src_mv)[:n].copy())
+        beta = np.asarray(self.beta_mv)[:n] * self.scale
+        src = np.asarray(self.src_mv)[:n].copy()
+        if not self.sparse:
+            return np.asarray(self.Z_mv)[:n].copy(), beta, src
+        cdef int j, t
+        indptr = np.zeros(n + 1, dtype=np.int32)
+        cdef int[::1] ip = indptr
+        for j in range(n):
+            ip[j + 1] = ip[j] + self.sv_nnz[j]
+        indices = np.empty(ip[n], dtype=np.int32)
+        data = np.empty(ip[n])
+        cdef int[::1] iv = indices
+        cdef double[::1] dv = data
+        for j in range(n):
+            for t in range(self.sv_nnz[j]):
+                iv[ip[j] + t] = self.sv_idx[j][t]
+                dv[ip[j] + t] = self.sv_val[j][t]
+        Z = sp.csr_matrix((data, indices, indptr), shape=(n, self.d))
+        Z.has_sorted_indices = True
+        return Z, beta, src
+
+    @property
+    def stored_values(self):
+        """The SV values the storage holds: n_sv * d dense, the non-zeros sparse."""
+        cdef int j
+        cdef Py_ssize_t s = 0
+        if not self.sparse:
+            return <Py_ssize_t>self.n_sv * self.d
+        for j in range(self.n_sv):
+            s += self.sv_nnz[j]
+        return s
 
     cdef void begin_average(self) noexcept nogil:
         """Start (or restart) the iterate average: every SV's sum is zeroed."""
@@ -463,9 +744,13 @@ cdef class BudgetModel:
         cdef int[::1] xi
         if sp.issparse(x):
             xd, xi, nnz, xsq = _one_sparse_row(x, self.d)
-            return self.add_sparse(&xd[0], &xi[0], nnz, xsq, &c[0], source)
-        xd = np.ascontiguousarray(x, dtype=np.float64).reshape(self.d)
-        return self.add_dense(&xd[0], &c[0], source)
+            j = self.add_sparse(&xd[0], &xi[0], nnz, xsq, &c[0], source)
+        else:
+            xd = np.ascontiguousarray(x, dtype=np.float64).reshape(self.d)
+            j = self.add_dense(&xd[0], &c[0], source)
+        if self.out_of_memory:
+            raise MemoryError("BudgetModel.add: no memory for the sparse SV")
+        return j
 
     def remove_slot(self, int j):
         if not 0 <= j < self.n_sv:
@@ -529,6 +814,9 @@ cdef class BudgetModel:
         out = np.zeros((X.shape[0], self.n_coef))
         cdef double[:, ::1] o = out
         cdef double[:, ::1] krows = np.zeros((n_threads, self.cap + 1))  # one per thread
+        # (sparse storage: each thread's scatter of its row; thread 0 uses the model's)
+        cdef double[:, ::1] scratch = np.zeros((n_threads if self.sparse else 1,
+                                                self.d if self.sparse else 1))
         cdef int[::1] ran = np.zeros(n_threads, dtype=np.int32)
         with nogil:
             if n_threads == 1:
@@ -540,7 +828,8 @@ cdef class BudgetModel:
                 for i in prange(V.n_rows, num_threads=n_threads, schedule="static"):
                     t = threadid()
                     ran[t] = 1
-                    self.kernel_row_csr(&V, <int>i, xsq[i], &krows[t, 0])
+                    self.kernel_row_csr_into(&V, <int>i, xsq[i], &krows[t, 0],
+                                             &scratch[t if self.sparse else 0, 0])
                     self.decision(&krows[t, 0], &o[i, 0])
         return out, int(np.sum(ran))
 

@@ -5,9 +5,10 @@ offset's scoring compute.
 step, ``BudgetModel.kernel_row_csr``, then its weighted sum) with the rows spread over
 threads; each row's value is computed by one thread in one fixed order, so the bits do
 not depend on the number of threads.  The loop needs the SVs in a model buffer (twice
-their dense size), so a model larger than BUFFER_MAX_VALUES is scored by
-``kernel_decision``, numpy's formula in row chunks (on one thread), which is also the
-tests' reference; ``kernel_matrix`` (its kernel columns) also serves refit=True.
+their dense size; sparse SVs, a scipy CSR Z, once), so a model larger than
+BUFFER_MAX_VALUES is scored by ``kernel_decision``, numpy's formula in row chunks (on
+one thread), which is also the tests' reference; ``kernel_matrix`` (its kernel
+columns) also serves refit=True.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -24,14 +25,15 @@ BUFFER_MAX_VALUES = 1 << 24
 def decision_values(Z, beta, gamma, X, xsq=None, n_threads=1):
     """f_c(x_i) = sum_j beta[j, c] exp(-gamma |z_j - x_i|^2) for the rows of canonical
     CSR X (float64 or float32 values; ``xsq`` their squared norms, computed when None),
-    SV rows Z (n_sv, d) and true coefficients beta (n_sv, n_coef), on up to
-    ``n_threads`` threads.  Returns an (n, n_coef) array."""
+    SV rows Z (n_sv, d; dense, or CSR for sparse storage) and true coefficients beta
+    (n_sv, n_coef), on up to ``n_threads`` threads.  Returns an (n, n_coef) array."""
     n_coef = beta.shape[1]
     if Z.shape[0] == 0:
         return np.zeros((X.shape[0], n_coef))
-    if Z.size > BUFFER_MAX_VALUES:
+    sparse = sp.issparse(Z)
+    if (Z.nnz if sparse else Z.size) > BUFFER_MAX_VALUES:
         return kernel_decision(X, Z, beta.T, gamma)
-    mdl = BudgetModel(Z.shape[1], n_coef, Z.shape[0], gamma)
+    mdl = BudgetModel(Z.shape[1], n_coef, Z.shape[0], gamma, 0, sparse)
     mdl.load(Z, beta)
     if xsq is None:
         xsq = V.row_sqnorms(X)
@@ -54,7 +56,7 @@ def kernel_decision(X, Z, dual_coef, gamma, chunk=CHUNK):
 
 
 def kernel_matrix(X, Z, gamma, chunk=CHUNK):
-    """k(X, Z) as a dense (n, m) array; X CSR or dense, Z dense (m, d)."""
+    """k(X, Z) as a dense (n, m) array; X CSR or dense, Z dense or CSR (m, d)."""
     out = np.empty((X.shape[0], Z.shape[0]))
     for _ in _kernel_blocks(X, Z, gamma, chunk, out):
         pass            # (each block is written into out)
@@ -69,12 +71,32 @@ def _kernel_blocks(X, Z, gamma, chunk, out=None):
     [X, |x|^2, 1] and [2 gamma Z, -gamma, -gamma |z|^2] (X's chunk dense when at least
     DENSE_SHARE of X's entries are non-zero, else the sparse product and two
     broadcasts), clipped at 0 (round-off) and exponentiated in place; float32 input in
-    float64 a chunk at a time (the same numbers as a float64 X)."""
+    float64 a chunk at a time (the same numbers as a float64 X).  A CSR Z (sparse
+    storage): the sparse product of X's chunk and 2 gamma Z', then the broadcasts."""
     n, m = X.shape[0], Z.shape[0]
+    sparse = sp.issparse(X)
+    if sp.issparse(Z):
+        zsq = np.asarray(Z.multiply(Z).sum(axis=1)).ravel()
+        ZT2 = (2.0 * gamma * Z).T.tocsc()
+        buf = np.empty((min(chunk, n), m)) if out is None else None
+        for a in range(0, n, chunk):
+            Xa = X[a:a + chunk].astype(np.float64, copy=False)
+            block = out[a:a + chunk] if out is not None else buf[:Xa.shape[0]]
+            prod = Xa @ ZT2
+            block[...] = prod.toarray() if sp.issparse(prod) else prod
+            if sparse:
+                xsq = np.asarray(Xa.multiply(Xa).sum(axis=1)).ravel()
+            else:
+                xsq = np.einsum("ij,ij->i", Xa, Xa)
+            block -= gamma * xsq[:, None]
+            block -= gamma * zsq[None, :]
+            np.minimum(block, 0.0, out=block)
+            np.exp(block, out=block)
+            yield a, block
+        return
     zsq = np.einsum("ij,ij->i", Z, Z)
     right = np.hstack([2.0 * gamma * Z, np.full((m, 1), -gamma), -gamma * zsq[:, None]]).T
     right = np.ascontiguousarray(right)
-    sparse = sp.issparse(X)
     dense_rows = not sparse or X.nnz >= DENSE_SHARE * X.shape[0] * X.shape[1]
     buf = np.empty((min(chunk, n), m)) if out is None else None
     for a in range(0, n, chunk):

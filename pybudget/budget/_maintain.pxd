@@ -41,6 +41,13 @@ cdef class MergeWork:
     cdef double* accz
     cdef int* top
     cdef int* pts
+    # the rows of the points of an event (gather_rows): into the model's dense rows, or
+    # (sparse storage) into `rows`, dense over the union `cols` of their columns, dz long
+    cdef const double** row
+    cdef double* rows
+    cdef int* cols
+    cdef Py_ssize_t rows_room, cols_room
+    cdef int dz
 
 
 cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,

@@ -3,6 +3,8 @@
 # or projected onto the others.  The pairwise maths is inline from _merge_math.pxd; the
 # optional partner audit lives in _merge_audit.
 from libc.math cimport exp, fabs, sqrt
+from libc.stdlib cimport calloc, free, qsort, realloc
+from libc.string cimport memset
 from scipy.linalg.cython_lapack cimport dposv
 
 from pybudget.budget._budget cimport BudgetModel
@@ -48,6 +50,81 @@ cdef class MergeWork:
         self.rhs = &self.rhs_mv[0]
         self.top = &self.top_mv[0]
         self.pts = &self.pts_mv[0]
+        self.row = <const double**>calloc(cap, sizeof(double*))
+        if self.row == NULL:
+            raise MemoryError("MergeWork: no memory")
+        self.dz = d
+
+    def __cinit__(self):
+        self.row = NULL
+        self.rows = NULL
+        self.cols = NULL
+        self.rows_room = self.cols_room = 0
+
+    def __dealloc__(self):
+        free(self.row)
+        free(self.rows)
+        free(self.cols)
+
+
+cdef int _ascending(const void* a, const void* b) noexcept nogil:
+    cdef int x = (<const int*>a)[0], y = (<const int*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef int gather_rows(BudgetModel mdl, MergeWork W, int npts) noexcept nogil:
+    """W.row[r] = the row of SV W.pts[r], r < npts, each W.dz long: the model's own
+    dense rows (dz = d), or for sparse storage dense copies over the union of the
+    points' columns (W.cols, ascending; dz = their count), where every sum a merge takes
+    has the same non-zero terms in the same order as over all d.  -1 when the memory is
+    not there (out_of_memory set)."""
+    cdef int r, t, j, k, u = 0
+    cdef Py_ssize_t total = 0
+    cdef double* mark = mdl.xbuf       # (zero between calls: marks the union's columns)
+    if not mdl.sparse:
+        for r in range(npts):
+            W.row[r] = mdl.Z + <Py_ssize_t>W.pts[r] * mdl.d
+        W.dz = mdl.d
+        return 0
+    for r in range(npts):
+        total += mdl.sv_nnz[W.pts[r]]
+    if total > W.cols_room:
+        free(W.cols)
+        W.cols = <int*>calloc(total, sizeof(int))
+        W.cols_room = total if W.cols != NULL else 0
+        if W.cols == NULL:
+            mdl.out_of_memory = True
+            return -1
+    for r in range(npts):
+        j = W.pts[r]
+        for t in range(mdl.sv_nnz[j]):
+            k = mdl.sv_idx[j][t]
+            if mark[k] == 0.0:
+                mark[k] = 1.0
+                W.cols[u] = k
+                u += 1
+    qsort(W.cols, u, sizeof(int), _ascending)
+    for t in range(u):
+        mark[W.cols[t]] = t + 1.0
+    if <Py_ssize_t>npts * u > W.rows_room:
+        free(W.rows)
+        W.rows = <double*>calloc(<Py_ssize_t>npts * u, sizeof(double))
+        W.rows_room = <Py_ssize_t>npts * u if W.rows != NULL else 0
+    if W.rows == NULL:
+        for t in range(u):
+            mark[W.cols[t]] = 0.0
+        mdl.out_of_memory = True
+        return -1
+    memset(W.rows, 0, <Py_ssize_t>npts * u * sizeof(double))
+    for r in range(npts):
+        j = W.pts[r]
+        for t in range(mdl.sv_nnz[j]):
+            W.rows[<Py_ssize_t>r * u + <int>mark[mdl.sv_idx[j][t]] - 1] = mdl.sv_val[j][t]
+        W.row[r] = W.rows + <Py_ssize_t>r * u
+    for t in range(u):
+        mark[W.cols[t]] = 0.0
+    W.dz = u
+    return 0
 
 
 cdef inline double dot_n(const double* a, const double* b, int n) noexcept nogil:
@@ -100,22 +177,26 @@ cdef void remove_set(BudgetModel mdl, int* slots, int k) noexcept nogil:
 
 
 cdef void add_merged(BudgetModel mdl, MergeWork W) noexcept nogil:
-    """Insert W.z with unscaled coefficients W.coef as a new (merged) SV."""
+    """Insert W.z (over gather_rows' columns) with unscaled coefficients W.coef as a new
+    (merged) SV."""
     cdef int c
     for c in range(mdl.n_coef):
         W.coef[c] *= mdl.scale     # add_dense divides by the scale again
-    mdl.add_dense(W.z, W.coef, -1)
+    if mdl.sparse:
+        mdl.add_compact(W.z, W.cols, W.dz, W.coef, -1)
+    else:
+        mdl.add_dense(W.z, W.coef, -1)
 
 
 cdef inline void merge_pair(BudgetModel mdl, const MergeParams* P, MergeWork W,
-                            const double* z, const double* coef, const double* acc, int q,
-                            double c, double h) noexcept nogil:
-    """The binary merge of the point (z, coef, acc) with SV q at kappa = exp(-c), into W.z,
-    W.coef (and W.accz): z, coef, acc may be W's own (the cascade's point so far).  h < 0:
-    find the exact h here (golden section; the general search for vectors)."""
-    cdef int t, nc = mdl.n_coef, d = mdl.d
+                            const double* z, const double* coef, const double* acc,
+                            const double* zq, int q, double c, double h) noexcept nogil:
+    """The binary merge of the point (z, coef, acc) with SV q (its row zq) at kappa =
+    exp(-c), into W.z, W.coef (and W.accz), rows W.dz long (gather_rows): z, coef, acc may
+    be W's own (the cascade's point so far).  h < 0: find the exact h here (golden
+    section; the general search for vectors)."""
+    cdef int t, nc = mdl.n_coef, d = W.dz
     cdef double a, b
-    cdef const double* zq = mdl.Z + <Py_ssize_t>q * d
     cdef const double* bq = mdl.beta + <Py_ssize_t>q * nc
     if h < 0.0:
         if nc == 1:
@@ -135,31 +216,32 @@ cdef inline void merge_pair(BudgetModel mdl, const MergeParams* P, MergeWork W,
 
 cdef void cascade(BudgetModel mdl, const MergeParams* P, MergeWork W, int p, int k) noexcept nogil:
     """z absorbs the partners W.top[0..k) one by one (ascending pairwise WD), each step an
-    exact binary merge against the current z (MM-BSGD, Alg. 1), starting from SV p."""
-    cdef int r, q, nc = mdl.n_coef, d = mdl.d
+    exact binary merge against the current z (MM-BSGD, Alg. 1), starting from SV p (the
+    rows of p and the partners: W.row[0..k], gather_rows)."""
+    cdef int r, q, nc = mdl.n_coef, d = W.dz
     cdef double c
-    cdef const double* z = mdl.Z + <Py_ssize_t>p * d
+    cdef const double* z = W.row[0]
     cdef const double* coef = mdl.beta + <Py_ssize_t>p * nc
     cdef const double* acc = mdl.acc + <Py_ssize_t>p * nc
     for r in range(k):
         q = W.top[r]
-        c = mdl.gamma * sqdist(z, mdl.Z + <Py_ssize_t>q * d, d)
-        merge_pair(mdl, P, W, z, coef, acc, q, c, -1.0)
+        c = mdl.gamma * sqdist(z, W.row[r + 1], d)
+        merge_pair(mdl, P, W, z, coef, acc, W.row[r + 1], q, c, -1.0)
         z = W.z
         coef = W.coef
         acc = W.accz
 
 
 cdef double gd_objective(BudgetModel mdl, MergeWork W, const double* z, int npts) noexcept nogil:
-    """|g(z)|^2 with g(z) = sum_i beta_i k(z_i, z) over the points W.pts[0..npts); leaves
-    k(z_i, z) in W.c[i] and g in W.g."""
+    """|g(z)|^2 with g(z) = sum_i beta_i k(z_i, z) over the points W.pts[0..npts) (rows
+    W.row, gather_rows); leaves k(z_i, z) in W.c[i] and g in W.g."""
     cdef int i, t, nc = mdl.n_coef
     cdef double kv
     cdef const double* bi
     for t in range(nc):
         W.g[t] = 0.0
     for i in range(npts):
-        kv = exp(-mdl.gamma * sqdist(z, mdl.Z + <Py_ssize_t>W.pts[i] * mdl.d, mdl.d))
+        kv = exp(-mdl.gamma * sqdist(z, W.row[i], W.dz))
         W.c[i] = kv
         bi = mdl.beta + <Py_ssize_t>W.pts[i] * nc
         for t in range(nc):
@@ -172,8 +254,8 @@ cdef void gradient_merge(BudgetModel mdl, MergeWork W, int npts) noexcept nogil:
     |sum_i beta_i phi(z_i) - beta_z phi(z)|^2 = const - |g(z)|^2 (beta_z = g(z) in closed
     form) by gradient ascent on |g|^2 from the |beta|-weighted mean.  The first trial step
     is the mean-shift step, which is monotone for same-sign binary merges; backtracking
-    keeps every accepted step an ascent step otherwise."""
-    cdef int i, t, _it, _ls, d = mdl.d, nc = mdl.n_coef
+    keeps every accepted step an ascent step otherwise.  Rows W.row, W.dz long."""
+    cdef int i, t, _it, _ls, d = W.dz, nc = mdl.n_coef
     cdef double wsum = 0.0, wi, F, Ft, step, sw
     cdef const double* bi
     cdef double* dirv = W.z2
@@ -182,7 +264,7 @@ cdef void gradient_merge(BudgetModel mdl, MergeWork W, int npts) noexcept nogil:
     for t in range(d):
         W.z[t] = 0.0
     for i in range(npts):
-        zi = mdl.Z + <Py_ssize_t>W.pts[i] * d
+        zi = W.row[i]
         bi = mdl.beta + <Py_ssize_t>W.pts[i] * nc
         wi = sqrt(dot_n(bi, bi, nc))
         wsum += wi
@@ -199,7 +281,7 @@ cdef void gradient_merge(BudgetModel mdl, MergeWork W, int npts) noexcept nogil:
         for i in range(npts):
             wi = dot_n(W.g, mdl.beta + <Py_ssize_t>W.pts[i] * nc, nc) * W.c[i]
             sw += fabs(wi)
-            zi = mdl.Z + <Py_ssize_t>W.pts[i] * d
+            zi = W.row[i]
             for t in range(d):
                 dirv[t] += wi * (zi[t] - W.z[t])
         if sw <= 0.0:
@@ -232,7 +314,6 @@ cdef bint project_out(BudgetModel mdl, MergeWork W, int p, double jitter) noexce
     cdef int n1 = mdl.n_sv - 1, r, s, i, j, t, info = 0, nrhs = 1
     cdef double g = mdl.gamma, d2, v
     cdef char uplo = b'L'
-    cdef const double* zi
     r = 0
     for j in range(mdl.n_sv):
         if j != p:
@@ -240,15 +321,14 @@ cdef bint project_out(BudgetModel mdl, MergeWork W, int p, double jitter) noexce
             r += 1
     for r in range(n1):
         i = W.pts[r]
-        zi = mdl.Z + <Py_ssize_t>i * mdl.d
         W.gram[<Py_ssize_t>r * n1 + r] = 1.0 + jitter
         for s in range(r + 1, n1):
             j = W.pts[s]
-            d2 = mdl.sqn[i] + mdl.sqn[j] - 2.0 * dot_n(zi, mdl.Z + <Py_ssize_t>j * mdl.d, mdl.d)
+            d2 = mdl.sqn[i] + mdl.sqn[j] - 2.0 * mdl.sv_dot(i, j)
             v = exp(-g * d2) if d2 > 0.0 else 1.0
             W.gram[<Py_ssize_t>r * n1 + s] = v
             W.gram[<Py_ssize_t>s * n1 + r] = v
-        d2 = mdl.sqn[i] + mdl.sqn[p] - 2.0 * dot_n(zi, mdl.Z + <Py_ssize_t>p * mdl.d, mdl.d)
+        d2 = mdl.sqn[i] + mdl.sqn[p] - 2.0 * mdl.sv_dot(i, p)
         W.rhs[r] = exp(-g * d2) if d2 > 0.0 else 1.0
     dposv(&uplo, &n1, &nrhs, W.gram, &n1, W.rhs, &n1, &info)
     if info != 0:
@@ -345,6 +425,10 @@ cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
     W.pts[0] = p
     for r in range(k):
         W.pts[r + 1] = W.top[r]
+    if gather_rows(mdl, W, k + 1) < 0:
+        mdl.remove(p)      # (no memory for the merge: the caller raises MemoryError)
+        counts.n_removed += 1
+        return 1
     # averaged model (track_avg): the merged parts are replaced by their best multiple of
     # phi(z), sum_i acc_i k(z_i, z), the rule that gives the merged beta (the cascade
     # applies its own sequence of pairwise rules)
@@ -353,8 +437,8 @@ cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
         # the search's h is exact for GSS and for vectors; a lookup's (or lookup-WD's
         # none) is not: h = -1 has merge_pair find the exact h for the chosen pair
         h = W.h[q] if nc > 1 or P.pair.search == SEARCH_GSS else -1.0
-        merge_pair(mdl, P, W, mdl.Z + <Py_ssize_t>p * mdl.d, vp, mdl.acc + <Py_ssize_t>p * nc,
-                   q, W.c[q], h)
+        merge_pair(mdl, P, W, W.row[0], vp, mdl.acc + <Py_ssize_t>p * nc, W.row[1], q,
+                   W.c[q], h)
     elif P.multi == MULTI_CASCADE:
         cascade(mdl, P, W, p, k)
     else:
@@ -364,7 +448,7 @@ cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
                 W.accz[t] = 0.0
             for r in range(k + 1):
                 q = W.pts[r]
-                e = exp(-mdl.gamma * sqdist(W.z, mdl.Z + <Py_ssize_t>q * mdl.d, mdl.d))
+                e = exp(-mdl.gamma * sqdist(W.z, W.row[r], W.dz))
                 for t in range(nc):
                     W.accz[t] += e * mdl.acc[<Py_ssize_t>q * nc + t]
     remove_set(mdl, W.pts, k + 1)

@@ -25,7 +25,14 @@ from pybudget.budget._refit import refit_model
 
 SOLVERS = ("bsgd", "bsca")
 AVERAGING = ("auto", "none", "tail", "all", "last-half")
+STORAGES = ("auto", "dense", "sparse")
 TAIL_PER_SV = 4     # averaging="tail" covers the last min(n / 2, 4 * budget) steps
+# storage="auto" keeps the support vectors sparse when the rows are this many times
+# shorter than d (a dense SV costs d in every distance and merge, a sparse one its
+# non-zeros, a few rows' worth once merged) and the dense rows would take more than
+# SPARSE_MIN_VALUES values: docs/benchmarks.md, "Support vectors in any dimension"
+SPARSE_ROW_SHARE = 1 / 64
+SPARSE_MIN_VALUES = 1 << 20
 
 @dataclass
 class BudgetResult:
@@ -113,11 +120,12 @@ class BudgetParams:
     checkpoints: int
     offset: bool
     refit: bool
+    storage: str = "auto"
 
 
 def check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_size,
                         merge_search, multi_merge, merge_tol, averaging="auto", checkpoints=0,
-                        offset=True, refit=False):
+                        offset=True, refit=False, storage="auto"):
     """Validate every budget-solver parameter that does not depend on the data; returns
     them normalised as a BudgetParams (gamma stays "scale" until the data are known)."""
     C = V.positive("C", C)
@@ -140,6 +148,7 @@ def check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_siz
     checkpoints = V.positive_int("checkpoints", checkpoints, minimum=0)
     offset = V.boolean("offset", offset)
     refit = V.boolean("refit", refit)
+    V.choice("storage", storage, STORAGES)
     if averaging == "auto":   # the tail average, unless checkpoints pick one model out
         averaging = "none" if checkpoints else "tail"
     if checkpoints and averaging != "none":
@@ -163,7 +172,7 @@ def check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_siz
                         maintenance=maintenance, merge_size=merge_size,
                         merge_search=merge_search, multi_merge=multi_merge,
                         merge_tol=merge_tol, averaging=averaging, checkpoints=checkpoints,
-                        offset=offset, refit=refit)
+                        offset=offset, refit=refit, storage=storage)
 
 
 def scale_gamma(X):
@@ -195,13 +204,30 @@ def _effective_budget(p, n, d, verbose):
     M = p.merge_size if p.maintenance == "merge" else 2
     M = min(M, budget)
     cap = budget + M - 1
-    V.dense_size(cap * d, f"budget={budget} SV rows of {d} dense features",
-                 "reduce the budget or the features")
     return budget, M, cap
 
 
-def _new_model(d, n_coef, cap, gamma, p, n_src=0, Z=None, beta=None):
-    mdl = BudgetModel(d, n_coef, cap, gamma, n_src)
+def sparse_storage(storage, X, cap, copies=1):
+    """Whether the support vectors of a fit on X (canonical CSR) with room for cap of
+    them are stored sparse: ``storage`` "sparse" or "dense", or for "auto" when X's
+    rows hold at most SPARSE_ROW_SHARE of its columns on average and the dense rows
+    would take more than SPARSE_MIN_VALUES values.  Dense storage of ``copies`` models
+    must fit in memory (``V.dense_size``)."""
+    n, d = X.shape
+    if storage == "auto":
+        sparse = (X.nnz <= SPARSE_ROW_SHARE * n * d
+                  and cap * d > SPARSE_MIN_VALUES)
+    else:
+        sparse = storage == "sparse"
+    if not sparse:
+        V.dense_size(copies * cap * d, f"{copies} model(s) of {cap} SV rows of {d} dense "
+                     f"features", "reduce the budget or the features, or use "
+                     "storage='sparse'")
+    return sparse
+
+
+def _new_model(d, n_coef, cap, gamma, p, n_src=0, Z=None, beta=None, sparse=False):
+    mdl = BudgetModel(d, n_coef, cap, gamma, n_src, sparse)
     if Z is not None and Z.shape[0] > 0:
         mdl.load(Z, beta)
     mt = Maintainer(mdl, p.maintenance, p.merge_search, p.multi_merge,
@@ -219,14 +245,14 @@ def epoch_progress(label):
     return progress
 
 
-def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, state=None,
-          epochs=None, progress=None, xsq=None, n_threads=1):
+def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, sparse,
+          state=None, epochs=None, progress=None, xsq=None, n_threads=1):
     """BSGD on validated data; `state` = (Z, beta, t) continues a model (partial_fit);
     the offset's scoring on up to n_threads threads."""
     n, d = X.shape
     n_coef = 1 if n_classes == 2 else n_classes
     Z0, beta0, t0 = state if state is not None else (None, None, 0)
-    mdl, mt = _new_model(d, n_coef, cap, gamma, p, Z=Z0, beta=beta0)
+    mdl, mt = _new_model(d, n_coef, cap, gamma, p, Z=Z0, beta=beta0, sparse=sparse)
     lam = 1.0 / (n_lambda * p.C)
     epochs = epochs or p.epochs
     T = epochs * n
@@ -238,6 +264,7 @@ def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, stat
           if p.checkpoints else None)
     out = bsgd_run(X, xsq, codes.astype(np.int32), mdl, mt, budget, M, lam,
                    epochs, t0, seed, avg_start, progress, ck.every(T) if ck else 0, ck)
+    _check_memory(mdl)
     out["checkpoints"] = [ck] if ck else []
     if ck:
         Z, beta, _, b = ck.finish(mdl)
@@ -249,6 +276,12 @@ def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, stat
         b, seconds = _offset(p, X, xsq, codes, seed, Z, beta, gamma, n_threads)
         out["time"] += seconds
     return Z, beta.T.copy(), b, out, mt
+
+
+def _check_memory(mdl):
+    if mdl.out_of_memory:
+        raise MemoryError("the sparse support vectors outgrew the memory: reduce the "
+                          "budget")
 
 
 def _tail(n, budget, averaging):
@@ -267,13 +300,12 @@ def _offset(p, X, xsq, codes, seed, Z, beta, gamma, n_threads=1):
     return b, time.perf_counter() - t0
 
 
-def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0, n_jobs=1):
+def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0, n_jobs=1,
+          sparse=False):
     """BSCA, one-vs-rest for more than two classes on n_jobs threads; SVs of all
     problems stacked."""
     n, d = X.shape
     n_prob = len(binary_problems(n_classes))
-    V.dense_size(n_prob * cap * d, f"{n_prob} one-vs-rest models of budget="
-                 f"{budget} SV rows of {d} dense features", "reduce the budget or the features")
     xsq = V.row_sqnorms(X)
     T = p.epochs * n
     tail = _tail(n, budget, p.averaging)
@@ -283,7 +315,7 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0, n_jobs
         # everything written here is this problem's own; X and xsq are only read
         y = np.where(codes == k, 1.0, -1.0)
         alpha = np.zeros(n)
-        mdl, mt = _new_model(d, 1, cap, gamma, p, n_src=n)
+        mdl, mt = _new_model(d, 1, cap, gamma, p, n_src=n, sparse=sparse)
         progress = epoch_progress(f"class {k}: " if n_prob > 1 else "") if verbose else None
         codes_k = (codes == k).astype(np.int32)
         ck = (BestCheckpoint(X, xsq, codes_k, 1.0 / (n * p.C), seed_k, p.checkpoints,
@@ -291,6 +323,7 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0, n_jobs
               if p.checkpoints else None)
         out = bsca_run(X, xsq, y, p.C, alpha, mdl, mt, budget, M, p.epochs,
                        seed_k, progress, ck.every(T) if ck else 0, ck, avg_start)
+        _check_memory(mdl)
         if ck:
             Z, beta, alpha, b = ck.finish(mdl)
             out["time"] += ck.seconds
@@ -305,7 +338,8 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0, n_jobs
         return Z, beta[:, 0], b[0], alpha, out, mt, ck
 
     runs = one_vs_rest(n_classes, seed, solve, n_jobs)
-    Z = np.vstack([r[0] for r in runs])
+    Z = (sp.vstack([r[0] for r in runs], format="csr") if sparse
+         else np.vstack([r[0] for r in runs]))
     dual = np.zeros((n_prob, Z.shape[0]))
     blocks, start = [], 0       # (each problem's SVs: rows start:stop of Z)
     for row, (_, coef, *_rest) in enumerate(runs):
@@ -329,10 +363,12 @@ def _fit(X, codes, classes, p, seed, verbose=0, n_jobs=1):
     gamma = scale_gamma(X) if p.gamma == "scale" else p.gamma
     budget, M, cap = _effective_budget(p, n, d, verbose)
     K = classes.shape[0]
+    n_models = 1 if p.solver == "bsgd" else len(binary_problems(K))
+    sparse = sparse_storage(p.storage, X, cap, n_models)
     p_run = replace(p, offset=False) if p.refit else p   # (refit fits its own offset)
     if p.solver == "bsgd":
         Z, dual, b, out, mt = _bsgd(X, codes, K, p_run, gamma, seed, budget, M, cap,
-                                    n_lambda=n,
+                                    n_lambda=n, sparse=sparse,
                                     progress=epoch_progress("") if verbose else None,
                                     n_threads=n_jobs)
         res = BudgetResult(classes=classes, support_vectors=Z, dual_coef=dual, intercept=b,
@@ -343,7 +379,7 @@ def _fit(X, codes, classes, p, seed, verbose=0, n_jobs=1):
                            time=out["time"], t=out["t"])
     else:
         Z, dual, b, alpha, st = _bsca(X, codes, K, p_run, gamma, seed, budget, M, cap,
-                                      verbose, n_jobs)
+                                      verbose, n_jobs, sparse)
         n_prob = dual.shape[0]
         res = BudgetResult(classes=classes, support_vectors=Z, dual_coef=dual, intercept=b,
                            gamma=gamma, budget=budget, n_iter=p.epochs,
@@ -362,7 +398,8 @@ def _fit(X, codes, classes, p, seed, verbose=0, n_jobs=1):
             report(f"refit: {', '.join(str(i.n_iter) for i in infos)} Newton "
                    f"iteration(s)", time.perf_counter() - t_fit)
     if verbose:
-        report(f"{p.solver}: {res.n_iter} epoch(s), {Z.shape[0]} SVs, "
+        report(f"{p.solver}: {res.n_iter} epoch(s), {Z.shape[0]} SVs "
+               f"({'sparse' if sparse else 'dense'}), "
                f"{res.n_merges} merges, {res.n_removed} removed, "
                f"merge {res.merge_time:.3f}s of {res.time:.3f}s", time.perf_counter() - t_fit)
     return res
@@ -371,7 +408,8 @@ def _fit(X, codes, classes, p, seed, verbose=0, n_jobs=1):
 def solve_budget(X, y, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epochs=1,
                  maintenance="merge", merge_size=2, merge_search="gss",
                  multi_merge="cascade", merge_tol=0.01, averaging="auto", checkpoints=0,
-                 offset=True, refit=False, random_state=None, n_jobs=None, verbose=0):
+                 offset=True, refit=False, storage="auto", random_state=None, n_jobs=None,
+                 verbose=0):
     """Train a budgeted Gaussian-kernel SVM with BSGD or BSCA.
 
     The functional counterpart of ``BudgetSVC(...).fit(X, y)``.
@@ -384,8 +422,10 @@ def solve_budget(X, y, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epoch
         Class labels (two or more classes).
     C, gamma, budget, solver, epochs, maintenance, merge_size, merge_search
         As in :class:`BudgetSVC`, with the same defaults.
-    multi_merge, merge_tol, averaging, checkpoints, offset, refit, random_state, n_jobs
+    multi_merge, merge_tol, averaging, checkpoints, offset, refit, storage, random_state
         As in :class:`BudgetSVC`, with the same defaults.
+    n_jobs
+        As in :class:`BudgetSVC`, with the same default.
     verbose
         As in :class:`BudgetSVC`, with the same default.
 
@@ -414,7 +454,7 @@ def solve_budget(X, y, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epoch
     """
     p = check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_size,
                             merge_search, multi_merge, merge_tol, averaging, checkpoints,
-                            offset, refit)
+                            offset, refit, storage)
     n_jobs = V.n_jobs(n_jobs)
     X = V.as_csr(X)
     classes, codes = V.encode_labels(y, X.shape[0])
@@ -530,6 +570,14 @@ class BudgetSVC(SVMClassifierBase):
         factorisation of B x B; its seconds are in ``fit_time_``.  ``partial_fit``
         ignores it.  Its accuracy and cost against Nystroem models of the same size:
         docs/benchmarks.md, section 12.
+    storage : {"auto", "dense", "sparse"}, default="auto"
+        How the support vectors are held while training: "dense" rows of all
+        ``n_features`` values, or "sparse" rows of their non-zeros (a merged SV holds
+        the union of its parts' columns), the same model to the last bit either way.
+        "auto" is "sparse" where X's rows fill at most 1/64 of its columns on average
+        and the dense rows would take more than 2**20 values (high-dimensional sparse
+        data such as text), else "dense".  With sparse storage ``support_vectors_`` is
+        a scipy CSR matrix.
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
         Seed of the solvers' random order and samples.
     n_jobs : int or None, default=None
@@ -548,8 +596,8 @@ class BudgetSVC(SVMClassifierBase):
     ----------
     classes_ : ndarray of shape (n_classes,)
         Class labels.
-    support_vectors_ : ndarray of shape (n_sv, n_features)
-        Support vectors.
+    support_vectors_ : ndarray or scipy CSR matrix of shape (n_sv, n_features)
+        Support vectors (CSR with sparse storage).
     dual_coef_ : ndarray of shape (n_problems, n_sv)
         Coefficients per problem and SV.
     intercept_ : ndarray of shape (n_problems,)
@@ -604,7 +652,8 @@ class BudgetSVC(SVMClassifierBase):
     def __init__(self, C=1.0, *, gamma="scale", budget=500, solver="bsgd", epochs=1,
                  maintenance="merge", merge_size=2, merge_search="gss",
                  multi_merge="cascade", merge_tol=0.01, averaging="auto", checkpoints=0,
-                 offset=True, refit=False, random_state=None, n_jobs=None, verbose=0):
+                 offset=True, refit=False, storage="auto", random_state=None, n_jobs=None,
+                 verbose=0):
         self.C = C
         self.gamma = gamma
         self.budget = budget
@@ -619,6 +668,7 @@ class BudgetSVC(SVMClassifierBase):
         self.checkpoints = checkpoints
         self.offset = offset
         self.refit = refit
+        self.storage = storage
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -627,7 +677,7 @@ class BudgetSVC(SVMClassifierBase):
         return check_budget_params(self.C, self.gamma, self.budget, self.solver, self.epochs,
                                    self.maintenance, self.merge_size, self.merge_search,
                                    self.multi_merge, self.merge_tol, self.averaging,
-                                   self.checkpoints, self.offset, self.refit)
+                                   self.checkpoints, self.offset, self.refit, self.storage)
 
     def fit(self, X, y):
         p = self._params()
@@ -723,6 +773,9 @@ class BudgetSVC(SVMClassifierBase):
         # every check before the estimator changes: a refused call leaves it as it was
         V.check_squares(X)
         budget, M, cap = _effective_budget(p, None, d, 0)
+        # (the storage of the first call's model: its rows decide, later ones keep it)
+        sparse = (sparse_storage(p.storage, X, cap) if first
+                  else sp.issparse(self.support_vectors_))
         n_sv = 0 if first else self.support_vectors_.shape[0]
         if n_sv > budget:
             raise ValueError(f"partial_fit: the fitted model has {n_sv} support vectors, more "
@@ -731,7 +784,7 @@ class BudgetSVC(SVMClassifierBase):
         K = all_classes.shape[0]
         if first:
             gamma = scale_gamma(X) if p.gamma == "scale" else p.gamma
-            Z0, dual0, t0, n_seen = np.zeros((0, d)), np.zeros((1 if K == 2 else K, 0)), 0, 0
+            Z0, dual0, t0, n_seen = None, np.zeros((1 if K == 2 else K, 0)), 0, 0
         else:
             gamma, Z0, dual0, t0, n_seen = (self.gamma_, self.support_vectors_,
                                             self.dual_coef_, self._t, self._n_seen)
@@ -739,8 +792,8 @@ class BudgetSVC(SVMClassifierBase):
         seed = (seed + 0x9E3779B97F4A7C15 * (t0 + 1)) % 2**64   # new order per call
         xsq = V.row_sqnorms(X)       # for the run and the reservoir
         Z, dual, _, out, mt = _bsgd(X, codes, K, p, gamma, seed, budget, M, cap,
-                                    n_lambda=n_seen + n, state=(Z0, dual0.T, t0), epochs=1,
-                                    xsq=xsq)
+                                    n_lambda=n_seen + n, sparse=sparse,
+                                    state=(Z0, dual0.T, t0), epochs=1, xsq=xsq)
         # the offset is refitted at the end of every call on a reservoir sample of all
         # rows seen so far (so it does not hinge on the last, possibly small, chunk)
         t_off = time.perf_counter()
