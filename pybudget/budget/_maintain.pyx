@@ -110,11 +110,16 @@ cdef int gather_rows(BudgetModel mdl, MergeWork W, int npts) noexcept nogil:
         free(W.rows)
         W.rows = <double*>calloc(<Py_ssize_t>npts * u, sizeof(double))
         W.rows_room = <Py_ssize_t>npts * u if W.rows != NULL else 0
-    if W.rows == NULL:
-        for t in range(u):
-            mark[W.cols[t]] = 0.0
-        mdl.out_of_memory = True
-        return -1
+        if W.rows == NULL:
+            for t in range(u):
+                mark[W.cols[t]] = 0.0
+            mdl.out_of_memory = True
+            return -1
+    if u == 0:          # (all-zero points: nothing to copy)
+        for r in range(npts):
+            W.row[r] = W.rows
+        W.dz = 0
+        return 0
     memset(W.rows, 0, <Py_ssize_t>npts * u * sizeof(double))
     for r in range(npts):
         j = W.pts[r]
