@@ -16,7 +16,7 @@ SCRIPTS = ["cgrid.py", "linear_check.py", "linear_speed.py", "warmstart.py", "cv
            "read_svmlight.py",
            "budget_accuracy.py", "budget.py", "kernel_throughput.py", "budget_defaults.py",
            "linear_family.py", "n_jobs.py", "ring_order.py", "threads.py", "nystroem.py",
-           "budget_threads.py"]
+           "budget_threads.py", "budget_storage.py"]
 
 
 def run_bench(args, **kw):

@@ -39,19 +39,23 @@ cdef class BudgetModel:
     cdef int* slot_of       # n_src: slot of training point i, -1 if none (may be NULL)
     cdef double* acc        # cap x n_coef: averaged-iterate sums (true units), if track_avg
     # sparse storage: slot j's sv_nnz[j] pairs at sv_idx[j], sv_val[j] (malloc'd, sv_room[j]
-    # long, ascending indices, no zeros); xbuf: d doubles, zero between calls (a scatter)
+    # long, ascending indices, no zeros), and the same values feature-major (kernel rows):
+    # column f's pl_len[f] (slot, value) pairs at pl_slot[f], pl_val[f], in no order;
+    # xbuf: d doubles, zero between calls (merges mark columns in it)
     cdef int** sv_idx
     cdef double** sv_val
     cdef int* sv_nnz
     cdef int* sv_room
+    cdef int** pl_slot
+    cdef double** pl_val
+    cdef int* pl_len
+    cdef int* pl_room
     cdef double* xbuf
 
     cdef void kernel_row_sparse(self, const double* xd, const int* xi, int nnz, double xsq,
                                 double* out) noexcept nogil
     cdef void kernel_row_csr(self, const CsrView* X, int i, double xsq,
                              double* out) noexcept nogil
-    cdef void kernel_row_csr_into(self, const CsrView* X, int i, double xsq, double* out,
-                                  double* scratch) noexcept nogil
     cdef void kernel_row_dense(self, const double* x, double xsq, double* out) noexcept nogil
     cdef void sqdist_all(self, int p, double* out) noexcept nogil
     cdef void decision(self, const double* krow, double* out) noexcept nogil
@@ -64,6 +68,8 @@ cdef class BudgetModel:
                          int source) noexcept nogil
     cdef double sv_dot(self, int i, int j) noexcept nogil
     cdef int _room(self, int j, int nnz) noexcept nogil
+    cdef void _post(self, int j) noexcept nogil
+    cdef void _unpost(self, int j, int to) noexcept nogil
     cdef void remove(self, int j) noexcept nogil
     cdef void scale_by(self, double f) noexcept nogil
     cdef void fold(self) noexcept nogil

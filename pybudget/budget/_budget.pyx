@@ -125,17 +125,34 @@ cdef extern from *:
 
     /* The sparse storage's kernels: the same non-zero terms in the same ascending index
        order as the dense loops above (a term with a zero factor adds nothing), so the
-       same bits.  Kernel row against n sparse SVs of x scattered into xs (zero
-       elsewhere) */
-    static void pb_krow_sv(int n, int* const* idx, double* const* val, const int* nnz,
-                           const double* restrict xs, const double* restrict sqn,
-                           double xsq, double g, double* restrict out) {
+       same bits.  Kernel row of a sparse x from the feature-major posting lists: each
+       non-zero x_k adds x_k z_jk to out[j] for the SVs j in column k's list */
+    #define PB_KROW_POSTED(NAME, T)                                                     \
+    static void NAME(int n, int* const* slot, double* const* val, const int* len,       \
+                     const T* restrict xd, const int* restrict xi, int nnz,             \
+                     const double* restrict sqn, double xsq, double g,                  \
+                     double* restrict out) {                                            \
+        int j, k, t;                                                                    \
+        for (j = 0; j < n; j++) out[j] = 0.0;                                           \
+        for (k = 0; k < nnz; k++) {                                                     \
+            const int* s = slot[xi[k]];                                                 \
+            const double* w = val[xi[k]];                                               \
+            double v = (double)xd[k];                                                   \
+            for (t = 0; t < len[xi[k]]; t++) out[s[t]] += v * w[t];                     \
+        }                                                                               \
+        pb_gauss(n, g, xsq, sqn, out);                                                  \
+    }
+    PB_KROW_POSTED(pb_krow_posted, double)
+    PB_KROW_POSTED(pb_krow_posted_f32, float)
+
+    /* kernel row of a dense x against n sparse SVs, each summed over its own values */
+    static void pb_krow_rows(int n, int* const* idx, double* const* val, const int* nnz,
+                             const double* restrict x, const double* restrict sqn,
+                             double xsq, double g, double* restrict out) {
         int j, t;
         for (j = 0; j < n; j++) {
-            const int* ix = idx[j];
-            const double* v = val[j];
             double s = 0.0;
-            for (t = 0; t < nnz[j]; t++) s += v[t] * xs[ix[t]];
+            for (t = 0; t < nnz[j]; t++) s += x[idx[j][t]] * val[j][t];
             out[j] = s;
         }
         pb_gauss(n, g, xsq, sqn, out);
@@ -197,8 +214,14 @@ cdef extern from *:
     double pb_dot4(int n, const double* b, const double* k) nogil
     void pb_sqdist_all(int n, int ld, int d, const double* ZT, const double* zp,
                        double* out) nogil
-    void pb_krow_sv(int n, int** idx, double** val, const int* nnz, const double* xs,
-                    const double* sqn, double xsq, double g, double* out) nogil
+    void pb_krow_posted(int n, int** slot, double** val, const int* len, const double* xd,
+                        const int* xi, int nnz, const double* sqn, double xsq, double g,
+                        double* out) nogil
+    void pb_krow_posted_f32(int n, int** slot, double** val, const int* len,
+                            const float* xd, const int* xi, int nnz, const double* sqn,
+                            double xsq, double g, double* out) nogil
+    void pb_krow_rows(int n, int** idx, double** val, const int* nnz, const double* x,
+                      const double* sqn, double xsq, double g, double* out) nogil
     double pb_sqdist_sv(const int* ai, const double* av, int an, const int* bi,
                         const double* bv, int bn) nogil
     double pb_dot_sv(const int* ai, const double* av, int an, const int* bi,
@@ -253,6 +276,7 @@ cdef inline void _put_sv(BudgetModel m, int j, const floating* xd, const int* xi
             m.sv_val[j][t] = xd[k]
             t += 1
     m.sv_nnz[j] = t
+    m._post(j)
 
 
 cdef class BudgetModel:
@@ -267,6 +291,10 @@ cdef class BudgetModel:
         self.sv_val = NULL
         self.sv_nnz = NULL
         self.sv_room = NULL
+        self.pl_slot = NULL
+        self.pl_val = NULL
+        self.pl_len = NULL
+        self.pl_room = NULL
         self.xbuf = NULL
 
     def __dealloc__(self):
@@ -279,6 +307,14 @@ cdef class BudgetModel:
         free(self.sv_val)
         free(self.sv_nnz)
         free(self.sv_room)
+        if self.pl_slot != NULL:
+            for j in range(self.d):
+                free(self.pl_slot[j])
+                free(self.pl_val[j])
+        free(self.pl_slot)
+        free(self.pl_val)
+        free(self.pl_len)
+        free(self.pl_room)
         free(self.xbuf)
 
     def __init__(self, int d, int n_coef, int cap, double gamma, int n_src=0,
@@ -301,9 +337,14 @@ cdef class BudgetModel:
             self.sv_val = <double**>calloc(cap, sizeof(double*))
             self.sv_nnz = <int*>calloc(cap, sizeof(int))
             self.sv_room = <int*>calloc(cap, sizeof(int))
+            self.pl_slot = <int**>calloc(d, sizeof(int*))
+            self.pl_val = <double**>calloc(d, sizeof(double*))
+            self.pl_len = <int*>calloc(d, sizeof(int))
+            self.pl_room = <int*>calloc(d, sizeof(int))
             self.xbuf = <double*>calloc(d, sizeof(double))
             if (self.sv_idx == NULL or self.sv_val == NULL or self.sv_nnz == NULL
-                    or self.sv_room == NULL or self.xbuf == NULL):
+                    or self.sv_room == NULL or self.pl_slot == NULL or self.pl_val == NULL
+                    or self.pl_len == NULL or self.pl_room == NULL or self.xbuf == NULL):
                 raise MemoryError("BudgetModel: no memory for the sparse SVs")
         # (sparse: no dense rows; a 1 x 1 array keeps the pointers valid)
         cdef int rows = 1 if sparse else cap, cols = 1 if sparse else d
@@ -347,17 +388,57 @@ cdef class BudgetModel:
         self.sv_room[j] = room
         return 0
 
+    cdef void _post(self, int j) noexcept nogil:
+        """Add sparse slot j's values to the posting lists of their columns."""
+        cdef int t, f, room, n
+        cdef int* s
+        cdef double* v
+        for t in range(self.sv_nnz[j]):
+            f = self.sv_idx[j][t]
+            n = self.pl_len[f]
+            if n == self.pl_room[f]:
+                room = 4 if n < 4 else n + n // 2
+                s = <int*>realloc(self.pl_slot[f], room * sizeof(int))
+                if s != NULL:
+                    self.pl_slot[f] = s
+                v = <double*>realloc(self.pl_val[f], room * sizeof(double))
+                if v != NULL:
+                    self.pl_val[f] = v
+                if s == NULL or v == NULL:
+                    # (the slot keeps its values but is cut out of the kernel rows: the
+                    # caller raises MemoryError before the model is used)
+                    self.out_of_memory = True
+                    return
+                self.pl_room[f] = room
+            self.pl_slot[f][n] = j
+            self.pl_val[f][n] = self.sv_val[j][t]
+            self.pl_len[f] = n + 1
+
+    cdef void _unpost(self, int j, int to) noexcept nogil:
+        """Sparse slot j's entries in the posting lists: removed (to < 0) or renamed to
+        slot ``to``."""
+        cdef int t, f, k, n
+        cdef int* s
+        for t in range(self.sv_nnz[j]):
+            f = self.sv_idx[j][t]
+            s = self.pl_slot[f]
+            n = self.pl_len[f]
+            for k in range(n):
+                if s[k] == j:
+                    if to >= 0:
+                        s[k] = to
+                    else:
+                        s[k] = s[n - 1]
+                        self.pl_val[f][k] = self.pl_val[f][n - 1]
+                        self.pl_len[f] = n - 1
+                    break
+
     cdef void kernel_row_sparse(self, const double* xd, const int* xi, int nnz, double xsq,
                                 double* out) noexcept nogil:
         """out[j] = k(z_j, x) for a sparse x with squared norm xsq."""
-        cdef int k
         if self.sparse:
-            for k in range(nnz):
-                self.xbuf[xi[k]] = xd[k]
-            pb_krow_sv(self.n_sv, self.sv_idx, self.sv_val, self.sv_nnz, self.xbuf, self.sqn,
-                       xsq, self.gamma, out)
-            for k in range(nnz):
-                self.xbuf[xi[k]] = 0.0
+            pb_krow_posted(self.n_sv, self.pl_slot, self.pl_val, self.pl_len, xd, xi, nnz,
+                           self.sqn, xsq, self.gamma, out)
             return
         pb_krow_sparse(self.n_sv, self.cap, self.ZT, self.sqn, xd, xi, nnz, xsq, self.gamma,
                        out)
@@ -365,27 +446,16 @@ cdef class BudgetModel:
     cdef void kernel_row_csr(self, const CsrView* X, int i, double xsq,
                              double* out) noexcept nogil:
         """kernel_row_sparse for row i of a view of either value type."""
-        self.kernel_row_csr_into(X, i, xsq, out, self.xbuf)
-
-    cdef void kernel_row_csr_into(self, const CsrView* X, int i, double xsq, double* out,
-                                  double* scratch) noexcept nogil:
-        """kernel_row_csr with ``scratch`` (d zeros, left zero; sparse storage only) for
-        the scatter of the row: one per thread."""
-        cdef int k, nnz, start = csr_span(X, i, &nnz)
-        cdef const int* xi = X.indices + start
-        if self.sparse:
-            if X.data32 != NULL:
-                for k in range(nnz):
-                    scratch[xi[k]] = X.data32[start + k]
-            else:
-                for k in range(nnz):
-                    scratch[xi[k]] = X.data[start + k]
-            pb_krow_sv(self.n_sv, self.sv_idx, self.sv_val, self.sv_nnz, scratch, self.sqn,
-                       xsq, self.gamma, out)
-            for k in range(nnz):
-                scratch[xi[k]] = 0.0
-            return
-        if X.data32 != NULL:
+        cdef int nnz, start = csr_span(X, i, &nnz)
+        if self.sparse and X.data32 != NULL:
+            pb_krow_posted_f32(self.n_sv, self.pl_slot, self.pl_val, self.pl_len,
+                               X.data32 + start, X.indices + start, nnz, self.sqn, xsq,
+                               self.gamma, out)
+        elif self.sparse:
+            pb_krow_posted(self.n_sv, self.pl_slot, self.pl_val, self.pl_len,
+                           X.data + start, X.indices + start, nnz, self.sqn, xsq,
+                           self.gamma, out)
+        elif X.data32 != NULL:
             pb_krow_sparse_f32(self.n_sv, self.cap, self.ZT, self.sqn, X.data32 + start,
                                X.indices + start, nnz, xsq, self.gamma, out)
         else:
@@ -393,9 +463,9 @@ cdef class BudgetModel:
                            X.indices + start, nnz, xsq, self.gamma, out)
 
     cdef void kernel_row_dense(self, const double* x, double xsq, double* out) noexcept nogil:
-        if self.sparse:        # (x itself is the scatter)
-            pb_krow_sv(self.n_sv, self.sv_idx, self.sv_val, self.sv_nnz, x, self.sqn, xsq,
-                       self.gamma, out)
+        if self.sparse:
+            pb_krow_rows(self.n_sv, self.sv_idx, self.sv_val, self.sv_nnz, x, self.sqn, xsq,
+                         self.gamma, out)
             return
         pb_krow_dense(self.n_sv, self.cap, self.d, self.ZT, self.sqn, x, xsq, self.gamma, out)
 
@@ -514,6 +584,7 @@ cdef class BudgetModel:
                         self.sv_val[j][t] = x[k]
                         t += 1
             self.sv_nnz[j] = t
+            self._post(j)
             return self._commit(j, s, coef, source)
         memcpy(z, x, self.d * sizeof(double))
         for k in range(self.d):
@@ -538,6 +609,7 @@ cdef class BudgetModel:
                 self.sv_val[j][k] = z[t]
                 k += 1
         self.sv_nnz[j] = k
+        self._post(j)
         return self._commit(j, s, coef, source)
 
     cdef int _commit(self, int j, double sqn, const double* coef, int source) noexcept nogil:
@@ -560,7 +632,11 @@ cdef class BudgetModel:
         cdef double* tv
         if self.src[j] >= 0 and self.slot_of != NULL:
             self.slot_of[self.src[j]] = -1
+        if self.sparse:
+            self._unpost(j, -1)
+            self.sv_nnz[j] = 0
         if j != last and self.sparse:
+            self._unpost(last, j)
             ti, tv, k = self.sv_idx[j], self.sv_val[j], self.sv_room[j]
             self.sv_idx[j], self.sv_val[j] = self.sv_idx[last], self.sv_val[last]
             self.sv_room[j], self.sv_nnz[j] = self.sv_room[last], self.sv_nnz[last]
@@ -615,7 +691,12 @@ cdef class BudgetModel:
         self.scale = 1.0
 
     cdef void clear(self) noexcept nogil:
-        cdef int j
+        cdef int j, t
+        if self.sparse:
+            for j in range(self.n_sv):
+                for t in range(self.sv_nnz[j]):
+                    self.pl_len[self.sv_idx[j][t]] = 0
+                self.sv_nnz[j] = 0
         if self.slot_of != NULL:
             for j in range(self.n_sv):
                 if self.src[j] >= 0:
@@ -814,9 +895,6 @@ cdef class BudgetModel:
         out = np.zeros((X.shape[0], self.n_coef))
         cdef double[:, ::1] o = out
         cdef double[:, ::1] krows = np.zeros((n_threads, self.cap + 1))  # one per thread
-        # (sparse storage: each thread's scatter of its row; thread 0 uses the model's)
-        cdef double[:, ::1] scratch = np.zeros((n_threads if self.sparse else 1,
-                                                self.d if self.sparse else 1))
         cdef int[::1] ran = np.zeros(n_threads, dtype=np.int32)
         with nogil:
             if n_threads == 1:
@@ -828,8 +906,7 @@ cdef class BudgetModel:
                 for i in prange(V.n_rows, num_threads=n_threads, schedule="static"):
                     t = threadid()
                     ran[t] = 1
-                    self.kernel_row_csr_into(&V, <int>i, xsq[i], &krows[t, 0],
-                                             &scratch[t if self.sparse else 0, 0])
+                    self.kernel_row_csr(&V, <int>i, xsq[i], &krows[t, 0])
                     self.decision(&krows[t, 0], &o[i, 0])
         return out, int(np.sum(ran))
 

@@ -1,0 +1,163 @@
+"""Budgeted SVMs on dense and sparse support vectors (``BudgetSVC(storage=)``).
+
+Each cell (data, budget, storage) is one BSGD epoch (``BudgetSVC`` defaults otherwise;
+C and gamma of bench/budget.py's PARAMS, and C = 1, gamma = 1 for the debian text sets)
+in a fresh single-threaded process: the fit's time and its parts (maintenance: the
+distances to every SV, the partner search and the merge; the rest: the kernel rows of
+the steps and the offset), prediction on the test rows, test accuracy, the peak resident
+memory of the process (VmHWM, before and after the fit), the mean non-zeros of a
+support vector, and a digest of the model (both storages give the same bits).  Repeats
+run the cells in an order that rotates; medians.  A dense cell whose model would take
+more than --dense-max-gib is skipped (debian-lib's 353,593 columns: 2.8 GiB at B = 500).
+``storage="auto"``'s choice is recorded per cell.  Writes
+bench/results/budget_storage/budget_storage.{json,md}.
+
+    PYBUDGET_DATA=<data> python bench/budget_storage.py [--data a9a w8a debian-lib]
+        [--budgets 100 500] [-r 3] [--quick] [--out DIR]
+"""
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from budget import PARAMS  # noqa: E402
+from common import machine, results_dir, write_outputs  # noqa: E402
+
+TEXT = {"debian-lib": (1.0, 1.0), "debian-sections20": (1.0, 1.0),
+        "debian-lib-small": (1.0, 1.0)}
+
+
+def vm_hwm_mib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM"):
+                return int(line.split()[1]) / 1024
+
+
+def child(args):
+    """One cell in this fresh process: prints its record."""
+    import scipy.sparse as sp
+
+    from pybudget import BudgetSVC
+    from pybudget.budget.svm import sparse_storage
+    from pybudget.datasets import load
+    X, y, Xt, yt = load(args.data[0])
+    if args.quick:
+        X, y, Xt, yt = X[:3000], y[:3000], Xt[:1000], yt[:1000]
+    C, gamma = TEXT.get(args.data[0], PARAMS.get(args.data[0], (32.0, 2.0 ** -7)))
+    B = args.budgets[0]
+    before = vm_hwm_mib()
+    clf = BudgetSVC(C=C, gamma=gamma, budget=B, storage=args.storage, random_state=0)
+    t0 = time.perf_counter()
+    clf.fit(X, y)
+    fit = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    pred = clf.predict(Xt)
+    predict = time.perf_counter() - t0
+    Z = clf.support_vectors_
+    Zd = Z.toarray() if sp.issparse(Z) else Z
+    digest = hashlib.sha256(np.ascontiguousarray(Zd).tobytes()
+                            + clf.dual_coef_.tobytes() + clf.intercept_.tobytes()).hexdigest()
+    nnz = Z.nnz if sp.issparse(Z) else int(np.count_nonzero(Z))
+    print(json.dumps({
+        "fit_s": fit, "maintenance_s": clf.merge_time_, "predict_s": predict,
+        "accuracy": 100.0 * float(np.mean(pred == yt)), "n_sv": Z.shape[0],
+        "sv_nnz_mean": nnz / max(Z.shape[0], 1), "n_merges": clf.n_merges_,
+        "peak_mib": vm_hwm_mib(), "before_fit_mib": before, "digest": digest,
+        "auto_is_sparse": bool(sparse_storage("auto", X, B + 1)),
+        "rows_nnz_mean": X.nnz / X.shape[0], "d": X.shape[1]}))
+
+
+def run_cell(args, data, B, storage):
+    cmd = [sys.executable, __file__, "--child", "--data", data, "--budgets", str(B),
+           "--storage", storage]
+    if args.quick:
+        cmd.append("--quick")
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode:
+        raise RuntimeError(f"{data} B={B} {storage}: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", nargs="+", default=["a9a", "w8a", "ijcnn1", "debian-lib"])
+    ap.add_argument("--budgets", type=int, nargs="+", default=[100, 500])
+    ap.add_argument("-r", "--repeats", type=int, default=3)
+    ap.add_argument("--dense-max-gib", type=float, default=1.0,
+                    help="skip dense cells whose SV rows (twice: row- and feature-major) "
+                         "would take more")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=str(results_dir("budget_storage")))
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--storage", default="dense", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return child(args)
+    if args.quick:      # (the embedded sets: a smoke run)
+        args.data, args.budgets, args.repeats = ["a9a", "debian-lib-small"], [50], 1
+    from pybudget.datasets import load
+    cells = []
+    for data in args.data:
+        d = load(data)[0].shape[1]
+        for B in args.budgets:
+            for storage in ("dense", "sparse"):
+                if storage == "dense" and 16.0 * (B + 1) * d > args.dense_max_gib * 2**30:
+                    continue
+                cells.append((data, B, storage))
+    runs = {c: [] for c in cells}
+    for r in range(args.repeats):
+        order = cells[r % len(cells):] + cells[:r % len(cells)]
+        for cell in order:
+            runs[cell].append(run_cell(args, *cell))
+            print(cell, {k: round(v, 3) if isinstance(v, float) else v
+                         for k, v in runs[cell][-1].items() if k != "digest"},
+                  file=sys.stderr, flush=True)
+    rows = []
+    for (data, B, storage), rs in runs.items():
+        med = {k: float(np.median([x[k] for x in rs])) for k in
+               ("fit_s", "maintenance_s", "predict_s", "peak_mib", "before_fit_mib")}
+        rows.append({"data": data, "budget": B, "storage": storage, **med,
+                     "fit_each": [x["fit_s"] for x in rs],
+                     "accuracy": rs[0]["accuracy"], "n_merges": rs[0]["n_merges"],
+                     "sv_nnz_mean": rs[0]["sv_nnz_mean"], "d": rs[0]["d"],
+                     "rows_nnz_mean": rs[0]["rows_nnz_mean"],
+                     "auto_is_sparse": rs[0]["auto_is_sparse"],
+                     "digests_agree": len({x["digest"] for x in rs}) == 1,
+                     "digest": rs[0]["digest"]})
+    by = {(r["data"], r["budget"], r["storage"]): r for r in rows}
+    for r in rows:
+        other = by.get((r["data"], r["budget"], "dense" if r["storage"] == "sparse"
+                        else "sparse"))
+        r["same_bits_as_other_storage"] = None if other is None else (
+            other["digest"] == r["digest"])
+    record = {"machine": machine(), "args": vars(args), "rows": rows}
+    md = ["# Budgeted SVMs on dense and sparse support vectors", "",
+          f"One BSGD epoch per cell, fresh single-threaded processes, medians of "
+          f"{args.repeats} (each fit's seconds in brackets).  \"auto\": the storage "
+          f"`storage=\"auto\"` picks.", "",
+          "| data (d, non-zeros a row) | B | storage | auto | fit (s) | maintenance (s) "
+          "| rest (s) | predict (s) | accuracy % | SV non-zeros | peak MiB (before fit) "
+          "| same bits |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        each = ", ".join(f"{t:.2f}" for t in r["fit_each"])
+        same = {None: "-", True: "yes", False: "no"}[r["same_bits_as_other_storage"]]
+        md.append(f"| {r['data']} ({r['d']}, {r['rows_nnz_mean']:.0f}) | {r['budget']} | "
+                  f"{r['storage']} | {'sparse' if r['auto_is_sparse'] else 'dense'} | "
+                  f"{r['fit_s']:.2f} ({each}) | {r['maintenance_s']:.2f} | "
+                  f"{r['fit_s'] - r['maintenance_s']:.2f} | {r['predict_s']:.2f} | "
+                  f"{r['accuracy']:.2f} | {r['sv_nnz_mean']:.0f} | {r['peak_mib']:.0f} "
+                  f"({r['before_fit_mib']:.0f}) | {same} |")
+    write_outputs("budget_storage" + ("_quick" if args.quick else ""), record,
+                  "\n".join(md) + "\n", args.out)
+
+
+if __name__ == "__main__":
+    main()
