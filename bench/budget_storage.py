@@ -5,15 +5,17 @@ C and gamma of bench/budget.py's PARAMS, and C = 1, gamma = 1 for the debian tex
 in a fresh single-threaded process: the fit's time and its parts (maintenance: the
 distances to every SV, the partner search and the merge; the rest: the kernel rows of
 the steps and the offset), prediction on the test rows, test accuracy, the peak resident
-memory of the process (VmHWM, before and after the fit), the mean non-zeros of a
-support vector, and a digest of the model (both storages give the same bits).  Repeats
+memory of the process (VmHWM, before the fit and after the prediction), the mean
+non-zeros of a support vector, and a digest of the model (both storages give the same
+bits).  Repeats
 run the cells in an order that rotates; medians.  A dense cell whose model would take
 more than --dense-max-gib is skipped (debian-lib's 353,593 columns: 2.8 GiB at B = 500).
 ``storage="auto"``'s choice is recorded per cell.  Writes
-bench/results/budget_storage/budget_storage.{json,md}.
+bench/results/budget_storage/<stem>.{json,md}.
 
     PYBUDGET_DATA=<data> python bench/budget_storage.py [--data a9a w8a debian-lib]
-        [--budgets 100 500] [-r 3] [--quick] [--out DIR]
+        [--budgets 100 500] [--storages dense sparse] [-r 3] [--stem NAME] [--quick]
+        [--out DIR]
 """
 import argparse
 import hashlib
@@ -60,16 +62,17 @@ def child(args):
     t0 = time.perf_counter()
     pred = clf.predict(Xt)
     predict = time.perf_counter() - t0
-    Z = clf.support_vectors_
-    Zd = Z.toarray() if sp.issparse(Z) else Z
-    digest = hashlib.sha256(np.ascontiguousarray(Zd).tobytes()
-                            + clf.dual_coef_.tobytes() + clf.intercept_.tobytes()).hexdigest()
-    nnz = Z.nnz if sp.issparse(Z) else int(np.count_nonzero(Z))
+    peak = vm_hwm_mib()
+    # (the digest of the SVs' non-zeros, the same for both storages; no dense copy of
+    # sparse SVs, which would be most of the memory here)
+    Z = sp.csr_matrix(clf.support_vectors_)
+    digest = hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in (
+        Z.data, Z.indices, Z.indptr, clf.dual_coef_, clf.intercept_))).hexdigest()
     print(json.dumps({
         "fit_s": fit, "maintenance_s": clf.merge_time_, "predict_s": predict,
         "accuracy": 100.0 * float(np.mean(pred == yt)), "n_sv": Z.shape[0],
-        "sv_nnz_mean": nnz / max(Z.shape[0], 1), "n_merges": clf.n_merges_,
-        "peak_mib": vm_hwm_mib(), "before_fit_mib": before, "digest": digest,
+        "sv_nnz_mean": Z.nnz / max(Z.shape[0], 1), "n_merges": clf.n_merges_,
+        "peak_mib": peak, "before_fit_mib": before, "digest": digest,
         "auto_is_sparse": bool(sparse_storage("auto", X, B + 1)),
         "rows_nnz_mean": X.nnz / X.shape[0], "d": X.shape[1]}))
 
@@ -93,6 +96,9 @@ def main():
     ap.add_argument("--dense-max-gib", type=float, default=1.0,
                     help="skip dense cells whose SV rows (twice: row- and feature-major) "
                          "would take more")
+    ap.add_argument("--storages", nargs="+", default=["dense", "sparse"],
+                    choices=["dense", "sparse"])
+    ap.add_argument("--stem", default="budget_storage", help="output file name")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=str(results_dir("budget_storage")))
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -107,7 +113,7 @@ def main():
     for data in args.data:
         d = load(data)[0].shape[1]
         for B in args.budgets:
-            for storage in ("dense", "sparse"):
+            for storage in args.storages:
                 if storage == "dense" and 16.0 * (B + 1) * d > args.dense_max_gib * 2**30:
                     continue
                 cells.append((data, B, storage))
@@ -155,7 +161,7 @@ def main():
                   f"{r['fit_s'] - r['maintenance_s']:.2f} | {r['predict_s']:.2f} | "
                   f"{r['accuracy']:.2f} | {r['sv_nnz_mean']:.0f} | {r['peak_mib']:.0f} "
                   f"({r['before_fit_mib']:.0f}) | {same} |")
-    write_outputs("budget_storage" + ("_quick" if args.quick else ""), record,
+    write_outputs(args.stem + ("_quick" if args.quick else ""), record,
                   "\n".join(md) + "\n", args.out)
 
 

@@ -22,7 +22,7 @@ from pybudget._core._progress import report
 from pybudget._plot import figure_format, require_matplotlib, save_figure
 from pybudget.cgrid import (CGRID_LOSSES, DEFAULT_CS, DEFAULT_SELECTIONS, cgrid, cgrid_cv,
                              data_format, format_cv_table, format_table)
-from pybudget.budget.svm import AVERAGING, MAINTENANCE, SEARCHES, SOLVERS
+from pybudget.budget.svm import AVERAGING, MAINTENANCE, SEARCHES, SOLVERS, STORAGES
 from pybudget.linear.problem import LOSSES, REGRESSION_LOSSES, SELECTION_CHOICES
 
 LINEAR_OPTS = {"loss": "-s/--loss", "tol": "-e", "bias": "-B", "selection": "--selection",
@@ -30,7 +30,7 @@ LINEAR_OPTS = {"loss": "-s/--loss", "tol": "-e", "bias": "-B", "selection": "--s
 KERNEL_OPTS = {"gamma": "-g", "budget": "--budget", "maintenance": "--maintenance",
                "merge_size": "--merge-size", "merge_search": "--merge-search",
                "epochs": "--epochs", "checkpoints": "--checkpoints", "offset": "--no-offset",
-               "averaging": "--averaging", "refit": "--refit"}
+               "averaging": "--averaging", "refit": "--refit", "storage": "--storage"}
 # liblinear's -s -> our loss; the loss picks the estimator (ESTIMATOR_OF)
 LIBLINEAR_S = {"1": "squared_hinge", "3": "hinge", "4": "crammer_singer", "7": "logistic",
                "12": "squared_epsilon_insensitive", "13": "epsilon_insensitive"}
@@ -704,6 +704,9 @@ def build_parser():
     _option(ker, "--merge-search", "BudgetSVC",
             "merge partner search: golden section or lookup table", choices=list(SEARCHES))
     _option(ker, "--epochs", "BudgetSVC", "passes over the data", type=int)
+    _option(ker, "--storage", "BudgetSVC", "support vectors held dense or as their "
+            "non-zeros (auto: sparse for short rows in many columns)",
+            choices=list(STORAGES))
     ker.add_argument("--checkpoints", type=int, default=None, metavar="K",
                      help="return the lowest-objective of K evenly spaced iterates instead "
                           "of the last (default %s: the last)"

@@ -40,14 +40,18 @@ cdef class BudgetModel:
     cdef double* acc        # cap x n_coef: averaged-iterate sums (true units), if track_avg
     # sparse storage: slot j's sv_nnz[j] pairs at sv_idx[j], sv_val[j] (malloc'd, sv_room[j]
     # long, ascending indices, no zeros), and the same values feature-major (kernel rows):
-    # column f's pl_len[f] (slot, value) pairs at pl_slot[f], pl_val[f], in no order;
+    # column f's pl_len[f] entries at pl_slot[f], pl_val[f], in no order, each with its
+    # place in its slot's list (pl_t) and each slot entry with its place in the column's
+    # list (sv_pos), so an SV leaves the lists in O(its non-zeros);
     # xbuf: d doubles, zero between calls (merges mark columns in it)
     cdef int** sv_idx
     cdef double** sv_val
+    cdef int** sv_pos
     cdef int* sv_nnz
     cdef int* sv_room
     cdef int** pl_slot
     cdef double** pl_val
+    cdef int** pl_t
     cdef int* pl_len
     cdef int* pl_room
     cdef double* xbuf

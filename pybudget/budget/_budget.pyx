@@ -289,10 +289,12 @@ cdef class BudgetModel:
     def __cinit__(self):
         self.sv_idx = NULL
         self.sv_val = NULL
+        self.sv_pos = NULL
         self.sv_nnz = NULL
         self.sv_room = NULL
         self.pl_slot = NULL
         self.pl_val = NULL
+        self.pl_t = NULL
         self.pl_len = NULL
         self.pl_room = NULL
         self.xbuf = NULL
@@ -303,16 +305,20 @@ cdef class BudgetModel:
             for j in range(self.cap):
                 free(self.sv_idx[j])
                 free(self.sv_val[j])
+                free(self.sv_pos[j])
         free(self.sv_idx)
         free(self.sv_val)
+        free(self.sv_pos)
         free(self.sv_nnz)
         free(self.sv_room)
         if self.pl_slot != NULL:
             for j in range(self.d):
                 free(self.pl_slot[j])
                 free(self.pl_val[j])
+                free(self.pl_t[j])
         free(self.pl_slot)
         free(self.pl_val)
+        free(self.pl_t)
         free(self.pl_len)
         free(self.pl_room)
         free(self.xbuf)
@@ -335,16 +341,19 @@ cdef class BudgetModel:
         if sparse:
             self.sv_idx = <int**>calloc(cap, sizeof(int*))
             self.sv_val = <double**>calloc(cap, sizeof(double*))
+            self.sv_pos = <int**>calloc(cap, sizeof(int*))
             self.sv_nnz = <int*>calloc(cap, sizeof(int))
             self.sv_room = <int*>calloc(cap, sizeof(int))
             self.pl_slot = <int**>calloc(d, sizeof(int*))
             self.pl_val = <double**>calloc(d, sizeof(double*))
+            self.pl_t = <int**>calloc(d, sizeof(int*))
             self.pl_len = <int*>calloc(d, sizeof(int))
             self.pl_room = <int*>calloc(d, sizeof(int))
             self.xbuf = <double*>calloc(d, sizeof(double))
-            if (self.sv_idx == NULL or self.sv_val == NULL or self.sv_nnz == NULL
-                    or self.sv_room == NULL or self.pl_slot == NULL or self.pl_val == NULL
-                    or self.pl_len == NULL or self.pl_room == NULL or self.xbuf == NULL):
+            if (self.sv_idx == NULL or self.sv_val == NULL or self.sv_pos == NULL
+                    or self.sv_nnz == NULL or self.sv_room == NULL or self.pl_slot == NULL
+                    or self.pl_val == NULL or self.pl_t == NULL or self.pl_len == NULL
+                    or self.pl_room == NULL or self.xbuf == NULL):
                 raise MemoryError("BudgetModel: no memory for the sparse SVs")
         # (sparse: no dense rows; a 1 x 1 array keeps the pointers valid)
         cdef int rows = 1 if sparse else cap, cols = 1 if sparse else d
@@ -372,6 +381,7 @@ cdef class BudgetModel:
         out_of_memory set) when the memory is not there."""
         cdef int room = self.sv_room[j]
         cdef int* idx
+        cdef int* pos
         cdef double* val
         if nnz <= room:
             return 0
@@ -382,7 +392,10 @@ cdef class BudgetModel:
         val = <double*>realloc(self.sv_val[j], room * sizeof(double))
         if val != NULL:
             self.sv_val[j] = val
-        if idx == NULL or val == NULL:
+        pos = <int*>realloc(self.sv_pos[j], room * sizeof(int))
+        if pos != NULL:
+            self.sv_pos[j] = pos
+        if idx == NULL or val == NULL or pos == NULL:
             self.out_of_memory = True
             return -1
         self.sv_room[j] = room
@@ -392,6 +405,7 @@ cdef class BudgetModel:
         """Add sparse slot j's values to the posting lists of their columns."""
         cdef int t, f, room, n
         cdef int* s
+        cdef int* at
         cdef double* v
         for t in range(self.sv_nnz[j]):
             f = self.sv_idx[j][t]
@@ -404,7 +418,10 @@ cdef class BudgetModel:
                 v = <double*>realloc(self.pl_val[f], room * sizeof(double))
                 if v != NULL:
                     self.pl_val[f] = v
-                if s == NULL or v == NULL:
+                at = <int*>realloc(self.pl_t[f], room * sizeof(int))
+                if at != NULL:
+                    self.pl_t[f] = at
+                if s == NULL or v == NULL or at == NULL:
                     # (the slot keeps its values but is cut out of the kernel rows: the
                     # caller raises MemoryError before the model is used)
                     self.out_of_memory = True
@@ -412,26 +429,27 @@ cdef class BudgetModel:
                 self.pl_room[f] = room
             self.pl_slot[f][n] = j
             self.pl_val[f][n] = self.sv_val[j][t]
+            self.pl_t[f][n] = t
+            self.sv_pos[j][t] = n
             self.pl_len[f] = n + 1
 
     cdef void _unpost(self, int j, int to) noexcept nogil:
-        """Sparse slot j's entries in the posting lists: removed (to < 0) or renamed to
-        slot ``to``."""
+        """Sparse slot j's entries in the posting lists: removed (to < 0; the column's
+        last entry takes the place) or renamed to slot ``to``."""
         cdef int t, f, k, n
-        cdef int* s
         for t in range(self.sv_nnz[j]):
             f = self.sv_idx[j][t]
-            s = self.pl_slot[f]
-            n = self.pl_len[f]
-            for k in range(n):
-                if s[k] == j:
-                    if to >= 0:
-                        s[k] = to
-                    else:
-                        s[k] = s[n - 1]
-                        self.pl_val[f][k] = self.pl_val[f][n - 1]
-                        self.pl_len[f] = n - 1
-                    break
+            k = self.sv_pos[j][t]
+            if to >= 0:
+                self.pl_slot[f][k] = to
+                continue
+            n = self.pl_len[f] - 1
+            if k != n:
+                self.pl_slot[f][k] = self.pl_slot[f][n]
+                self.pl_val[f][k] = self.pl_val[f][n]
+                self.pl_t[f][k] = self.pl_t[f][n]
+                self.sv_pos[self.pl_slot[f][k]][self.pl_t[f][k]] = k
+            self.pl_len[f] = n
 
     cdef void kernel_row_sparse(self, const double* xd, const int* xi, int nnz, double xsq,
                                 double* out) noexcept nogil:
@@ -629,6 +647,7 @@ cdef class BudgetModel:
         cdef double* zj = self.Z + <Py_ssize_t>j * self.d
         cdef const double* zl = self.Z + <Py_ssize_t>last * self.d
         cdef int* ti
+        cdef int* tp
         cdef double* tv
         if self.src[j] >= 0 and self.slot_of != NULL:
             self.slot_of[self.src[j]] = -1
@@ -637,10 +656,12 @@ cdef class BudgetModel:
             self.sv_nnz[j] = 0
         if j != last and self.sparse:
             self._unpost(last, j)
-            ti, tv, k = self.sv_idx[j], self.sv_val[j], self.sv_room[j]
+            ti, tv, tp, k = self.sv_idx[j], self.sv_val[j], self.sv_pos[j], self.sv_room[j]
             self.sv_idx[j], self.sv_val[j] = self.sv_idx[last], self.sv_val[last]
+            self.sv_pos[j] = self.sv_pos[last]
             self.sv_room[j], self.sv_nnz[j] = self.sv_room[last], self.sv_nnz[last]
             self.sv_idx[last], self.sv_val[last], self.sv_room[last] = ti, tv, k
+            self.sv_pos[last] = tp
             self.sv_nnz[last] = 0
         elif j != last:
             # ZT's columns mirror Z's rows: copy only where either row is non-zero
