@@ -55,6 +55,8 @@ def child(args):
     C, gamma = TEXT.get(args.data[0], PARAMS.get(args.data[0], (32.0, 2.0 ** -7)))
     B = args.budgets[0]
     before = vm_hwm_mib()
+    if args.storage in PEERS:
+        return peer(args.storage, C, gamma, X, y, Xt, yt, before)
     clf = BudgetSVC(C=C, gamma=gamma, budget=B, storage=args.storage, random_state=0)
     t0 = time.perf_counter()
     clf.fit(X, y)
@@ -77,12 +79,42 @@ def child(args):
         "rows_nnz_mean": X.nnz / X.shape[0], "d": X.shape[1]}))
 
 
+def peer(name, C, gamma, X, y, Xt, yt, before):
+    """A peer's fit at the same C (and gamma): pybudget's LinearSVC, or LIBSVM's exact
+    kernel SVM (scikit-learn's SVC)."""
+    if name == "linearsvc":
+        from pybudget import LinearSVC
+        clf = LinearSVC(C=C, random_state=0)
+    else:
+        from sklearn.svm import SVC
+        clf = SVC(C=C, gamma=gamma, cache_size=1000)
+    t0 = time.perf_counter()
+    clf.fit(X, y)
+    fit = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    pred = clf.predict(Xt)
+    predict = time.perf_counter() - t0
+    n_sv = int(clf.support_vectors_.shape[0]) if name == "libsvm" else 0
+    print(json.dumps({"fit_s": fit, "maintenance_s": 0.0, "predict_s": predict,
+                      "accuracy": 100.0 * float(np.mean(pred == yt)), "n_sv": n_sv,
+                      "sv_nnz_mean": 0.0, "n_merges": 0, "peak_mib": vm_hwm_mib(),
+                      "before_fit_mib": before, "digest": name, "auto_is_sparse": False,
+                      "rows_nnz_mean": X.nnz / X.shape[0], "d": X.shape[1]}))
+
+
+PEERS = ("linearsvc", "libsvm")
+
+
 def run_cell(args, data, B, storage):
     cmd = [sys.executable, __file__, "--child", "--data", data, "--budgets", str(B),
            "--storage", storage]
     if args.quick:
         cmd.append("--quick")
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True,
+                             timeout=args.peer_timeout if storage in PEERS else None)
+    except subprocess.TimeoutExpired:
+        return None
     if out.returncode:
         raise RuntimeError(f"{data} B={B} {storage}: {out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -98,6 +130,11 @@ def main():
                          "would take more")
     ap.add_argument("--storages", nargs="+", default=["dense", "sparse"],
                     choices=["dense", "sparse"])
+    ap.add_argument("--peers", nargs="*", default=[], choices=PEERS,
+                    help="also fit these at the same C and gamma, once per data set: "
+                         "pybudget's LinearSVC, LIBSVM's exact SVC")
+    ap.add_argument("--peer-timeout", type=float, default=1800.0,
+                    help="seconds a peer's fit and prediction may take (else: not finished)")
     ap.add_argument("--stem", default="budget_storage", help="output file name")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=str(results_dir("budget_storage")))
@@ -117,16 +154,24 @@ def main():
                 if storage == "dense" and 16.0 * (B + 1) * d > args.dense_max_gib * 2**30:
                     continue
                 cells.append((data, B, storage))
+        cells += [(data, 0, name) for name in args.peers]
     runs = {c: [] for c in cells}
     for r in range(args.repeats):
         order = cells[r % len(cells):] + cells[:r % len(cells)]
         for cell in order:
+            if cell[2] in PEERS and runs[cell]:
+                continue          # (a peer runs once: its time is not the question)
             runs[cell].append(run_cell(args, *cell))
-            print(cell, {k: round(v, 3) if isinstance(v, float) else v
-                         for k, v in runs[cell][-1].items() if k != "digest"},
+            print(cell, runs[cell][-1] and {k: round(v, 3) if isinstance(v, float) else v
+                                            for k, v in runs[cell][-1].items()
+                                            if k != "digest"},
                   file=sys.stderr, flush=True)
     rows = []
     for (data, B, storage), rs in runs.items():
+        if rs == [None]:
+            rows.append({"data": data, "budget": B, "storage": storage,
+                         "finished": False, "timeout_s": args.peer_timeout})
+            continue
         med = {k: float(np.median([x[k] for x in rs])) for k in
                ("fit_s", "maintenance_s", "predict_s", "peak_mib", "before_fit_mib")}
         rows.append({"data": data, "budget": B, "storage": storage, **med,
@@ -139,6 +184,8 @@ def main():
                      "digest": rs[0]["digest"]})
     by = {(r["data"], r["budget"], r["storage"]): r for r in rows}
     for r in rows:
+        if r.get("finished") is False or r["storage"] in PEERS:
+            continue
         other = by.get((r["data"], r["budget"], "dense" if r["storage"] == "sparse"
                         else "sparse"))
         r["same_bits_as_other_storage"] = None if other is None else (
@@ -153,6 +200,15 @@ def main():
           "| same bits |",
           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        if r.get("finished") is False:
+            md.append(f"| {r['data']} | - | {r['storage']} | - | not finished in "
+                      f"{r['timeout_s']:.0f} s | | | | | | | |")
+            continue
+        if r["storage"] in PEERS:
+            md.append(f"| {r['data']} | {r['n_sv'] or '-'} | {r['storage']} | - | "
+                      f"{r['fit_s']:.2f} | | | {r['predict_s']:.2f} | {r['accuracy']:.2f} "
+                      f"| | {r['peak_mib']:.0f} ({r['before_fit_mib']:.0f}) | |")
+            continue
         each = ", ".join(f"{t:.2f}" for t in r["fit_each"])
         same = {None: "-", True: "yes", False: "no"}[r["same_bits_as_other_storage"]]
         md.append(f"| {r['data']} ({r['d']}, {r['rows_nnz_mean']:.0f}) | {r['budget']} | "

@@ -5,6 +5,7 @@ import tempfile
 import sys
 
 import numpy as np
+import scipy.sparse as sp
 import pytest
 from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 
@@ -85,6 +86,7 @@ def test_squared_hinge_by_liblinear_type(files, capsys):
     (["--solver", "bsca", "--budget", "20", "--checkpoints", "4"], "bsca"),
     (["--kernel", "rbf", "--budget", "20", "--no-offset", "--averaging", "none"], "bsgd"),
     (["--solver", "bsca", "--budget", "20", "--refit"], "bsca"),
+    (["--kernel", "rbf", "--budget", "20", "--storage", "sparse"], "bsgd"),
 ])
 def test_kernel_models(files, capsys, opts, solver):
     d, train, test = files
@@ -96,6 +98,7 @@ def test_kernel_models(files, capsys, opts, solver):
     assert est.support_vectors_.shape[0] <= est.budget
     assert (est.checkpoint_ is not None) == ("--checkpoints" in opts)
     assert est.refit == ("--refit" in opts)
+    assert sp.issparse(est.support_vectors_) == ("--storage" in opts)
     code, out, _ = run(["predict", test, model, d / "k.pred"], capsys)
     assert code == 0
     # the command's accuracy is the model's (removal at B = 20 may be below the
