@@ -50,6 +50,9 @@ def child(args):
     from pybudget.budget.svm import sparse_storage
     from pybudget.datasets import load
     X, y, Xt, yt = load(args.data[0])
+    if Xt is None:      # (no test file: the last quarter of the rows)
+        cut = X.shape[0] * 3 // 4
+        X, y, Xt, yt = X[:cut], y[:cut], X[cut:], y[cut:]
     if args.quick:
         X, y, Xt, yt = X[:3000], y[:3000], Xt[:1000], yt[:1000]
     C, gamma = TEXT.get(args.data[0], PARAMS.get(args.data[0], (32.0, 2.0 ** -7)))
@@ -177,6 +180,7 @@ def main():
         rows.append({"data": data, "budget": B, "storage": storage, **med,
                      "fit_each": [x["fit_s"] for x in rs],
                      "accuracy": rs[0]["accuracy"], "n_merges": rs[0]["n_merges"],
+                     "n_sv": rs[0]["n_sv"],
                      "sv_nnz_mean": rs[0]["sv_nnz_mean"], "d": rs[0]["d"],
                      "rows_nnz_mean": rs[0]["rows_nnz_mean"],
                      "auto_is_sparse": rs[0]["auto_is_sparse"],

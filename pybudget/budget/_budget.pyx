@@ -422,8 +422,9 @@ cdef class BudgetModel:
                 if at != NULL:
                     self.pl_t[f] = at
                 if s == NULL or v == NULL or at == NULL:
-                    # (the slot keeps its values but is cut out of the kernel rows: the
-                    # caller raises MemoryError before the model is used)
+                    # (the slot keeps the values posted so far, so the lists stay
+                    # consistent; the caller raises MemoryError before the model is used)
+                    self.sv_nnz[j] = t
                     self.out_of_memory = True
                     return
                 self.pl_room[f] = room
