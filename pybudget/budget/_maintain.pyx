@@ -3,7 +3,7 @@
 # or projected onto the others.  The pairwise maths is inline from _merge_math.pxd; the
 # optional partner audit lives in _merge_audit.
 from libc.math cimport exp, fabs, sqrt
-from libc.stdlib cimport calloc, free, qsort, realloc
+from libc.stdlib cimport calloc, free, qsort
 from libc.string cimport memset
 from scipy.linalg.cython_lapack cimport dposv
 
