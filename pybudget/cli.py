@@ -168,7 +168,7 @@ def _make_estimator(args, kernel):
         return _estimator_class(name)(C=args.c, random_state=args.seed, verbose=verbose,
                                       **kw)
     kw = given(("budget", "solver", "epochs", "maintenance", "merge_size", "merge_search",
-                "checkpoints", "offset", "averaging", "refit", "n_jobs"))
+                "checkpoints", "offset", "averaging", "refit", "storage", "n_jobs"))
     if args.gamma is not None:
         kw["gamma"] = _gamma(args.gamma)
     return BudgetSVC(C=args.c, random_state=args.seed, verbose=verbose, **kw)
