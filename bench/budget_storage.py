@@ -68,6 +68,7 @@ def child(args):
     pred = clf.predict(Xt)
     predict = time.perf_counter() - t0
     peak = vm_hwm_mib()
+    parts = time_parts(clf, X, y, args.storage == "sparse") if args.parts else {}
     # (the digest of the SVs' non-zeros, the same for both storages; no dense copy of
     # sparse SVs, which would be most of the memory here)
     Z = sp.csr_matrix(clf.support_vectors_)
@@ -78,8 +79,47 @@ def child(args):
         "accuracy": 100.0 * float(np.mean(pred == yt)), "n_sv": Z.shape[0],
         "sv_nnz_mean": Z.nnz / max(Z.shape[0], 1), "n_merges": clf.n_merges_,
         "peak_mib": peak, "before_fit_mib": before, "digest": digest,
-        "auto_is_sparse": bool(sparse_storage("auto", X, B + 1)),
+        "auto_is_sparse": bool(sparse_storage("auto", X, B + 1)), **parts,
         "rows_nnz_mean": X.nnz / X.shape[0], "d": X.shape[1]}))
+
+
+def time_parts(clf, X, y, sparse, rows=2000, events=200):
+    """The parts of a step and of a maintenance event, timed on the fitted model (one
+    thread): a kernel row and its weighted sum (``decision_rows`` over ``rows`` training
+    rows), the squared distances from one SV to all (``sq_distances``, through a Python
+    call of about a microsecond), and whole maintenance events (``Maintainer.step``
+    after adding a training row to the full model: distances, partner search, merge).
+    Microseconds each; partner search and merge = event - distances."""
+    import scipy.sparse as sp
+
+    from pybudget._core import _validation as V
+    from pybudget.budget._budget import BudgetModel
+    from pybudget.budget._maintain import Maintainer
+    Z, beta = clf.support_vectors_, clf.dual_coef_.T
+    n_sv = Z.shape[0]
+    mdl = BudgetModel(Z.shape[1], beta.shape[1], n_sv + 1, clf.gamma_, 0, sparse)
+    mdl.load(Z, beta)
+    Xs = X[:rows]
+    xsq = V.row_sqnorms(Xs)
+    t0 = time.perf_counter()
+    mdl.decision_rows(Xs, xsq, 1)
+    krow = (time.perf_counter() - t0) / Xs.shape[0]
+    ps = range(min(n_sv, events))
+    t0 = time.perf_counter()
+    for p in ps:
+        mdl.sq_distances(p)
+    dist = (time.perf_counter() - t0) / len(ps)
+    mt = Maintainer(mdl)
+    coef = np.full(beta.shape[1], float(np.median(np.abs(beta))))
+    spent = 0.0
+    for i in range(events):
+        row = sp.csr_matrix(X[i % X.shape[0]])
+        mdl.add(row, coef if y[i % X.shape[0]] == y[0] else -coef)
+        t0 = time.perf_counter()
+        mt.step(mdl)
+        spent += time.perf_counter() - t0
+    return {"kernel_row_us": 1e6 * krow, "distances_us": 1e6 * dist,
+            "event_us": 1e6 * spent / events}
 
 
 def peer(name, C, gamma, X, y, Xt, yt, before):
@@ -111,8 +151,8 @@ PEERS = ("linearsvc", "libsvm")
 def run_cell(args, data, B, storage):
     cmd = [sys.executable, __file__, "--child", "--data", data, "--budgets", str(B),
            "--storage", storage]
-    if args.quick:
-        cmd.append("--quick")
+    cmd += ["--quick"] if args.quick else []
+    cmd += ["--parts"] if args.parts and storage not in PEERS else []
     try:
         out = subprocess.run(cmd, capture_output=True, text=True,
                              timeout=args.peer_timeout if storage in PEERS else None)
@@ -139,6 +179,9 @@ def main():
     ap.add_argument("--peer-timeout", type=float, default=1800.0,
                     help="seconds a peer's fit and prediction may take (else: not finished)")
     ap.add_argument("--stem", default="budget_storage", help="output file name")
+    ap.add_argument("--parts", action="store_true",
+                    help="also time the parts of a step and of a maintenance event on the "
+                         "fitted model (kernel row, distances, whole event)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=str(results_dir("budget_storage")))
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -176,7 +219,8 @@ def main():
                          "finished": False, "timeout_s": args.peer_timeout})
             continue
         med = {k: float(np.median([x[k] for x in rs])) for k in
-               ("fit_s", "maintenance_s", "predict_s", "peak_mib", "before_fit_mib")}
+               ("fit_s", "maintenance_s", "predict_s", "peak_mib", "before_fit_mib",
+                "kernel_row_us", "distances_us", "event_us") if k in rs[0]}
         rows.append({"data": data, "budget": B, "storage": storage, **med,
                      "fit_each": [x["fit_s"] for x in rs],
                      "accuracy": rs[0]["accuracy"], "n_merges": rs[0]["n_merges"],
@@ -221,6 +265,17 @@ def main():
                   f"{r['fit_s'] - r['maintenance_s']:.2f} | {r['predict_s']:.2f} | "
                   f"{r['accuracy']:.2f} | {r['sv_nnz_mean']:.0f} | {r['peak_mib']:.0f} "
                   f"({r['before_fit_mib']:.0f}) | {same} |")
+    timed = [r for r in rows if "event_us" in r]
+    if timed:
+        md += ["", "Parts (microseconds, one thread, medians): a kernel row and its sum; "
+               "the squared distances from one SV to all; a whole maintenance event "
+               "(distances, partner search, merge); partner search and merge = event - "
+               "distances.", "",
+               "| data | B | storage | kernel row | distances | event | search + merge |",
+               "|---|---|---|---|---|---|---|"]
+        md += [f"| {r['data']} | {r['budget']} | {r['storage']} | {r['kernel_row_us']:.1f} | "
+               f"{r['distances_us']:.1f} | {r['event_us']:.1f} | "
+               f"{r['event_us'] - r['distances_us']:.1f} |" for r in timed]
     write_outputs(args.stem + ("_quick" if args.quick else ""), record,
                   "\n".join(md) + "\n", args.out)
 

@@ -860,6 +860,16 @@ cdef class BudgetModel:
             raise IndexError("slot out of range")
         self.remove(j)
 
+    def sq_distances(self, int p):
+        """||z_p - z_j||^2 for every SV j, as a maintenance event computes them (tests,
+        and bench/budget_storage.py's parts)."""
+        if not 0 <= p < self.n_sv:
+            raise IndexError("slot out of range")
+        out = np.zeros(self.n_sv)
+        cdef double[::1] o = out
+        self.sqdist_all(p, &o[0])
+        return out
+
     def multiply(self, double f):
         if not f >= 0:
             raise ValueError("factor must be >= 0")

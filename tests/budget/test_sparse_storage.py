@@ -108,6 +108,19 @@ def test_buffer_operations_match_numpy_and_dense_storage():
                                            rtol=1e-12)
 
 
+def test_squared_distances_match_numpy_on_both_storages():
+    Z = sp.random(9, 60, density=0.2, format="csr", random_state=5)
+    dense = Z.toarray()
+    for sparse in (False, True):
+        m = BudgetModel(60, 1, 9, 0.5, 0, sparse)
+        m.load(Z, np.ones(9))
+        for p in (0, 4, 8):
+            np.testing.assert_allclose(m.sq_distances(p), ((dense - dense[p]) ** 2).sum(1),
+                                       rtol=1e-14, atol=0)
+        with pytest.raises(IndexError):
+            m.sq_distances(9)
+
+
 def test_load_takes_sparse_and_dense_rows():
     rng = np.random.default_rng(4)
     Z = sp.random(6, 50, density=0.1, format="csr", random_state=4)
