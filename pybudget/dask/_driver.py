@@ -59,7 +59,7 @@ class _Driver:
         self.active = list(range(n_problems))
         self.next_check = dict.fromkeys(self.active, first_check)   # per problem
         self.history = {}            # problem -> [(round, relative gap)] of its checks
-        self.final = {}              # problem -> (gap, primal, dual, kkt, round)
+        self.final = {}              # problem -> (its _steps.Gap, the round it ended)
         self.n_steps = 0
         self.n_checks = 0
 
@@ -122,9 +122,9 @@ class _Fit:
         gaps = {}
         for j in sums:
             g = sums[j].gap()
-            gaps[j] = g[0]
+            gaps[j] = g.rel
             if j in done:
-                drv.final[j] = (*g, drv.t)
+                drv.final[j] = (g, drv.t)
         still = [j for j in drv.active if j not in done]
         entry = {"round": drv.t, "gap": max(gaps.values()), "checked": len(sums),
                  "active": len(still), "elapsed": time.perf_counter() - self.t_start,
@@ -162,13 +162,15 @@ def run(engine, spec, n_problems, d, method, *, tol, max_rounds, sweeps, checkpo
         # max_rounds reached: one check-only pass certifies the final weights
         sums = method.last_check(fit, drv)
         for j in drv.active:
-            drv.final[j] = (*sums[j].gap(), drv.t)
+            drv.final[j] = (sums[j].gap(), drv.t)
     W = engine.weights(n_problems, d)
     if not np.isfinite(W).all():
         raise ValueError(f"C={spec.C:g} is too large for this data: the weights "
                          "overflowed")
     fin = [drv.final[j] for j in range(n_problems)]
-    gap, primal, dual, kkt, rounds = (np.array(c) for c in zip(*fin))
+    gap, primal, dual, kkt = (np.array([getattr(g, name) for g, _ in fin])
+                              for name in ("rel", "primal", "dual", "kkt"))
+    rounds = np.array([t for _, t in fin])
     return FitResult(W=W, n_rounds=int(rounds.max()), gap=gap, primal=primal, dual=dual,
                      kkt=kkt, converged=gap <= tol, n_steps=int(drv.n_steps),
                      bytes_sent=dict(engine.bytes), n_checks=drv.n_checks,

@@ -13,6 +13,16 @@ from pybudget.dask._partition import (CARRY_SEEN_LOSS, CARRY_SEEN_TERMS, CARRY_S
 from pybudget.linear._dual_cd import sum_of_squares
 
 @dataclass(frozen=True)
+class Gap:
+    """One problem's relative duality gap (P - D) / |P| with its primal and dual
+    objectives and its largest KKT violation (``gap_of``)."""
+    rel: float
+    primal: float
+    dual: float
+    kkt: float
+
+
+@dataclass(frozen=True)
 class WeightStats:
     """What a check pass's last partition reads of a ring row: |w|^2 and the ring's
     dual CD steps so far (``weight_stats``)."""
@@ -32,7 +42,7 @@ class CheckResult:
     steps: float
 
     def gap(self):
-        """(relative gap, primal, dual, kkt): ``gap_of`` these."""
+        """The Gap of these sums (``gap_of``)."""
         return gap_of(self.w2, self.loss, self.dual_terms, self.kkt)
 
 
@@ -92,12 +102,11 @@ def passed_in(carried, tol):
 
 
 def gap_of(w2, loss, terms, kkt):
-    """(relative gap, primal, dual, kkt) of one problem from |w|^2 and its partitions'
-    summed check scalars."""
+    """The Gap of one problem from |w|^2 and its partitions' summed check scalars."""
     primal = 0.5 * w2 + loss
     dual = terms - 0.5 * w2
     gap = (primal - dual) / abs(primal) if primal != 0 else 0.0
-    return gap, primal, dual, kkt
+    return Gap(rel=gap, primal=primal, dual=dual, kkt=kkt)
 
 
 def seen_gap(row):
@@ -106,13 +115,13 @@ def seen_gap(row):
     moved on since).  Costs |w|^2 only; the same bits on any number of workers."""
     w, carry = row
     return gap_of(sum_of_squares(w), carry[CARRY_SEEN_LOSS], carry[CARRY_SEEN_TERMS],
-                  0.0)[0]
+                  0.0).rel
 
 
 def passed(sums, tol):
     """The problems of a check result ({j: CheckResult}) whose relative gap is at most
     tol."""
-    return {j for j, s in sums.items() if s.gap()[0] <= tol}
+    return {j for j, s in sums.items() if s.gap().rel <= tol}
 
 
 class Changes:
