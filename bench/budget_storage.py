@@ -61,12 +61,7 @@ def child(args):
     if args.storage in PEERS:
         return peer(args.storage, C, gamma, X, y, Xt, yt, before)
     clf = BudgetSVC(C=C, gamma=gamma, budget=B, storage=args.storage, random_state=0)
-    t0 = time.perf_counter()
-    clf.fit(X, y)
-    fit = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    pred = clf.predict(Xt)
-    predict = time.perf_counter() - t0
+    fit, pred, predict = fit_predict(clf, X, y, Xt)
     peak = vm_hwm_mib()
     parts = time_parts(clf, X, y, args.storage == "sparse") if args.parts else {}
     # (the digest of the SVs' non-zeros, the same for both storages; no dense copy of
@@ -81,6 +76,16 @@ def child(args):
         "peak_mib": peak, "before_fit_mib": before, "digest": digest,
         "auto_is_sparse": bool(sparse_storage("auto", X, B + 1)), **parts,
         "rows_nnz_mean": X.nnz / X.shape[0], "d": X.shape[1]}))
+
+
+def fit_predict(clf, X, y, Xt):
+    """(seconds of clf.fit(X, y), the predictions on Xt, their seconds)."""
+    t0 = time.perf_counter()
+    clf.fit(X, y)
+    fit = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    pred = clf.predict(Xt)
+    return fit, pred, time.perf_counter() - t0
 
 
 def time_parts(clf, X, y, sparse, rows=2000, events=200):
@@ -131,12 +136,7 @@ def peer(name, C, gamma, X, y, Xt, yt, before):
     else:
         from sklearn.svm import SVC
         clf = SVC(C=C, gamma=gamma, cache_size=1000)
-    t0 = time.perf_counter()
-    clf.fit(X, y)
-    fit = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    pred = clf.predict(Xt)
-    predict = time.perf_counter() - t0
+    fit, pred, predict = fit_predict(clf, X, y, Xt)
     n_sv = int(clf.support_vectors_.shape[0]) if name == "libsvm" else 0
     print(json.dumps({"fit_s": fit, "maintenance_s": 0.0, "predict_s": predict,
                       "accuracy": 100.0 * float(np.mean(pred == yt)), "n_sv": n_sv,

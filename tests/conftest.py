@@ -34,8 +34,9 @@ def client():
 def ring_by_default(monkeypatch):
     """For the tests of the ring: method="auto" means the ring also on small data,
     where it means "whole" (tested in tests/dask/test_dask_whole.py)."""
-    from pybudget.dask import ClusterRules, estimators
-    monkeypatch.setattr(estimators, "DEFAULT_RULES", ClusterRules(whole_bytes=-1))
+    from pybudget.dask import estimators
+    from helpers import ring_rules
+    monkeypatch.setattr(estimators, "DEFAULT_RULES", ring_rules())
 
 
 @pytest.fixture

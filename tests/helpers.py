@@ -101,6 +101,14 @@ def pool_rendezvous(parties):
 
 # ---- pybudget.dask -------------------------------------------------------------------
 
+def ring_rules(**kw):
+    """pybudget.dask rules under which method="auto" never means "whole" (the rows are
+    never small enough to copy to each worker), with the fields kw changed: the tests
+    of the ring and of "newton" (conftest.ring_by_default makes them the default)."""
+    from pybudget.dask import ClusterRules
+    return ClusterRules(whole_bytes=-1, **kw)
+
+
 def make_data(n=1200, d=60, seed=0, classes=2, density=0.15):
     """Sparse rows and labels of ``classes`` linear classes (the cluster tests' data)."""
     rng = np.random.default_rng(seed)

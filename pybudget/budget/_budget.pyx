@@ -733,9 +733,9 @@ cdef class BudgetModel:
     def load(self, Z, beta, src=None):
         """Replace the content by SV rows Z (n, d; dense, or scipy sparse), true
         coefficients beta (n, n_coef) and optional source indices (n,)."""
-        if sp.issparse(Z):
-            Z = sp.csr_matrix(Z, dtype=np.float64)
-            Z.sum_duplicates()          # (canonical: sorted, no duplicates)
+        if sp.issparse(Z):          # (a canonical copy: sorted, no duplicates)
+            Z = sp.csr_matrix(Z, dtype=np.float64, copy=True)
+            Z.sum_duplicates()
         else:
             Z = np.ascontiguousarray(Z, dtype=np.float64)
         beta = np.ascontiguousarray(beta, dtype=np.float64).reshape(Z.shape[0], -1)
@@ -750,17 +750,20 @@ cdef class BudgetModel:
         cdef const double[:, ::1] bv = beta
         cdef const double[:, ::1] Zv
         cdef double[::1] xd
-        cdef int[::1] xi
-        cdef int j
-        cdef int k
+        cdef int[::1] xi, ip
+        cdef int j, k
         cdef double s
         if sp.issparse(Z):
+            # (one padding entry: an empty last row still has an element to point at)
+            xd = np.append(Z.data, 0.0)
+            xi = np.append(Z.indices, 0).astype(np.int32)
+            ip = Z.indptr.astype(np.int32)
             for j in range(n):
-                xd, xi, nnz, _ = _one_sparse_row(Z[j], self.d)
                 s = 0.0         # (in index order, as add_dense sums a dense row)
-                for k in range(nnz):
+                for k in range(ip[j], ip[j + 1]):
                     s += xd[k] * xd[k]
-                self.add_sparse(&xd[0], &xi[0], nnz, s, &bv[j, 0], srcs[j])
+                self.add_sparse(&xd[ip[j]], &xi[ip[j]], ip[j + 1] - ip[j], s, &bv[j, 0],
+                                srcs[j])
             if self.out_of_memory:
                 raise MemoryError("BudgetModel.load: no memory for the sparse SVs")
             return

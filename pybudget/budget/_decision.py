@@ -77,27 +77,15 @@ def _kernel_blocks(X, Z, gamma, chunk, out=None):
     sparse = sp.issparse(X)
     if sp.issparse(Z):
         zsq = np.asarray(Z.multiply(Z).sum(axis=1)).ravel()
-        ZT2 = (2.0 * gamma * Z).T.tocsc()
-        buf = np.empty((min(chunk, n), m)) if out is None else None
-        for a in range(0, n, chunk):
-            Xa = X[a:a + chunk].astype(np.float64, copy=False)
-            block = out[a:a + chunk] if out is not None else buf[:Xa.shape[0]]
-            prod = Xa @ ZT2
-            block[...] = prod.toarray() if sp.issparse(prod) else prod
-            if sparse:
-                xsq = np.asarray(Xa.multiply(Xa).sum(axis=1)).ravel()
-            else:
-                xsq = np.einsum("ij,ij->i", Xa, Xa)
-            block -= gamma * xsq[:, None]
-            block -= gamma * zsq[None, :]
-            np.minimum(block, 0.0, out=block)
-            np.exp(block, out=block)
-            yield a, block
-        return
-    zsq = np.einsum("ij,ij->i", Z, Z)
-    right = np.hstack([2.0 * gamma * Z, np.full((m, 1), -gamma), -gamma * zsq[:, None]]).T
-    right = np.ascontiguousarray(right)
-    dense_rows = not sparse or X.nnz >= DENSE_SHARE * X.shape[0] * X.shape[1]
+        cross, dense_rows = (2.0 * gamma * Z).T.tocsc(), False
+    else:
+        zsq = np.einsum("ij,ij->i", Z, Z)
+        right = np.hstack([2.0 * gamma * Z, np.full((m, 1), -gamma),
+                           -gamma * zsq[:, None]]).T
+        right = np.ascontiguousarray(right)
+        cross = right[:-2]
+        dense_rows = not sparse or X.nnz >= DENSE_SHARE * X.shape[0] * X.shape[1]
+    zterm = -gamma * zsq
     buf = np.empty((min(chunk, n), m)) if out is None else None
     for a in range(0, n, chunk):
         Xa = X[a:a + chunk].astype(np.float64, copy=False)
@@ -113,9 +101,10 @@ def _kernel_blocks(X, Z, gamma, chunk, out=None):
             left[:, -1] = 1.0
             np.matmul(left, right, out=block)
         else:
-            block[...] = Xa @ right[:-2]
+            prod = Xa @ cross
+            block[...] = prod.toarray() if sp.issparse(prod) else prod
             block -= gamma * xsq[:, None]
-            block += right[-1][None, :]
+            block += zterm[None, :]
         np.minimum(block, 0.0, out=block)
         np.exp(block, out=block)
         yield a, block

@@ -20,7 +20,7 @@ from pybudget.dask._partition import PartCheck, PartSummary, Partition, add_into
 from pybudget.dask._plan import FitSpec
 from pybudget.dask._sources import build_partition, row_bounds
 
-from helpers import chunked, held, make_data, placement_engine
+from helpers import chunked, held, make_data, placement_engine, ring_rules
 
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.usefixtures("ring_by_default")
 # rules that take the small data here as large: the partitions spread over the workers
 # (in runs: 2 + 2 for 4 partitions), the laps limited by the bytes they move, and (as
 # ring_by_default) "auto" not "whole"
-SPREAD = pbd.ClusterRules(small_bytes=1000, whole_bytes=-1)
+SPREAD = ring_rules(small_bytes=1000)
 
 
 # ---- the local solver and the driver --------------------------------------------------

@@ -14,7 +14,7 @@ from pybudget.dask import _dask_engine
 from pybudget.dask import estimators as E
 from pybudget.dask._sources import row_bounds
 
-from helpers import chunked, make_data, tall
+from helpers import chunked, make_data, ring_rules, tall
 
 distributed = pytest.importorskip("distributed")
 
@@ -100,7 +100,7 @@ def test_killed_worker_with_sparse_hops_replays_to_the_same_bits(nanny_client, m
     X, y = make_data(n=1500, d=5000, density=10 / 5000, seed=11)
     # (spread in runs: 2 + 2; changes all along: here the visits change most weights,
     # which would stop them; the ring)
-    rules = pbd.ClusterRules(small_bytes=1000, sparse_give_up=math.inf, whole_bytes=-1)
+    rules = ring_rules(small_bytes=1000, sparse_give_up=math.inf)
     kw = dict(C=0.1, tol=1e-3, random_state=0, checkpoint_every=4, laps=4, n_partitions=4,
               rules=rules)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)

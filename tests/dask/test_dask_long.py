@@ -10,7 +10,7 @@ from pybudget.dask import _dask_engine, _driver, _worker
 from pybudget.dask import estimators as E
 from pybudget.dask.errors import ClusterError
 
-from helpers import make_data
+from helpers import make_data, ring_rules
 
 # (these tests are about the ring: conftest.ring_by_default)
 pytestmark = pytest.mark.usefixtures("ring_by_default")
@@ -80,7 +80,7 @@ def test_replicas_dropped_when_the_sparse_hops_stop(client, monkeypatch):
     Recording.sizes = []
     m = pbd.LinearSVC(C=0.1, tol=1e-3, laps=2, n_partitions=4, random_state=0,
                       client=client,       # (spread in runs: 2 + 2)
-                      rules=pbd.ClusterRules(small_bytes=1000, whole_bytes=-1)).fit(X, y)
+                      rules=ring_rules(small_bytes=1000)).fit(X, y)
     assert m.converged_.all() and len(Recording.sizes) >= m.n_rounds_
     assert Recording.sizes[0]["sparse hops"] and Recording.sizes[0]["replicas"] == 2
     stopped = [s for s in Recording.sizes if not s["sparse hops"]]

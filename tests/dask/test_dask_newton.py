@@ -13,7 +13,7 @@ import pybudget.dask as pbd
 
 from pybudget.linear.primal import primal_newton
 
-from helpers import tall
+from helpers import ring_rules, tall
 
 pytest.importorskip("distributed")
 
@@ -64,7 +64,7 @@ def test_same_bits_for_any_client_threads_and_partition_placement():
 
 def test_auto_picks_newton_where_one_machine_would_and_the_data_is_not_small():
     X, y = tall()
-    kw = dict(engine="threads", rules=pbd.ClusterRules(whole_bytes=-1))    # (not small)
+    kw = dict(engine="threads", rules=ring_rules())    # (not small)
     assert pbd.LogisticRegression(**kw).fit(X, y).method_ == "newton"
     assert pbd.LinearSVC(loss="squared_hinge", **kw).fit(X, y).method_ == "newton"
     # the hinge has no primal route; an explicit selection means dual CD; wide data

@@ -10,7 +10,7 @@ import pybudget.dask as pbd
 from pybudget.dask import _dask_ring, _steps
 from pybudget.dask import estimators as E
 
-from helpers import make_data, placement_engine
+from helpers import make_data, placement_engine, ring_rules
 
 PlacementEngine = placement_engine()
 
@@ -18,8 +18,8 @@ pytestmark = pytest.mark.usefixtures("ring_by_default")
 
 # (the data here is small: threads for every visit; the partitions on both workers,
 # whatever the size)
-THREADED = pbd.ClusterRules(visit_thread_nnz=1, whole_bytes=-1)
-SPREAD = pbd.ClusterRules(visit_thread_nnz=1, small_bytes=1000, whole_bytes=-1)
+THREADED = ring_rules(visit_thread_nnz=1)
+SPREAD = ring_rules(visit_thread_nnz=1, small_bytes=1000)
 
 
 @pytest.fixture(scope="module")

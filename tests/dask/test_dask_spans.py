@@ -11,7 +11,7 @@ import pybudget.dask as pbd
 from pybudget.dask import _scheduler
 from pybudget.dask import estimators as E
 
-from helpers import make_data, placement_engine, tall
+from helpers import make_data, placement_engine, ring_rules, tall
 
 PlacementEngine = placement_engine()
 
@@ -33,7 +33,7 @@ def spread(monkeypatch):
     """Rules that spread the partitions over the workers in contiguous runs, whatever
     the size (and an engine that records where they went)."""
     monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
-    return pbd.ClusterRules(small_bytes=1000, whole_bytes=-1)      # (and the ring)
+    return ring_rules(small_bytes=1000)
 
 
 def test_ring_spans_every_worker(client, spread):
