@@ -47,7 +47,7 @@ elif sys.platform == "darwin":
     openmp = []
 else:
     openmp = ["-fopenmp"]
-THREADED = {"_dcd64", "_dcd32", "_budget"}     # the modules that start threads
+THREADED = {"_dcd64", "_dcd32", "_budget", "_epochs", "_maintain"}  # (OpenMP)
 
 here = Path(__file__).parent
 extensions = [

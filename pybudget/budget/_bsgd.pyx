@@ -63,7 +63,7 @@ cdef class BsgdSteps(EpochSteps):
 def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
              int budget, int merge_size, double lam, int epochs, long t_start,
              uint64_t seed, long avg_start=0, progress=None, long check_every=0,
-             checkpoint=None):
+             checkpoint=None, tuple team=(1, 0, 0)):
     """Run `epochs` BSGD epochs on canonical CSR X (codes: 0/1 for binary with the model's
     n_coef == 1, else the class index), continuing the model in `mdl` and the global step
     count t_start.  avg_start > t_start: average the iterates from that global step on
@@ -71,7 +71,10 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     given, is called as progress(epochs_done, epochs, seconds) after every epoch.
     check_every > 0: after every check_every steps (counted from t_start) short of the
     end, the model is first merged down to `budget` SVs, then checkpoint(mdl) is called.
-    Returns a dict of counters and timings (n_avg: number of averaged iterates)."""
+    team = (threads, krow_work, min_sv) (_team.pxd): threads > 1 runs a team, the same
+    bits.
+    Returns a dict of counters and timings (n_avg: number of averaged iterates; team_jobs:
+    the jobs the team ran)."""
     if (mdl.d != X.shape[1] or xsq.shape[0] != X.shape[0] or codes.shape[0] != X.shape[0]
             or X.shape[0] < 1 or not lam > 0):
         raise ValueError("bsgd_run: arrays do not match")
@@ -82,7 +85,7 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     if check_every > 0 and avg_start != 0:
         raise ValueError("bsgd_run: checkpoints need no averaging")
     cdef BsgdSteps st = BsgdSteps()
-    st.setup(X, xsq, mdl, mt, merge_size, seed)
+    st.setup(X, xsq, mdl, mt, merge_size, seed, team)
     st.codes, st.lam, st.n_added = codes, lam, 0
     st.t, st.avg_start = t_start, avg_start
     # the buffer holds budget + M - 1 rows, and a step that fills it triggers maintenance:
@@ -90,5 +93,5 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     st.coef = np.zeros(mdl.n_coef)
     seconds = run_epochs(st, epochs, budget, progress, check_every, checkpoint)
     return {"t": st.t, "n_added": st.n_added, "merge_time": st.merge_time,
-            "time": seconds, "seed_state": st.rng,
+            "time": seconds, "seed_state": st.rng, "team_jobs": st.team.n_jobs,
             "n_avg": st.t - avg_start + 1 if avg_start > 0 else 0}

@@ -60,8 +60,11 @@ cdef class BudgetModel:
                                 double* out) noexcept nogil
     cdef void kernel_row_csr(self, const CsrView* X, int i, double xsq,
                              double* out) noexcept nogil
+    cdef void kernel_row_part(self, const CsrView* X, int i, double xsq, double* out,
+                              int lo, int hi) noexcept nogil
     cdef void kernel_row_dense(self, const double* x, double xsq, double* out) noexcept nogil
     cdef void sqdist_all(self, int p, double* out) noexcept nogil
+    cdef void sqdist_part(self, int p, double* out, int lo, int hi) noexcept nogil
     cdef void decision(self, const double* krow, double* out) noexcept nogil
     cdef int add_sparse(self, const double* xd, const int* xi, int nnz, double xsq,
                         const double* coef, int source) noexcept nogil

@@ -474,12 +474,21 @@ cdef class BudgetModel:
             pb_krow_posted(self.n_sv, self.pl_slot, self.pl_val, self.pl_len,
                            X.data + start, X.indices + start, nnz, self.sqn, xsq,
                            self.gamma, out)
-        elif X.data32 != NULL:
-            pb_krow_sparse_f32(self.n_sv, self.cap, self.ZT, self.sqn, X.data32 + start,
-                               X.indices + start, nnz, xsq, self.gamma, out)
         else:
-            pb_krow_sparse(self.n_sv, self.cap, self.ZT, self.sqn, X.data + start,
-                           X.indices + start, nnz, xsq, self.gamma, out)
+            self.kernel_row_part(X, i, xsq, out, 0, self.n_sv)
+
+    cdef void kernel_row_part(self, const CsrView* X, int i, double xsq, double* out,
+                              int lo, int hi) noexcept nogil:
+        """kernel_row_csr's values at the slots lo .. hi - 1 only, dense storage (a team's
+        share): each value the same bits as in the whole row."""
+        cdef int nnz, start = csr_span(X, i, &nnz)
+        if X.data32 != NULL:
+            pb_krow_sparse_f32(hi - lo, self.cap, self.ZT + lo, self.sqn + lo,
+                               X.data32 + start, X.indices + start, nnz, xsq, self.gamma,
+                               out + lo)
+        else:
+            pb_krow_sparse(hi - lo, self.cap, self.ZT + lo, self.sqn + lo, X.data + start,
+                           X.indices + start, nnz, xsq, self.gamma, out + lo)
 
     cdef void kernel_row_dense(self, const double* x, double xsq, double* out) noexcept nogil:
         if self.sparse:
@@ -489,17 +498,20 @@ cdef class BudgetModel:
         pb_krow_dense(self.n_sv, self.cap, self.d, self.ZT, self.sqn, x, xsq, self.gamma, out)
 
     cdef void sqdist_all(self, int p, double* out) noexcept nogil:
+        self.sqdist_part(p, out, 0, self.n_sv)
+
+    cdef void sqdist_part(self, int p, double* out, int lo, int hi) noexcept nogil:
         """out[j] = ||z_p - z_j||^2 from the row differences (exact for near-equal rows), for
-        every SV j: vectorised over the feature-major copy, or over the union of the two
-        supports (sparse)."""
+        the SVs lo <= j < hi: vectorised over the feature-major copy, or over the union of
+        the two supports (sparse); each value the same bits for any lo, hi."""
         cdef int j
         if self.sparse:
-            for j in range(self.n_sv):
+            for j in range(lo, hi):
                 out[j] = pb_sqdist_sv(self.sv_idx[p], self.sv_val[p], self.sv_nnz[p],
                                       self.sv_idx[j], self.sv_val[j], self.sv_nnz[j])
             return
-        pb_sqdist_all(self.n_sv, self.cap, self.d, self.ZT, self.Z + <Py_ssize_t>p * self.d,
-                      out)
+        pb_sqdist_all(hi - lo, self.cap, self.d, self.ZT + lo,
+                      self.Z + <Py_ssize_t>p * self.d, out + lo)
 
     cdef double sv_dot(self, int i, int j) noexcept nogil:
         """z_i . z_j (ascending index order, as a row-wise dot product)."""

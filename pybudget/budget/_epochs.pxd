@@ -5,6 +5,7 @@ from libc.stdint cimport uint64_t
 from pybudget.budget._budget cimport BudgetModel
 from pybudget._core._csr cimport CsrView
 from pybudget.budget._maintain cimport Maintainer
+from pybudget.budget._team cimport Team
 
 
 cdef class EpochSteps:
@@ -21,7 +22,14 @@ cdef class EpochSteps:
     cdef bint ready             # setup() ran: run_epochs refuses anything else
     # iterate averaging (see next_step in _epochs.pyx): t counts steps (BSGD: globally)
     cdef long t, avg_start      # the average starts at step avg_start (0: none)
-    cdef setup(self, X, double[::1] xsq, BudgetModel mdl, Maintainer mt, int M, uint64_t seed)
+    cdef Team team              # threads for one fit (_team.pxd); team.T == 1: none
+    cdef long[::1] acks         # the memory of team.ack
+    cdef bint stopped           # run_steps was interrupted (set inside the team's region)
+    cdef setup(self, X, double[::1] xsq, BudgetModel mdl, Maintainer mt, int M, uint64_t seed,
+               tuple team=*)
+    cdef void kernel_row(self, int i) noexcept nogil
+    cdef bint run_steps(self, int s_begin, int s_end) noexcept nogil
+    cdef void serve(self, int t, long seq) noexcept nogil
     cdef void maintain(self) noexcept nogil
     cdef void merge_down(self, int budget) noexcept nogil
     cdef bint run(self, int s_begin, int s_end) noexcept nogil

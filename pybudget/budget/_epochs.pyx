@@ -1,26 +1,80 @@
 # The epoch loop of BSGD and BSCA: epochs of n steps, each optionally cut into segments
 # that end at checkpoints, with Ctrl-C, progress reports and the final merge down to the
 # budget handled in one place.  A solver supplies the steps as an EpochSteps subclass.
+# With a team (n_threads > 1, _team.pxd) thread 0 runs the steps and the others serve
+# its jobs: the kernel rows (dense storage) and the maintenance events' distances and
+# partner searches, each from the size on that the team's rules say (budget/threads.py).
+from cython.parallel cimport parallel, threadid
 from libc.stdint cimport uint64_t
 
 from pybudget.budget._budget cimport BudgetModel
-from pybudget._core._csr cimport csr_view
-from pybudget.budget._maintain cimport Maintainer
+from pybudget._core._csr cimport csr_span, csr_view
+from pybudget.budget._maintain cimport Maintainer, partner_scan
+from pybudget.budget._team cimport (ACK_STRIDE, JOB_DONE, JOB_KROW, join, pb_openmp,
+                                    pb_store, pb_team_size, pb_wait_change, post, span)
 from pybudget._core._rng cimport rng_shuffle
 from pybudget._core._runtime cimport interrupted, now, segment_end
 
 import numpy as np
 
+# whether this build runs teams (False where it was compiled without OpenMP)
+THREADS = bool(pb_openmp())
+
+# one exponential costs about KROW_EXP multiply-adds of a kernel row's axpys (the unit
+# of Team.krow_work)
+cdef int KROW_EXP = 8
+
 
 cdef class EpochSteps:
-    cdef setup(self, X, double[::1] xsq, BudgetModel mdl, Maintainer mt, int M, uint64_t seed):
+    cdef setup(self, X, double[::1] xsq, BudgetModel mdl, Maintainer mt, int M, uint64_t seed,
+               tuple team=(1, 0, 0)):
         self.X = csr_view(X)
         self.xsq, self.mdl, self.mt, self.M, self.rng = xsq, mdl, mt, M, seed
         self.perm = np.arange(X.shape[0], dtype=np.int32)
         self.krow = np.zeros(mdl.cap + 1)
         self.f = np.zeros(mdl.n_coef)
         self.merge_time = 0.0
+        n_threads, self.team.krow_work, self.team.min_sv = team
+        self.team.T = max(1, n_threads) if THREADS else 1
+        self.team.n_jobs = 0
+        self.team.seq = 0
+        self.acks = np.zeros(self.team.T * ACK_STRIDE, dtype="l")
+        self.team.ack = <long*>&self.acks[0]
+        mt.W.reserve_team(self.team.T)
         self.ready = True
+
+    cdef void kernel_row(self, int i) noexcept nogil:
+        """The kernel row of training row i into self.krow: on the team when it is large
+        enough (dense storage; Team.krow_work)."""
+        cdef int nnz, lo, hi
+        cdef Team* tm = &self.team
+        csr_span(&self.X, i, &nnz)
+        if (tm.T < 2 or self.mdl.sparse
+                or <long>self.mdl.n_sv * (nnz + KROW_EXP) < tm.krow_work):
+            self.mdl.kernel_row_csr(&self.X, i, self.xsq[i], &self.krow[0])
+            return
+        tm.row = i
+        tm.xsq = self.xsq[i]
+        tm.out = &self.krow[0]
+        post(tm, JOB_KROW, self.mdl.n_sv, &lo, &hi)
+        self.mdl.kernel_row_part(&self.X, i, tm.xsq, tm.out, lo, hi)
+        join(tm)
+
+    cdef void serve(self, int t, long seq) noexcept nogil:
+        """A helper's loop: thread t's share of each job thread 0 posts after job counter
+        seq, until JOB_DONE."""
+        cdef int lo, hi
+        cdef Team* tm = &self.team
+        while True:
+            seq = pb_wait_change(&tm.seq, seq)    # thread 0 has posted a job
+            if tm.job == JOB_DONE:
+                return
+            span(tm.n, tm.T, t, &lo, &hi)
+            if tm.job == JOB_KROW:
+                self.mdl.kernel_row_part(&self.X, tm.row, tm.xsq, tm.out, lo, hi)
+            else:
+                partner_scan(self.mdl, &self.mt.P, self.mt.W, t, lo, hi)
+            pb_store(&tm.ack[t * ACK_STRIDE], seq)   # done: thread 0 goes on
 
     cdef void maintain(self) noexcept nogil:
         """Budget maintenance on the full buffer, timed."""
@@ -35,6 +89,27 @@ cdef class EpochSteps:
         self.merge_time += now() - t0
 
     cdef bint run(self, int s_begin, int s_end) noexcept nogil:
+        """run_steps(s_begin, s_end), on the team if there is one."""
+        cdef int t, requested = self.team.T
+        cdef long seq = self.team.seq
+        if requested < 2:
+            return self.run_steps(s_begin, s_end)
+        self.stopped = False
+        with parallel(num_threads=requested):
+            t = threadid()
+            if t == 0:
+                self.team.T = pb_team_size()   # (OpenMP may grant fewer)
+                self.mt.team = &self.team
+                self.stopped = self.run_steps(s_begin, s_end)
+                self.mt.team = NULL
+                self.team.job = JOB_DONE
+                pb_store(&self.team.seq, self.team.seq + 1)
+            else:
+                self.serve(t, seq)
+        self.team.T = requested
+        return self.stopped
+
+    cdef bint run_steps(self, int s_begin, int s_end) noexcept nogil:
         """Steps s_begin .. s_end - 1 of the current epoch (s_begin == 0 reshuffles): each
         computes the decision values at its row into f, then the solver's step() acts on
         them.  True when interrupted by a signal (checked every 1024 steps)."""
@@ -45,7 +120,7 @@ cdef class EpochSteps:
             if (s & 1023) == 1023 and interrupted():
                 return True
             i = self.perm[s]
-            self.mdl.kernel_row_csr(&self.X, i, self.xsq[i], &self.krow[0])
+            self.kernel_row(i)
             self.mdl.decision(&self.krow[0], &self.f[0])
             self.step(i)
         return False

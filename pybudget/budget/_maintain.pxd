@@ -2,6 +2,7 @@
 # or multi-merge), removal, projection.  Used by _bsgd.pyx and _bsca.pyx.
 from pybudget.budget._budget cimport BudgetModel
 from pybudget.budget._merge_math cimport PairSearch
+from pybudget.budget._team cimport Team
 
 cdef enum:
     MAINT_MERGE = 0
@@ -48,16 +49,27 @@ cdef class MergeWork:
     cdef int* cols
     cdef Py_ssize_t rows_room, cols_room
     cdef int dz
+    # an event's merge candidate p, its coefficient (binary) and squared norm, the number
+    # of partners kmax; the partner lists of a team's helpers: W.tk[t] entries in row
+    # t - 1 of ttop (top_room wide); W.tk[0] counts W.top's (partner_scan)
+    cdef int p, kmax, top_room
+    cdef double bp, A
+    cdef int[::1] tk_mv, ttop_mv
+    cdef int* tk
+    cdef int* ttop
 
 
 cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
-                  MaintCounts* counts) noexcept nogil
+                  MaintCounts* counts, Team* team) noexcept nogil
+cdef void partner_scan(BudgetModel mdl, const MergeParams* P, MergeWork W, int t, int lo,
+                       int hi) noexcept nogil
 
 
 cdef class Maintainer:
     cdef MergeParams P
     cdef MergeWork W
     cdef object _keep
+    cdef Team* team                      # the fit's team while one runs (else NULL)
     cdef readonly int cap, d, n_coef     # the model shape its work space was sized for
     cdef public long n_merges, n_removed
     # optional audit of the partner choice (bench/budget.py --study lookup, _merge_audit):

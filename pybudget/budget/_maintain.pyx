@@ -9,6 +9,7 @@ from scipy.linalg.cython_lapack cimport dposv
 
 from pybudget.budget._budget cimport BudgetModel
 from pybudget.budget._merge_audit cimport audit_partners
+from pybudget.budget._team cimport JOB_PARTNERS, Team, join, post
 from pybudget.budget._merge_math cimport (SEARCH_GSS, SEARCH_LOOKUP_H, SEARCH_LOOKUP_WD,
                                           bind_tables, gss_h, pair_wd, search_h_general,
                                           wd_general)
@@ -54,6 +55,15 @@ cdef class MergeWork:
         if self.row == NULL:
             raise MemoryError("MergeWork: no memory")
         self.dz = d
+        self.top_room = cap
+        self.reserve_team(1)
+
+    def reserve_team(self, int T):
+        """Room for the partner lists of a team of T threads."""
+        self.tk_mv = np.zeros(max(T, 1), dtype=np.int32)
+        self.ttop_mv = np.zeros(max(T - 1, 1) * self.top_room, dtype=np.int32)
+        self.tk = &self.tk_mv[0]
+        self.ttop = &self.ttop_mv[0]
 
     def __cinit__(self):
         self.row = NULL
@@ -350,41 +360,42 @@ cdef bint project_out(BudgetModel mdl, MergeWork W, int p, double jitter) noexce
     return True
 
 
-cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
-                  MaintCounts* counts) noexcept nogil:
-    """One maintenance event: shrink the model by M - 1 SVs (merge M points into one) or by
-    one (removal, projection, or merge when no partner has the same sign).  Decisions use
-    the unscaled coefficients: every criterion is invariant to the common scale.
-    Returns the number of SVs removed from the model."""
-    cdef int p, j, q, r, t, k = 0, kmax = M - 1, nc = mdl.n_coef, n_before = mdl.n_sv
-    cdef double bp, bj, m, c, kappa, wd, h, thr, s_ub, lo_m, hi_m, A, D, Cc, e, ssum
-    cdef const double* vp
+cdef inline int top_insert(MergeWork W, int* top, int* k, int kmax, int j,
+                           double wd) noexcept nogil:
+    """Insert candidate j (weight degradation wd) into the ascending list top[0 .. k) of
+    at most kmax: strict < keeps the lower slot first on ties, so the list holds the kmax
+    smallest (wd, slot).  -1 when j does not enter a full list."""
+    cdef int r
+    if k[0] == kmax and not wd < W.wd[top[kmax - 1]]:
+        return -1
+    r = k[0] if k[0] < kmax else kmax - 1
+    while r > 0 and wd < W.wd[top[r - 1]]:
+        top[r] = top[r - 1]
+        r -= 1
+    top[r] = j
+    if k[0] < kmax:
+        k[0] += 1
+    return 0
+
+
+cdef void partner_scan(BudgetModel mdl, const MergeParams* P, MergeWork W, int t, int lo,
+                       int hi) noexcept nogil:
+    """The distances of SVs lo <= j < hi to the merge candidate W.p and their pairwise
+    weight degradations, keeping the W.kmax best (top_insert) in thread t's list (W.top
+    for t = 0, else W.ttop's (t-1)-th row) of W.tk[t] entries; W.wd, W.h, W.c hold each
+    listed j's values.  Each candidate's values depend on it alone; the pruning only
+    skips what could not enter the list."""
+    cdef int j, p = W.p, kmax = W.kmax, nc = mdl.n_coef, k = 0
+    cdef double bp = W.bp, bj, m, c, kappa, wd, h, thr, s_ub, lo_m, hi_m, D, Cc, ssum
+    cdef const double* vp = mdl.beta + <Py_ssize_t>p * nc
     cdef const double* vj
-    if mdl.n_sv < 2:
-        return 0
-    mdl.settle()     # iterate averaging: bring every SV's sum up to date (no-op otherwise)
-    p = smallest_sv(mdl)
-    vp = mdl.beta + <Py_ssize_t>p * nc
-    A = dot_n(vp, vp, nc)
-    if A == 0.0 or P.maintenance == MAINT_REMOVE:
-        mdl.remove(p)
-        counts.n_removed += 1
-        return 1
-    if P.maintenance == MAINT_PROJECT:
-        if not project_out(mdl, W, p, 1e-10):
-            project_out(mdl, W, p, 1e-6)   # failure leaves beta untouched: plain removal
-        mdl.remove(p)
-        counts.n_removed += 1
-        return 1
-    if kmax > mdl.n_sv - 1:
-        kmax = mdl.n_sv - 1
-    bp = vp[0]
-    mdl.sqdist_all(p, W.d2)     # every ||z_p - z_j||^2 at once
-    for j in range(mdl.n_sv):
+    cdef int* top = W.top if t == 0 else W.ttop + <Py_ssize_t>(t - 1) * W.top_room
+    mdl.sqdist_part(p, W.d2, lo, hi)
+    for j in range(lo, hi):
         if j == p:
             continue
         vj = mdl.beta + <Py_ssize_t>j * nc
-        thr = W.wd[W.top[k - 1]] if k == kmax else -1.0
+        thr = W.wd[top[k - 1]] if k == kmax else -1.0
         c = mdl.gamma * W.d2[j]
         if nc == 1:
             bj = vj[0]
@@ -408,21 +419,58 @@ cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
             if D == 0.0:
                 continue
             Cc = dot_n(vp, vj, nc)
-            h = search_h_general(A, D, Cc, c, P.pair.tol)
-            wd = wd_general(A, D, Cc, c, h)
+            h = search_h_general(W.A, D, Cc, c, P.pair.tol)
+            wd = wd_general(W.A, D, Cc, c, h)
         if k == kmax and not wd < thr:
             continue
         W.wd[j] = wd
         W.h[j] = h
         W.c[j] = c
-        # insert j into the ascending top list (strict < keeps the lower slot first on ties)
-        r = k if k < kmax else kmax - 1
-        while r > 0 and wd < W.wd[W.top[r - 1]]:
-            W.top[r] = W.top[r - 1]
-            r -= 1
-        W.top[r] = j
-        if k < kmax:
-            k += 1
+        top_insert(W, top, &k, kmax, j, wd)
+    W.tk[t] = k
+
+
+cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
+                  MaintCounts* counts, Team* team) noexcept nogil:
+    """One maintenance event: shrink the model by M - 1 SVs (merge M points into one) or by
+    one (removal, projection, or merge when no partner has the same sign).  Decisions use
+    the unscaled coefficients: every criterion is invariant to the common scale.
+    The distances and the partner search run on `team` (NULL: none) from its min_sv
+    SVs on.  Returns the number of SVs removed from the model."""
+    cdef int p, j, q, r, t, lo, hi, k, kmax = M - 1, nc = mdl.n_coef, n_before = mdl.n_sv
+    cdef double h, A, e
+    cdef const double* vp
+    if mdl.n_sv < 2:
+        return 0
+    mdl.settle()     # iterate averaging: bring every SV's sum up to date (no-op otherwise)
+    p = smallest_sv(mdl)
+    vp = mdl.beta + <Py_ssize_t>p * nc
+    A = dot_n(vp, vp, nc)
+    if A == 0.0 or P.maintenance == MAINT_REMOVE:
+        mdl.remove(p)
+        counts.n_removed += 1
+        return 1
+    if P.maintenance == MAINT_PROJECT:
+        if not project_out(mdl, W, p, 1e-10):
+            project_out(mdl, W, p, 1e-6)   # failure leaves beta untouched: plain removal
+        mdl.remove(p)
+        counts.n_removed += 1
+        return 1
+    if kmax > mdl.n_sv - 1:
+        kmax = mdl.n_sv - 1
+    W.p, W.kmax, W.bp, W.A = p, kmax, vp[0], A
+    if team != NULL and team.T > 1 and mdl.n_sv >= team.min_sv:
+        post(team, JOB_PARTNERS, mdl.n_sv, &lo, &hi)
+        partner_scan(mdl, P, W, 0, lo, hi)
+        join(team)
+        for t in range(1, team.T):      # the helpers' lists, in slot order
+            for r in range(W.tk[t]):
+                j = W.ttop[<Py_ssize_t>(t - 1) * W.top_room + r]
+                if top_insert(W, W.top, &W.tk[0], kmax, j, W.wd[j]) < 0:
+                    break               # (ascending: the rest of this list is worse)
+    else:
+        partner_scan(mdl, P, W, 0, 0, mdl.n_sv)
+    k = W.tk[0]
     if k == 0:
         mdl.remove(p)      # every other SV has the opposite sign
         counts.n_removed += 1
@@ -482,6 +530,7 @@ cdef class Maintainer:
         if self.P.maintenance == MAINT_MERGE and self.P.pair.search != SEARCH_GSS:
             self._keep = bind_tables(&self.P.pair)
         self.W = MergeWork(mdl.cap, mdl.d, mdl.n_coef, self.P.maintenance == MAINT_PROJECT)
+        self.team = NULL
         self.cap, self.d, self.n_coef = mdl.cap, mdl.d, mdl.n_coef
         self.n_merges = 0
         self.n_removed = 0
@@ -548,7 +597,7 @@ cdef class Maintainer:
                 self.audit(mdl)
         cnt.n_merges = 0
         cnt.n_removed = 0
-        out = maintain(mdl, &self.P, self.W, M, &cnt)
+        out = maintain(mdl, &self.P, self.W, M, &cnt, self.team)
         self.n_merges += cnt.n_merges
         self.n_removed += cnt.n_removed
         return out

@@ -1,0 +1,61 @@
+# A team of threads for one budgeted fit (BSGD or BSCA): thread 0 runs the solver's
+# steps; at the two places where a step's work is a loop over the support vectors (the
+# kernel row, and a maintenance event's distances and partner search) it posts a job and
+# every thread takes one contiguous range of SV slots.  Each value is computed by one
+# thread in the order one thread computes it, and the partner lists are merged in slot
+# order, so the model has the same bits for any number of threads.  The helpers wait for
+# thread 0's job counter between jobs (_epochs.pyx: EpochSteps.serve; _spin.h); a team
+# exists only inside EpochSteps.run's parallel region.
+cdef extern from "_threads.h":
+    int pb_openmp() noexcept nogil
+    int pb_team_size() noexcept nogil
+
+cdef extern from "_spin.h":
+    void pb_store(long* p, long v) noexcept nogil
+    long pb_wait_change(long* p, long v) noexcept nogil
+    void pb_wait_for(long* p, long v) noexcept nogil
+
+cdef enum:
+    ACK_STRIDE = 16     # longs between two helpers' flags (their own cache lines)
+
+cdef enum:
+    JOB_DONE = 0        # thread 0 has finished: the helpers leave
+    JOB_KROW = 1        # the kernel row of training row `row` into `out`
+    JOB_PARTNERS = 2    # distances and partner search of a maintenance event
+
+
+cdef struct Team:
+    int T               # threads (1: no team; every job runs on the caller's thread)
+    long seq            # thread 0's job counter: a new value posts a job
+    long* ack           # helper t sets ack[t * ACK_STRIDE] = seq when its share is done
+    int job             # JOB_*, posted by thread 0
+    int n               # the slots the job splits
+    int row             # JOB_KROW: the training row, its squared norm, the output
+    double xsq
+    double* out
+    long krow_work      # a kernel row goes to the team from n_sv * (nnz + KROW_EXP) on
+    int min_sv          # a maintenance event goes to the team from min_sv SVs on
+    long n_jobs         # jobs run on the team (a test's proof that it ran)
+
+
+cdef inline void span(int n, int T, int t, int* lo, int* hi) noexcept nogil:
+    """Thread t's share of n slots: contiguous, in slot order, sizes within one."""
+    lo[0] = <int>((<long>n * t) // T)
+    hi[0] = <int>((<long>n * (t + 1)) // T)
+
+
+cdef inline void post(Team* tm, int job, int n, int* lo, int* hi) noexcept nogil:
+    """Thread 0 posts a job over n slots and releases the helpers; [lo, hi) is its own
+    share.  It calls join() once it has done that share."""
+    tm.job = job
+    tm.n = n
+    tm.n_jobs += 1
+    pb_store(&tm.seq, tm.seq + 1)
+    span(n, tm.T, 0, lo, hi)
+
+
+cdef inline void join(Team* tm) noexcept nogil:
+    """Thread 0 waits until every helper has done its share of the posted job."""
+    cdef int t
+    for t in range(1, tm.T):
+        pb_wait_for(&tm.ack[t * ACK_STRIDE], tm.seq)
