@@ -63,7 +63,7 @@ cdef class BsgdSteps(EpochSteps):
 def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
              int budget, int merge_size, double lam, int epochs, long t_start,
              uint64_t seed, long avg_start=0, progress=None, long check_every=0,
-             checkpoint=None, tuple team=(1, 0, 0)):
+             checkpoint=None, tuple team=(1, 0)):
     """Run `epochs` BSGD epochs on canonical CSR X (codes: 0/1 for binary with the model's
     n_coef == 1, else the class index), continuing the model in `mdl` and the global step
     count t_start.  avg_start > t_start: average the iterates from that global step on
@@ -71,7 +71,7 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     given, is called as progress(epochs_done, epochs, seconds) after every epoch.
     check_every > 0: after every check_every steps (counted from t_start) short of the
     end, the model is first merged down to `budget` SVs, then checkpoint(mdl) is called.
-    team = (threads, krow_work, min_sv) (_team.pxd): threads > 1 runs a team, the same
+    team = (threads, krow_work) (_team.pxd): threads > 1 runs a team, the same
     bits.
     Returns a dict of counters and timings (n_avg: number of averaged iterates; team_jobs:
     the jobs the team ran)."""

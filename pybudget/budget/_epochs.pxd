@@ -23,7 +23,7 @@ cdef class EpochSteps:
     # iterate averaging (see next_step in _epochs.pyx): t counts steps (BSGD: globally)
     cdef long t, avg_start      # the average starts at step avg_start (0: none)
     cdef Team team              # threads for one fit (_team.pxd); team.T == 1: none
-    cdef long[::1] acks         # the memory of team.ack
+    cdef long[::1] flags        # the memory of team.flags
     cdef bint stopped           # run_steps was interrupted (set inside the team's region)
     cdef setup(self, X, double[::1] xsq, BudgetModel mdl, Maintainer mt, int M, uint64_t seed,
                tuple team=*)

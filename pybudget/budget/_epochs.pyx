@@ -10,7 +10,7 @@ from libc.stdint cimport uint64_t
 from pybudget.budget._budget cimport BudgetModel
 from pybudget._core._csr cimport csr_span, csr_view
 from pybudget.budget._maintain cimport Maintainer, partner_scan
-from pybudget.budget._team cimport (ACK_STRIDE, JOB_DONE, JOB_KROW, join, pb_openmp,
+from pybudget.budget._team cimport (FLAG_STRIDE, JOB_DONE, JOB_KROW, join, pb_openmp,
                                     pb_store, pb_team_size, pb_wait_change, post, span)
 from pybudget._core._rng cimport rng_shuffle
 from pybudget._core._runtime cimport interrupted, now, segment_end
@@ -27,19 +27,19 @@ cdef int KROW_EXP = 8
 
 cdef class EpochSteps:
     cdef setup(self, X, double[::1] xsq, BudgetModel mdl, Maintainer mt, int M, uint64_t seed,
-               tuple team=(1, 0, 0)):
+               tuple team=(1, 0)):
         self.X = csr_view(X)
         self.xsq, self.mdl, self.mt, self.M, self.rng = xsq, mdl, mt, M, seed
         self.perm = np.arange(X.shape[0], dtype=np.int32)
         self.krow = np.zeros(mdl.cap + 1)
         self.f = np.zeros(mdl.n_coef)
         self.merge_time = 0.0
-        n_threads, self.team.krow_work, self.team.min_sv = team
+        n_threads, self.team.krow_work = team
         self.team.T = max(1, n_threads) if THREADS else 1
         self.team.n_jobs = 0
         self.team.seq = 0
-        self.acks = np.zeros(self.team.T * ACK_STRIDE, dtype="l")
-        self.team.ack = <long*>&self.acks[0]
+        self.flags = np.zeros((self.team.T + 2) * FLAG_STRIDE, dtype="l")
+        self.team.flags = &self.flags[0]
         mt.W.reserve_team(self.team.T)
         self.ready = True
 
@@ -66,7 +66,7 @@ cdef class EpochSteps:
         cdef int lo, hi
         cdef Team* tm = &self.team
         while True:
-            seq = pb_wait_change(&tm.seq, seq)    # thread 0 has posted a job
+            seq = pb_wait_change(&tm.flags[FLAG_STRIDE], seq)   # thread 0 posted a job
             if tm.job == JOB_DONE:
                 return
             span(tm.n, tm.T, t, &lo, &hi)
@@ -74,7 +74,7 @@ cdef class EpochSteps:
                 self.mdl.kernel_row_part(&self.X, tm.row, tm.xsq, tm.out, lo, hi)
             else:
                 partner_scan(self.mdl, &self.mt.P, self.mt.W, t, lo, hi)
-            pb_store(&tm.ack[t * ACK_STRIDE], seq)   # done: thread 0 goes on
+            pb_store(&tm.flags[(t + 1) * FLAG_STRIDE], seq)   # done: thread 0 goes on
 
     cdef void maintain(self) noexcept nogil:
         """Budget maintenance on the full buffer, timed."""
@@ -103,7 +103,8 @@ cdef class EpochSteps:
                 self.stopped = self.run_steps(s_begin, s_end)
                 self.mt.team = NULL
                 self.team.job = JOB_DONE
-                pb_store(&self.team.seq, self.team.seq + 1)
+                self.team.seq += 1
+                pb_store(&self.team.flags[FLAG_STRIDE], self.team.seq)
             else:
                 self.serve(t, seq)
         self.team.T = requested

@@ -435,8 +435,7 @@ cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
     """One maintenance event: shrink the model by M - 1 SVs (merge M points into one) or by
     one (removal, projection, or merge when no partner has the same sign).  Decisions use
     the unscaled coefficients: every criterion is invariant to the common scale.
-    The distances and the partner search run on `team` (NULL: none) from its min_sv
-    SVs on.  Returns the number of SVs removed from the model."""
+    The distances and the partner search run on `team` (NULL: none).  Returns the number of SVs removed from the model."""
     cdef int p, j, q, r, t, lo, hi, k, kmax = M - 1, nc = mdl.n_coef, n_before = mdl.n_sv
     cdef double h, A, e
     cdef const double* vp
@@ -459,7 +458,7 @@ cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
     if kmax > mdl.n_sv - 1:
         kmax = mdl.n_sv - 1
     W.p, W.kmax, W.bp, W.A = p, kmax, vp[0], A
-    if team != NULL and team.T > 1 and mdl.n_sv >= team.min_sv:
+    if team != NULL and team.T > 1:
         post(team, JOB_PARTNERS, mdl.n_sv, &lo, &hi)
         partner_scan(mdl, P, W, 0, lo, hi)
         join(team)

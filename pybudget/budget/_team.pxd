@@ -16,7 +16,8 @@ cdef extern from "_spin.h":
     void pb_wait_for(long* p, long v) noexcept nogil
 
 cdef enum:
-    ACK_STRIDE = 16     # longs between two helpers' flags (their own cache lines)
+    FLAG_STRIDE = 16    # longs between two flags: each on cache lines of its own (a
+                        # spinning reader must not share a line with thread 0's writes)
 
 cdef enum:
     JOB_DONE = 0        # thread 0 has finished: the helpers leave
@@ -26,15 +27,15 @@ cdef enum:
 
 cdef struct Team:
     int T               # threads (1: no team; every job runs on the caller's thread)
-    long seq            # thread 0's job counter: a new value posts a job
-    long* ack           # helper t sets ack[t * ACK_STRIDE] = seq when its share is done
+    long seq            # thread 0's count of the jobs posted
+    long* flags         # flags[FLAG_STRIDE]: seq, published (a new value posts a job);
+                        # flags[(t + 1) * FLAG_STRIDE]: the last job helper t has done
     int job             # JOB_*, posted by thread 0
     int n               # the slots the job splits
     int row             # JOB_KROW: the training row, its squared norm, the output
     double xsq
     double* out
     long krow_work      # a kernel row goes to the team from n_sv * (nnz + KROW_EXP) on
-    int min_sv          # a maintenance event goes to the team from min_sv SVs on
     long n_jobs         # jobs run on the team (a test's proof that it ran)
 
 
@@ -50,7 +51,8 @@ cdef inline void post(Team* tm, int job, int n, int* lo, int* hi) noexcept nogil
     tm.job = job
     tm.n = n
     tm.n_jobs += 1
-    pb_store(&tm.seq, tm.seq + 1)
+    tm.seq += 1
+    pb_store(&tm.flags[FLAG_STRIDE], tm.seq)
     span(n, tm.T, 0, lo, hi)
 
 
@@ -58,4 +60,4 @@ cdef inline void join(Team* tm) noexcept nogil:
     """Thread 0 waits until every helper has done its share of the posted job."""
     cdef int t
     for t in range(1, tm.T):
-        pb_wait_for(&tm.ack[t * ACK_STRIDE], tm.seq)
+        pb_wait_for(&tm.flags[(t + 1) * FLAG_STRIDE], tm.seq)

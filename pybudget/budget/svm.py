@@ -22,6 +22,7 @@ from pybudget.budget._maintain import MAINTENANCE, MULTI, SEARCHES, Maintainer
 from pybudget.budget._decision import decision_values
 from pybudget.budget._offset import draw_sample, model_offset, reservoir_update
 from pybudget.budget._refit import refit_model
+from pybudget.budget._team_rules import team_for
 
 SOLVERS = ("bsgd", "bsca")
 AVERAGING = ("auto", "none", "tail", "all", "last-half")
@@ -248,7 +249,7 @@ def epoch_progress(label):
 def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, sparse,
           state=None, epochs=None, progress=None, xsq=None, n_threads=1):
     """BSGD on validated data; `state` = (Z, beta, t) continues a model (partial_fit);
-    the offset's scoring on up to n_threads threads."""
+    the fit on a team and the offset's scoring on up to n_threads threads."""
     n, d = X.shape
     n_coef = 1 if n_classes == 2 else n_classes
     Z0, beta0, t0 = state if state is not None else (None, None, 0)
@@ -263,7 +264,8 @@ def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, spar
     ck = (BestCheckpoint(X, xsq, codes, lam, seed, p.checkpoints, offset=p.offset)
           if p.checkpoints else None)
     out = bsgd_run(X, xsq, codes.astype(np.int32), mdl, mt, budget, M, lam,
-                   epochs, t0, seed, avg_start, progress, ck.every(T) if ck else 0, ck)
+                   epochs, t0, seed, avg_start, progress, ck.every(T) if ck else 0, ck,
+                   team_for(n_threads, cap))
     _check_memory(mdl)
     out["checkpoints"] = [ck] if ck else []
     if ck:
@@ -302,10 +304,11 @@ def _offset(p, X, xsq, codes, seed, Z, beta, gamma, n_threads=1):
 
 def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0, n_jobs=1,
           sparse=False):
-    """BSCA, one-vs-rest for more than two classes on n_jobs threads; SVs of all
-    problems stacked."""
+    """BSCA, one-vs-rest for more than two classes on n_jobs threads (the threads the
+    problems leave over: a team per problem); SVs of all problems stacked."""
     n, d = X.shape
     n_prob = len(binary_problems(n_classes))
+    spare = max(1, n_jobs // n_prob)
     xsq = V.row_sqnorms(X)
     T = p.epochs * n
     tail = _tail(n, budget, p.averaging)
@@ -322,7 +325,8 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0, n_jobs
                              extra=alpha, offset=p.offset)
               if p.checkpoints else None)
         out = bsca_run(X, xsq, y, p.C, alpha, mdl, mt, budget, M, p.epochs,
-                       seed_k, progress, ck.every(T) if ck else 0, ck, avg_start)
+                       seed_k, progress, ck.every(T) if ck else 0, ck, avg_start,
+                       team_for(spare, cap))
         _check_memory(mdl)
         if ck:
             Z, beta, alpha, b = ck.finish(mdl)
@@ -331,9 +335,7 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0, n_jobs
             Z, beta, _ = mdl.arrays()
             if avg_start:
                 beta = mdl.averaged() / out["n_avg"]
-            # (threads the problems leave over: a binary fit's offset on all of them)
-            b, seconds = _offset(p, X, xsq, codes_k, seed_k, Z, beta, gamma,
-                                 max(1, n_jobs // n_prob))
+            b, seconds = _offset(p, X, xsq, codes_k, seed_k, Z, beta, gamma, spare)
             out["time"] += seconds
         return Z, beta[:, 0], b[0], alpha, out, mt, ck
 
@@ -357,7 +359,8 @@ def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0, n_jobs
 
 def _fit(X, codes, classes, p, seed, verbose=0, n_jobs=1):
     """Shared by solve_budget and BudgetSVC.fit: X canonical CSR, codes class indices;
-    n_jobs threads for one-vs-rest BSCA (multi-class BSGD is one model: sequential)."""
+    n_jobs threads for BSCA's one-vs-rest problems, or a team for one model
+    (_team_rules)."""
     t_fit = time.perf_counter()
     n, d = X.shape
     gamma = scale_gamma(X) if p.gamma == "scale" else p.gamma
@@ -581,14 +584,15 @@ class BudgetSVC(SVMClassifierBase):
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
         Seed of the solvers' random order and samples.
     n_jobs : int or None, default=None
-        Threads solving BSCA's one-vs-rest problems at once: None is 1, -1 every core,
-        -2 all but one.  The results are the same for every ``n_jobs`` (each problem's
-        seed is fixed by its class).  BSGD trains one model, sequentially: its
-        multi-class model shares the support vectors of all classes and every step
-        updates it, so there are no independent problems to run side by side.
-        ``decision_function`` and ``predict``, and the offset's scoring in ``fit``,
-        spread their rows over ``n_jobs`` threads, with the same bits for every
-        ``n_jobs`` (each row's value is one thread's, in one fixed order).
+        Threads for the fit and for predictions: None is 1, -1 every core, -2 all but
+        one, as for the linear estimators.  BSCA's one-vs-rest problems run side by
+        side; one model (BSGD's, binary or multi-class, or a binary BSCA problem) runs
+        on a team that splits its kernel rows and its maintenance over the support
+        vectors, where its budget is large enough for that to pay (budgets below 200:
+        one thread).  ``decision_function`` and ``predict``, and the offset's scoring
+        in ``fit``, spread their rows over ``n_jobs`` threads.  The model is the same
+        to the last bit for every ``n_jobs`` (each value is one thread's, in one fixed
+        order).
     verbose : int or bool, default=0
         Progress (epochs, elapsed time, peak memory, ETA, a summary) on stderr.
 
@@ -793,7 +797,8 @@ class BudgetSVC(SVMClassifierBase):
         xsq = V.row_sqnorms(X)       # for the run and the reservoir
         Z, dual, _, out, mt = _bsgd(X, codes, K, p, gamma, seed, budget, M, cap,
                                     n_lambda=n_seen + n, sparse=sparse,
-                                    state=(Z0, dual0.T, t0), epochs=1, xsq=xsq)
+                                    state=(Z0, dual0.T, t0), epochs=1, xsq=xsq,
+                                    n_threads=V.n_jobs(self.n_jobs))
         # the offset is refitted at the end of every call on a reservoir sample of all
         # rows seen so far (so it does not hinge on the last, possibly small, chunk)
         t_off = time.perf_counter()
