@@ -80,3 +80,10 @@ def test_distributed_quick(tmp_path):
         rec = json.loads((tmp_path / f"distributed_{study}_quick.json").read_text())
         assert "machine" in rec and rec["rows"]
         assert (tmp_path / f"distributed_{study}_quick.md").read_text().startswith("###")
+
+
+def test_budget_threads_decision_quick(tmp_path):
+    run_bench([BENCH / "budget_threads.py", "--task", "decision", "--quick", "--out",
+               tmp_path])
+    record = json.loads((tmp_path / "budget_threads_decision_quick.json").read_text())
+    assert record["cells"][0]["median"]["same_bits"]

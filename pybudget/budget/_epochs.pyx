@@ -6,6 +6,7 @@
 # partner searches, each from the size on that the team's rules say (budget/threads.py).
 from cython.parallel cimport parallel, threadid
 from libc.stdint cimport uint64_t
+from libc.string cimport memset
 
 from pybudget.budget._budget cimport BudgetModel
 from pybudget._core._csr cimport csr_span, csr_view
@@ -37,7 +38,6 @@ cdef class EpochSteps:
         n_threads, self.team.krow_work = team
         self.team.T = max(1, n_threads) if THREADS else 1
         self.team.n_jobs = 0
-        self.team.seq = 0
         self.flags = np.zeros((self.team.T + 2) * FLAG_STRIDE, dtype="l")
         self.team.flags = &self.flags[0]
         mt.W.reserve_team(self.team.T)
@@ -50,7 +50,7 @@ cdef class EpochSteps:
         cdef Team* tm = &self.team
         csr_span(&self.X, i, &nnz)
         if (tm.T < 2 or self.mdl.sparse
-                or <long>self.mdl.n_sv * (nnz + KROW_EXP) < tm.krow_work):
+                or <long long>self.mdl.n_sv * (nnz + KROW_EXP) < tm.krow_work):
             self.mdl.kernel_row_csr(&self.X, i, self.xsq[i], &self.krow[0])
             return
         tm.row = i
@@ -91,10 +91,12 @@ cdef class EpochSteps:
     cdef bint run(self, int s_begin, int s_end) noexcept nogil:
         """run_steps(s_begin, s_end), on the team if there is one."""
         cdef int t, requested = self.team.T
-        cdef long seq = self.team.seq
+        cdef long seq = 0
         if requested < 2:
             return self.run_steps(s_begin, s_end)
         self.stopped = False
+        self.team.seq = 0      # (at most two jobs a step: below 2^31 under 2^30 rows)
+        memset(&self.flags[0], 0, self.flags.shape[0] * sizeof(long))
         with parallel(num_threads=requested):
             t = threadid()
             if t == 0:

@@ -430,13 +430,40 @@ cdef void partner_scan(BudgetModel mdl, const MergeParams* P, MergeWork W, int t
     W.tk[t] = k
 
 
+cdef int find_partners(BudgetModel mdl, const MergeParams* P, MergeWork W, int p, int M,
+                       Team* team) noexcept nogil:
+    """The up to M - 1 partners of SV p (its coefficients not zero) with the smallest
+    pairwise weight degradations, ascending: W.top[0 .. k), k returned (0: every other SV
+    has the opposite sign), with W.wd, W.h, W.c at each.  On `team` (NULL: none) each
+    thread scans a range of slots and the lists are merged in slot order."""
+    cdef int t, r, j, lo, hi, kmax = M - 1
+    if kmax > mdl.n_sv - 1:
+        kmax = mdl.n_sv - 1
+    W.p, W.kmax, W.bp = p, kmax, mdl.beta[<Py_ssize_t>p * mdl.n_coef]
+    W.A = dot_n(mdl.beta + <Py_ssize_t>p * mdl.n_coef, mdl.beta + <Py_ssize_t>p * mdl.n_coef,
+                mdl.n_coef)
+    if team != NULL and team.T > 1:
+        post(team, JOB_PARTNERS, mdl.n_sv, &lo, &hi)
+        partner_scan(mdl, P, W, 0, lo, hi)
+        join(team)
+        for t in range(1, team.T):      # the helpers' lists, in slot order
+            for r in range(W.tk[t]):
+                j = W.ttop[<Py_ssize_t>(t - 1) * W.top_room + r]
+                if top_insert(W, W.top, &W.tk[0], kmax, j, W.wd[j]) < 0:
+                    break               # (ascending: the rest of this list is worse)
+    else:
+        partner_scan(mdl, P, W, 0, 0, mdl.n_sv)
+    return W.tk[0]
+
+
 cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
                   MaintCounts* counts, Team* team) noexcept nogil:
     """One maintenance event: shrink the model by M - 1 SVs (merge M points into one) or by
     one (removal, projection, or merge when no partner has the same sign).  Decisions use
-    the unscaled coefficients: every criterion is invariant to the common scale.
-    The distances and the partner search run on `team` (NULL: none).  Returns the number of SVs removed from the model."""
-    cdef int p, j, q, r, t, lo, hi, k, kmax = M - 1, nc = mdl.n_coef, n_before = mdl.n_sv
+    the unscaled coefficients: every criterion is invariant to the common scale.  The
+    distances and the partner search run on `team` (NULL: none).  Returns the number of
+    SVs removed from the model."""
+    cdef int p, q, r, t, k, nc = mdl.n_coef, n_before = mdl.n_sv
     cdef double h, A, e
     cdef const double* vp
     if mdl.n_sv < 2:
@@ -455,21 +482,7 @@ cdef int maintain(BudgetModel mdl, const MergeParams* P, MergeWork W, int M,
         mdl.remove(p)
         counts.n_removed += 1
         return 1
-    if kmax > mdl.n_sv - 1:
-        kmax = mdl.n_sv - 1
-    W.p, W.kmax, W.bp, W.A = p, kmax, vp[0], A
-    if team != NULL and team.T > 1:
-        post(team, JOB_PARTNERS, mdl.n_sv, &lo, &hi)
-        partner_scan(mdl, P, W, 0, lo, hi)
-        join(team)
-        for t in range(1, team.T):      # the helpers' lists, in slot order
-            for r in range(W.tk[t]):
-                j = W.ttop[<Py_ssize_t>(t - 1) * W.top_room + r]
-                if top_insert(W, W.top, &W.tk[0], kmax, j, W.wd[j]) < 0:
-                    break               # (ascending: the rest of this list is worse)
-    else:
-        partner_scan(mdl, P, W, 0, 0, mdl.n_sv)
-    k = W.tk[0]
+    k = find_partners(mdl, P, W, p, M, team)
     if k == 0:
         mdl.remove(p)      # every other SV has the opposite sign
         counts.n_removed += 1
@@ -600,6 +613,23 @@ cdef class Maintainer:
         self.n_merges += cnt.n_merges
         self.n_removed += cnt.n_removed
         return out
+
+    def partners(self, BudgetModel mdl, int M=0):
+        """(p, partners): the SV the next maintenance event merges and its partners, best
+        first, found as that event finds them but without merging (tests, and
+        bench/budget_storage.py's parts).  p = -1 when there is nothing to merge."""
+        cdef int p, k, r
+        if M <= 0:
+            M = self.P.merge_size
+        if not self.serves(mdl):
+            raise ValueError("model does not match this Maintainer")
+        if mdl.n_sv < 2 or self.P.maintenance != MAINT_MERGE:
+            return -1, []
+        with nogil:
+            mdl.settle()
+            p = smallest_sv(mdl)
+            k = find_partners(mdl, &self.P, self.W, p, M, NULL)
+        return p, [self.W.top[r] for r in range(k)]
 
     def step(self, BudgetModel mdl, int M=0):
         """One maintenance event with M points (default merge_size); returns the number of

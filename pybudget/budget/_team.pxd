@@ -15,9 +15,10 @@ cdef extern from "_spin.h":
     long pb_wait_change(long* p, long v) noexcept nogil
     void pb_wait_for(long* p, long v) noexcept nogil
 
+# longs between two flags: each on cache lines of its own (a spinning reader must not
+# share a line with thread 0's writes)
 cdef enum:
-    FLAG_STRIDE = 16    # longs between two flags: each on cache lines of its own (a
-                        # spinning reader must not share a line with thread 0's writes)
+    FLAG_STRIDE = 16
 
 cdef enum:
     JOB_DONE = 0        # thread 0 has finished: the helpers leave
@@ -27,22 +28,23 @@ cdef enum:
 
 cdef struct Team:
     int T               # threads (1: no team; every job runs on the caller's thread)
-    long seq            # thread 0's count of the jobs posted
-    long* flags         # flags[FLAG_STRIDE]: seq, published (a new value posts a job);
-                        # flags[(t + 1) * FLAG_STRIDE]: the last job helper t has done
+    long seq            # thread 0's count of the jobs posted (from 0 each run)
+    # flags[FLAG_STRIDE]: seq, published (a new value posts a job);
+    # flags[(t + 1) * FLAG_STRIDE]: the last job helper t has done
+    long* flags
     int job             # JOB_*, posted by thread 0
     int n               # the slots the job splits
     int row             # JOB_KROW: the training row, its squared norm, the output
     double xsq
     double* out
-    long krow_work      # a kernel row goes to the team from n_sv * (nnz + KROW_EXP) on
-    long n_jobs         # jobs run on the team (a test's proof that it ran)
+    long long krow_work  # a kernel row goes to the team from n_sv * (nnz + KROW_EXP) on
+    long long n_jobs    # jobs run on the team (a test's proof that it ran)
 
 
 cdef inline void span(int n, int T, int t, int* lo, int* hi) noexcept nogil:
     """Thread t's share of n slots: contiguous, in slot order, sizes within one."""
-    lo[0] = <int>((<long>n * t) // T)
-    hi[0] = <int>((<long>n * (t + 1)) // T)
+    lo[0] = <int>((<Py_ssize_t>n * t) // T)
+    hi[0] = <int>((<Py_ssize_t>n * (t + 1)) // T)
 
 
 cdef inline void post(Team* tm, int job, int n, int* lo, int* hi) noexcept nogil:

@@ -212,6 +212,20 @@ def test_pairwise_merge_event_matches_reference():
         assert model_wd(Z, beta, Z1, B1, gamma) == pytest.approx(wd, rel=1e-8, abs=1e-12)
 
 
+def test_partners_are_the_smallest_weight_degradations_in_order():
+    # Maintainer.partners: the event's candidate p and its M - 1 best partners, ascending
+    # by the reference WD, without merging; the next step merges exactly those
+    gamma, tol = 0.4, 1e-3
+    for Z, beta, mdl, p, cands in random_mixed_models(6, gamma):
+        mt = Maintainer(mdl, merge_size=4, tol=tol)
+        got_p, got = mt.partners(mdl)
+        wds = [pair_wd(Z[p], beta[p], Z[j], beta[j], gamma, tol)[0] for j in cands]
+        want = [cands[i] for i in np.argsort(wds, kind="stable")[:3]]
+        assert got_p == p and got == want
+        assert mdl.n_sv == 9                      # (nothing merged)
+        assert mt.step(mdl) == len(want)
+
+
 @pytest.mark.parametrize("search", ["lookup-h", "lookup-wd"])
 def test_lookup_partner_choice_matches_the_public_maths(search):
     # maintain()'s loop (pruning, ascending top list) picks the partner with the smallest
