@@ -277,7 +277,7 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
         self.done, self.last_on = {}, {}
         # each group's weights where its first visit is
         groups = _steps.ring_groups(range(n_problems), len(self.where))
-        self.row_bytes = (spec.d + 1 + len(first_carry("svm", 0))) * 8
+        self.row_bytes = (spec.d + 1) * 8 + first_carry("svm", 0).nbytes
         self.replica_runs, self.latest = {}, {}      # (the ring's tables: _dask_ring)
         self.rows, self.loc = {}, {}
         for start, problems in groups:

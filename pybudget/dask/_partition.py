@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pybudget._core import _validation as V
+from pybudget.linear._dcd_types import RING_CARRY, ROUND_SCALARS, THRESHOLDS
 from pybudget.linear._dual_cd import SELECTIONS, dcd_round, fresh_carry, roll_carried
 from pybudget.linear.losses import LOSS
 from pybudget.linear.primal import _Primal
@@ -29,36 +30,6 @@ from pybudget.linear.problem import problem_costs
 # A weight change is sent as (indices, values) when fewer than this share of its
 # entries is non-zero (12 bytes an entry against 8 for every entry).
 SPARSE_SHARE = 1 / 3
-
-# The scalars dcd_round keeps between calls (ProblemState.scal; a float64 array, as the
-# Cython takes it, which indexes it by these positions: see its docstring).
-SCAL_MAX_OLD = 0      # hard shrinking's thresholds ...
-SCAL_MIN_OLD = 1
-SCAL_MAX_NEW = 2      # ... and the extremes of the gradients seen since they were set
-SCAL_MIN_NEW = 3
-SCAL_DREF = 4         # AVSF's reference gain (<= 0: learnt in the first sweep)
-SCAL_LR_TOL = 5       # the logistic loss's inner tolerance
-SCAL_LAP_POS = 6      # where a shrinking lap continues
-SCAL_SIZE = 7
-
-# What the ring carries per problem (a float64 array shipped between workers, summed in
-# partition order): the first four are what linear._dual_cd.roll_carried and
-# fresh_carry read and write, in scal's order; the shrinking thresholds and AVSF's
-# reference gain and logistic tolerance are handed from one partition to the next, the
-# extremes folded over the round's partitions.
-CARRY_MAX_OLD = 0
-CARRY_MIN_OLD = 1
-CARRY_MAX_NEW = 2
-CARRY_MIN_NEW = 3
-CARRY_DREF = 4
-CARRY_LR_TOL = 5
-CARRY_STEPS = 6         # the dual CD steps taken so far
-# the round's sums over the partitions of the losses their rows had when last visited
-# (``seen``) and of the dual's terms: the stale estimate of the gap (_steps.seen_gap)
-CARRY_SEEN_LOSS = 7
-CARRY_SEEN_TERMS = 8
-CARRY_SIZE = 9
-
 
 def round_seed(seed, problem, part, rnd):
     """The 64-bit generator seed of one problem on one partition in one round."""
@@ -94,11 +65,14 @@ def first_lr_tol(selection):
 
 
 def first_carry(kind, selection):
-    """The ring's carried scalars of one problem before its first round."""
-    c = np.zeros(CARRY_SIZE)
-    c[CARRY_MAX_OLD:CARRY_MIN_NEW + 1] = fresh_carry(kind)
-    c[CARRY_LR_TOL] = first_lr_tol(selection)
-    return c
+    """What the ring carries for one problem before its first round (a 1-element
+    RING_CARRY array)."""
+    carry = np.zeros(1, RING_CARRY)
+    c = carry[0]            # (a structured scalar: a view of the array's record)
+    for name, value in zip(THRESHOLDS, fresh_carry(kind)):
+        c[name] = value
+    c["lr_tol"] = first_lr_tol(selection)
+    return carry
 
 
 @dataclass(frozen=True)
@@ -125,7 +99,7 @@ class ProblemState:
     perm: np.ndarray        # int32: the order, hard shrinking's active rows first
     n_active: int
     comp: np.ndarray        # the logistic loss's C - u (None for the others)
-    scal: np.ndarray        # dcd_round's scalars, indexed by SCAL_*
+    scal: np.ndarray        # dcd_round's scalars (a 1-element ROUND_SCALARS array)
 
     def copied(self, y):
         """A copy of every array, with targets y (a checkpoint keeps none: setup's)."""
@@ -281,9 +255,9 @@ class Partition:
 
     def _fresh(self, y, cost):
         n = y.shape[0]
-        scal = np.zeros(SCAL_SIZE)
-        scal[SCAL_MAX_OLD], scal[SCAL_MIN_OLD] = np.inf, -np.inf
-        scal[SCAL_LR_TOL] = first_lr_tol(self.selection)
+        scal = np.zeros(1, ROUND_SCALARS)
+        scal["max_old"], scal["min_old"] = np.inf, -np.inf
+        scal["lr_tol"] = first_lr_tol(self.selection)
         # seen: the ring's stale losses (visit), 0 until a row is visited (the first
         # round visits every row)
         st = ProblemState(y=np.ascontiguousarray(y), u=np.zeros(n), prefs=np.ones(n),
@@ -344,18 +318,18 @@ class Partition:
         if self.Xk.shape[0] == 0:
             return
         st = self.problems[j]
-        s = st.scal
-        s[SCAL_MAX_OLD], s[SCAL_MIN_OLD] = carry[CARRY_MAX_OLD], carry[CARRY_MIN_OLD]
-        s[SCAL_DREF], s[SCAL_LR_TOL] = carry[CARRY_DREF], carry[CARRY_LR_TOL]
+        s, c = st.scal[0], carry[0]     # (structured scalars: views of the records)
+        for name in ("max_old", "min_old", "dref", "lr_tol"):
+            s[name] = c[name]
         # (one seed per round: the laps after the first draw nothing)
         out = self._sweeps(j, rnd, w, sweeps, False, lap, laps, st.seen)
-        carry[CARRY_MAX_NEW] = max(carry[CARRY_MAX_NEW], s[SCAL_MAX_NEW])
-        carry[CARRY_MIN_NEW] = min(carry[CARRY_MIN_NEW], s[SCAL_MIN_NEW])
-        carry[CARRY_DREF], carry[CARRY_LR_TOL] = s[SCAL_DREF], s[SCAL_LR_TOL]
-        carry[CARRY_STEPS] += out.n_steps
+        c["max_new"] = max(c["max_new"], s["max_new"])
+        c["min_new"] = min(c["min_new"], s["min_new"])
+        c["dref"], c["lr_tol"] = s["dref"], s["lr_tol"]
+        c["steps"] += out.n_steps
         if lap == laps - 1:
-            carry[CARRY_SEEN_LOSS] += float(np.sum(st.seen, dtype=np.float64))
-            carry[CARRY_SEEN_TERMS] += self.gap_terms(j)
+            c["seen_loss"] += float(np.sum(st.seen, dtype=np.float64))
+            c["seen_terms"] += self.gap_terms(j)
 
     def check(self, j, w):
         """The duality gap's scalars of problem j at weights w (a PartCheck); also
@@ -384,10 +358,13 @@ def roll_ring(kind, carries, rnd):
     """Start of a ring round: each carried row's extremes become its thresholds (not
     before the first round, which starts from the fresh thresholds), and its sums of
     the stale losses and dual terms restart."""
-    for c in carries:
+    for carry in carries:
+        c = carry[0]
         if rnd > 0:
-            roll_carried(kind, c)
-        c[CARRY_SEEN_LOSS] = c[CARRY_SEEN_TERMS] = 0.0
+            rolled = roll_carried(kind, *(c[name] for name in THRESHOLDS))
+            for name, value in zip(THRESHOLDS, rolled):
+                c[name] = value
+        c["seen_loss"] = c["seen_terms"] = 0.0
 
 
 def check_block(X, y, where, d=None, regression=False, sample_weight=None):

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pybudget._core._parallel import map_threads
-from pybudget.dask._partition import (CARRY_SEEN_LOSS, CARRY_SEEN_TERMS, CARRY_STEPS,
-                                       PartCheck, roll_ring)
+from pybudget.dask._partition import PartCheck, roll_ring
 from pybudget.linear._dual_cd import sum_of_squares
 
 @dataclass(frozen=True)
@@ -114,8 +113,8 @@ def seen_gap(row):
     the dual exact, the loss of each row as its last visit saw it (stale: the weights
     moved on since).  Costs |w|^2 only; the same bits on any number of workers."""
     w, carry = row
-    return gap_of(sum_of_squares(w), carry[CARRY_SEEN_LOSS], carry[CARRY_SEEN_TERMS],
-                  0.0).rel
+    return gap_of(sum_of_squares(w), float(carry["seen_loss"][0]),
+                  float(carry["seen_terms"][0]), 0.0).rel
 
 
 def passed(sums, tol):
@@ -283,7 +282,7 @@ def weight_stats(payloads, problems):
     """{j: WeightStats of w_j}."""
     rows = merged(payloads)
     return {j: WeightStats(w2=sum_of_squares(weights_of(rows[j])),
-                           steps=rows[j][1][CARRY_STEPS])
+                           steps=float(rows[j][1]["steps"][0]))
             for j in problems}
 
 

@@ -1065,17 +1065,23 @@ def dcd_solve(X, const double[::1] y, const double[::1] upper, const double[::1]
 # same box and diagonal), with the partition's duals and strategy state kept by the
 # caller between calls.
 
+# dcd_round's scalars kept between calls: _dcd_types.ROUND_SCALARS, field for field
+cdef packed struct RoundScalars:
+    double max_old, min_old, max_new, min_new
+    double dref, lr_tol, lap_pos
+
+
 def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1] diag,
               const double[::1] cvec, double bias, double[::1] alpha, double[::1] w,
-              double[::1] prefs, int[::1] perm, int n_active, double[::1] scal,
+              double[::1] prefs, int[::1] perm, int n_active, RoundScalars[::1] scal,
               double[::1] qd, bint fresh, int selection, int sweeps, uint64_t seed,
               bint squared, bint check, str problem="svm", double epsilon=0.0,
               comp=None, int lap=0, int laps=1, int n_total=0, float[::1] seen=None):
     """``sweeps`` sweeps of a strategy, in place on alpha (u), w (v, entering as the global
     w) and the strategy state: prefs (AVSF preferences), perm and n_active (hard
-    shrinking's active set first), scal = [shrink max_old, min_old, max_new, min_new,
-    AVSF dref (<= 0: learn it), logistic inner tolerance, where a shrinking lap
-    continues], qd (curvatures, computed here when ``fresh``).  No strategy stops early
+    shrinking's active set first), scal (one ``_dcd_types.ROUND_SCALARS`` record: shrinking's
+    thresholds and extremes, AVSF's dref, the logistic inner tolerance, where a shrinking
+    lap continues), qd (curvatures, computed here when ``fresh``).  No strategy stops early
     here: every rule runs at tolerance 0 (the caller stops on the duality gap).
 
     With ``check``, a pass before the sweeps, at the entering w (cvec holds the
@@ -1096,9 +1102,10 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
     of the primal)."""
     if problem not in PROBLEMS[:3]:
         raise ValueError(f"problem must be one of {PROBLEMS[:3]}, got {problem!r}")
-    if not (0 <= lap < laps) or (laps > 1 and sweeps > 1) or scal.shape[0] < 7:
+    if not (0 <= lap < laps) or (laps > 1 and sweeps > 1) or scal.shape[0] != 1:
         raise ValueError(f"lap {lap} of {laps} with {sweeps} sweeps and {scal.shape[0]} "
-                         "scalars: need 0 <= lap < laps, one sweep with laps, 7 scalars")
+                         "records of scalars: need 0 <= lap < laps, one sweep with laps, "
+                         "one record")
     cdef int n = y.shape[0], i
     if seen is not None and seen.shape[0] != n:
         raise ValueError(f"seen has {seen.shape[0]} entries for {n} rows")
@@ -1119,7 +1126,7 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
         lr.comp = &comp_view[0]
         lr.inner = &inner
         inner.eps_min = 1e-8
-        inner.eps = scal[5] if scal[5] > inner.eps_min else inner.eps_min
+        inner.eps = scal[0].lr_tol if scal[0].lr_tol > inner.eps_min else inner.eps_min
         inner.newton = 0
         inner.max_inner = 100
         inner.old_a = 0.0
@@ -1140,8 +1147,8 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
     S.psum = 0.0
     for i in range(n):
         S.psum += prefs[i]
-    S.dref = scal[4]
-    S.first_sweep = scal[4] <= 0.0
+    S.dref = scal[0].dref
+    S.first_sweep = scal[0].dref <= 0.0
     S.shown = 0.0
     S.l1 = 0.0
     S.l1_init = -1.0
@@ -1150,10 +1157,11 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
     S.steps = 0
     S.n = n
     S.active = n_active
-    S.pos = <int>scal[6]
+    S.pos = <int>scal[0].lap_pos
     S.canstop = False
     S.saved = False
-    S.sh.max_old, S.sh.min_old, S.sh.max_new, S.sh.min_new = scal[0], scal[1], scal[2], scal[3]
+    S.sh.max_old, S.sh.min_old = scal[0].max_old, scal[0].min_old
+    S.sh.max_new, S.sh.min_new = scal[0].max_new, scal[0].min_new
     cdef double kkt = 0.0, loss_sum = 0.0
     cdef int which = PROBLEMS.index(problem)
     with nogil:
@@ -1166,11 +1174,12 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
             kkt = round_sweeps(&svr, &S, &M, selection, sweeps, check, &loss_sum)
         else:
             kkt = round_sweeps(&lr, &S, &M, selection, sweeps, check, &loss_sum)
-    scal[0], scal[1], scal[2], scal[3] = S.sh.max_old, S.sh.min_old, S.sh.max_new, S.sh.min_new
-    scal[4] = S.dref
-    scal[6] = S.pos
+    scal[0].max_old, scal[0].min_old = S.sh.max_old, S.sh.min_old
+    scal[0].max_new, scal[0].min_new = S.sh.max_new, S.sh.min_new
+    scal[0].dref = S.dref
+    scal[0].lap_pos = S.pos
     if problem == "lr":
-        scal[5] = inner.eps
+        scal[0].lr_tol = inner.eps
     return RoundOutcome(n_active=S.active, n_steps=S.steps, kkt_violation=kkt,
                         loss_sum=loss_sum)
 
@@ -1199,14 +1208,16 @@ cdef double round_sweeps(const Problem* P, State* S, const Lapped* M, int select
 #
 # In a sequential pass over the partitions, hard shrinking's thresholds must come from the
 # whole round, not from one partition's rows: the partitions fold their sweeps' extremes
-# into scalars carried along the ring (carry[2], carry[3]), and at the start of the next
-# round this rolls them into thresholds (carry[0], carry[1]) by the problem's own rule.
+# into scalars carried along the ring (max_new, min_new), and at the start of the next
+# round this rolls them into thresholds (max_old, min_old) by the problem's own rule.
 
-def roll_carried(str problem, double[::1] carry):
-    """carry = [max_old, min_old, max_new, min_new, ...]: the round's extremes become the
-    next round's thresholds and the extremes restart, as one machine's sweep ends."""
+def roll_carried(str problem, double max_old, double min_old, double max_new,
+                 double min_new):
+    """Hard shrinking's thresholds and extremes (_dcd_types.THRESHOLDS) at the end of a
+    ring round: the round's extremes become the next round's thresholds and the extremes
+    restart, as one machine's sweep ends.  Returns the four in the same order."""
     cdef Shrink sh
-    sh.max_old, sh.min_old, sh.max_new, sh.min_new = carry[0], carry[1], carry[2], carry[3]
+    sh.max_old, sh.min_old, sh.max_new, sh.min_new = max_old, min_old, max_new, min_new
     sh.sum_new = 0.0
     if problem == "svm":
         svm_shrink_roll(&sh)
@@ -1214,13 +1225,13 @@ def roll_carried(str problem, double[::1] carry):
     elif problem == "svr":
         svr_shrink_roll(&sh)
         svr_shrink_begin(&sh)
-    else:
-        return      # (logistic regression has no shrinking thresholds)
-    carry[0], carry[1], carry[2], carry[3] = sh.max_old, sh.min_old, sh.max_new, sh.min_new
+    # (logistic regression has no shrinking thresholds: unchanged)
+    return sh.max_old, sh.min_old, sh.max_new, sh.min_new
 
 
 def fresh_carry(str problem):
-    """The carried thresholds and extremes before the first round (as a fresh solver)."""
+    """Hard shrinking's thresholds and extremes before the first round, as a fresh solver
+    has them (_dcd_types.THRESHOLDS' order)."""
     cdef Shrink sh
     sh.max_old, sh.min_old, sh.max_new, sh.min_new, sh.sum_new = 0.0, 0.0, 0.0, 0.0, 0.0
     if problem == "svr":

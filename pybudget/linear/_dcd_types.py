@@ -77,3 +77,25 @@ class RoundOutcome:
     n_steps: int
     kkt_violation: float = 0.0
     loss_sum: float = 0.0
+
+
+# The thresholds and extremes of hard shrinking, first in both records below, in this
+# order (``roll_carried`` and ``fresh_carry`` read and return them).
+THRESHOLDS = ("max_old", "min_old", "max_new", "min_new")
+
+# The scalars a ``dcd_round`` keeps between calls on one partition (a 1-element array of
+# this dtype, the ``RoundScalars`` struct of _dcd.pxi): hard shrinking's thresholds and
+# the extremes of the gradients seen since they were set, AVSF's reference gain (<= 0:
+# learnt in the first sweep), the logistic loss's inner tolerance, and where a shrinking
+# lap continues.
+ROUND_SCALARS = np.dtype([(name, np.float64) for name in
+                          (*THRESHOLDS, "dref", "lr_tol", "lap_pos")])
+
+# What the ring carries per problem from one partition to the next (a 1-element array of
+# this dtype, shipped with the weights): the thresholds handed on and the extremes folded
+# over the round's partitions, AVSF's reference gain, the logistic inner tolerance, the
+# dual CD steps so far, and the round's sums of the losses the rows had when last
+# visited and of the dual's terms (the stale estimate of the gap).
+RING_CARRY = np.dtype([(name, np.float64) for name in
+                       (*THRESHOLDS, "dref", "lr_tol", "steps", "seen_loss",
+                        "seen_terms")])

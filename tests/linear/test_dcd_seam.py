@@ -135,6 +135,7 @@ def test_seen_keeps_each_rows_loss_at_the_margin_its_step_saw(problem, squared, 
     """dcd_round's ``seen`` (the ring's stale estimate of the primal): with one visit a
     lap, the row a lap visits holds its weighted loss at the weights before the lap,
     computed here with numpy."""
+    from pybudget.linear._dcd_types import ROUND_SCALARS
     from pybudget.linear._dual_cd import RoundOutcome, dcd_round
     rng = np.random.default_rng(3)
     n, d, bias, eps = 12, 5, 1.0, 0.1
@@ -152,8 +153,9 @@ def test_seen_keeps_each_rows_loss_at_the_margin_its_step_saw(problem, squared, 
     if problem == "lr":
         w = Xb.T @ (alpha * y)
     qd = diag + np.einsum("ij,ij->i", Xb, Xb)
-    prefs, perm, scal = np.ones(n), np.arange(n, dtype=np.int32), np.zeros(7)
-    scal[:2] = np.inf, -np.inf
+    prefs, perm = np.ones(n), np.arange(n, dtype=np.int32)
+    scal = np.zeros(1, ROUND_SCALARS)
+    scal["max_old"], scal["min_old"] = np.inf, -np.inf
     seen = np.full(n, np.nan, np.float32)
     recorded = 0
 
