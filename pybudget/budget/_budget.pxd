@@ -42,8 +42,7 @@ cdef class BudgetModel:
     # long, ascending indices, no zeros), and the same values feature-major (kernel rows):
     # column f's pl_len[f] entries at pl_slot[f], pl_val[f], in no order, each with its
     # place in its slot's list (pl_t) and each slot entry with its place in the column's
-    # list (sv_pos), so an SV leaves the lists in O(its non-zeros);
-    # xbuf: d doubles, zero between calls (merges mark columns in it)
+    # list (sv_pos), so an SV leaves the lists in O(its non-zeros)
     cdef int** sv_idx
     cdef double** sv_val
     cdef int** sv_pos
@@ -54,7 +53,6 @@ cdef class BudgetModel:
     cdef int** pl_t
     cdef int* pl_len
     cdef int* pl_room
-    cdef double* xbuf
 
     cdef void kernel_row_sparse(self, const double* xd, const int* xi, int nnz, double xsq,
                                 double* out) noexcept nogil

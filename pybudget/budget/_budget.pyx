@@ -297,7 +297,6 @@ cdef class BudgetModel:
         self.pl_t = NULL
         self.pl_len = NULL
         self.pl_room = NULL
-        self.xbuf = NULL
 
     def __dealloc__(self):
         cdef int j
@@ -321,7 +320,6 @@ cdef class BudgetModel:
         free(self.pl_t)
         free(self.pl_len)
         free(self.pl_room)
-        free(self.xbuf)
 
     def __init__(self, int d, int n_coef, int cap, double gamma, int n_src=0,
                  bint sparse=False):
@@ -349,11 +347,10 @@ cdef class BudgetModel:
             self.pl_t = <int**>calloc(d, sizeof(int*))
             self.pl_len = <int*>calloc(d, sizeof(int))
             self.pl_room = <int*>calloc(d, sizeof(int))
-            self.xbuf = <double*>calloc(d, sizeof(double))
             if (self.sv_idx == NULL or self.sv_val == NULL or self.sv_pos == NULL
                     or self.sv_nnz == NULL or self.sv_room == NULL or self.pl_slot == NULL
                     or self.pl_val == NULL or self.pl_t == NULL or self.pl_len == NULL
-                    or self.pl_room == NULL or self.xbuf == NULL):
+                    or self.pl_room == NULL):
                 raise MemoryError("BudgetModel: no memory for the sparse SVs")
         # (sparse: no dense rows; a 1 x 1 array keeps the pointers valid)
         cdef int rows = 1 if sparse else cap, cols = 1 if sparse else d

@@ -44,10 +44,12 @@ cdef class MergeWork:
     cdef int* pts
     # the rows of the points of an event (gather_rows): into the model's dense rows, or
     # (sparse storage) into `rows`, dense over the union `cols` of their columns, dz long
+    # (cols2: the merge's other buffer)
     cdef const double** row
     cdef double* rows
     cdef int* cols
-    cdef Py_ssize_t rows_room, cols_room
+    cdef int* cols2
+    cdef Py_ssize_t rows_room, cols_room, cols2_room
     cdef int dz
     # an event's merge candidate p, its coefficient (binary) and squared norm, the number
     # of partners kmax; the partner lists of a team's helpers: W.tk[t] entries in row

@@ -3,7 +3,7 @@
 # or projected onto the others.  The pairwise maths is inline from _merge_math.pxd; the
 # optional partner audit lives in _merge_audit.
 from libc.math cimport exp, fabs, sqrt
-from libc.stdlib cimport calloc, free, qsort
+from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 from scipy.linalg.cython_lapack cimport dposv
 
@@ -69,28 +69,38 @@ cdef class MergeWork:
         self.row = NULL
         self.rows = NULL
         self.cols = NULL
-        self.rows_room = self.cols_room = 0
+        self.cols2 = NULL
+        self.rows_room = self.cols_room = self.cols2_room = 0
 
     def __dealloc__(self):
         free(self.row)
         free(self.rows)
         free(self.cols)
+        free(self.cols2)
 
 
-cdef int _ascending(const void* a, const void* b) noexcept nogil:
-    cdef int x = (<const int*>a)[0], y = (<const int*>b)[0]
-    return (x > y) - (x < y)
+cdef int _grow_ints(int** buf, Py_ssize_t* room, Py_ssize_t need) noexcept nogil:
+    """*buf holds at least need ints (reallocated, contents dropped); -1 without memory."""
+    if need <= room[0]:
+        return 0
+    free(buf[0])
+    buf[0] = <int*>calloc(need, sizeof(int))
+    room[0] = need if buf[0] != NULL else 0
+    return 0 if buf[0] != NULL else -1
 
 
 cdef int gather_rows(BudgetModel mdl, MergeWork W, int npts) noexcept nogil:
     """W.row[r] = the row of SV W.pts[r], r < npts, each W.dz long: the model's own
     dense rows (dz = d), or for sparse storage dense copies over the union of the
     points' columns (W.cols, ascending; dz = their count), where every sum a merge takes
-    has the same non-zero terms in the same order as over all d.  -1 when the memory is
-    not there (out_of_memory set)."""
-    cdef int r, t, j, k, u = 0
+    has the same non-zero terms in the same order as over all d.  The union is built by
+    merging the points' sorted column lists, and each row is placed by a walk along it.
+    -1 when the memory is not there (out_of_memory set)."""
+    cdef int r, s, t, a, b, u, n, j
     cdef Py_ssize_t total = 0
-    cdef double* mark = mdl.xbuf       # (zero between calls: marks the union's columns)
+    cdef int* tmp
+    cdef const int* idx
+    cdef const double* val
     if not mdl.sparse:
         for r in range(npts):
             W.row[r] = mdl.Z + <Py_ssize_t>W.pts[r] * mdl.d
@@ -98,31 +108,42 @@ cdef int gather_rows(BudgetModel mdl, MergeWork W, int npts) noexcept nogil:
         return 0
     for r in range(npts):
         total += mdl.sv_nnz[W.pts[r]]
-    if total > W.cols_room:
-        free(W.cols)
-        W.cols = <int*>calloc(total, sizeof(int))
-        W.cols_room = total if W.cols != NULL else 0
-        if W.cols == NULL:
-            mdl.out_of_memory = True
-            return -1
-    for r in range(npts):
-        j = W.pts[r]
-        for t in range(mdl.sv_nnz[j]):
-            k = mdl.sv_idx[j][t]
-            if mark[k] == 0.0:
-                mark[k] = 1.0
-                W.cols[u] = k
-                u += 1
-    qsort(W.cols, u, sizeof(int), _ascending)
+    if (_grow_ints(&W.cols, &W.cols_room, total) < 0
+            or _grow_ints(&W.cols2, &W.cols2_room, total) < 0):
+        mdl.out_of_memory = True
+        return -1
+    j = W.pts[0]
+    u = mdl.sv_nnz[j]
     for t in range(u):
-        mark[W.cols[t]] = t + 1.0
+        W.cols[t] = mdl.sv_idx[j][t]
+    for r in range(1, npts):          # union so far (W.cols) with point r -> W.cols2
+        idx = mdl.sv_idx[W.pts[r]]
+        n = mdl.sv_nnz[W.pts[r]]
+        a = b = t = 0
+        while a < u or b < n:
+            if b >= n or (a < u and W.cols[a] < idx[b]):
+                W.cols2[t] = W.cols[a]
+                a += 1
+            elif a >= u or idx[b] < W.cols[a]:
+                W.cols2[t] = idx[b]
+                b += 1
+            else:
+                W.cols2[t] = W.cols[a]
+                a += 1
+                b += 1
+            t += 1
+        u = t
+        tmp = W.cols
+        W.cols = W.cols2
+        W.cols2 = tmp
+        total = W.cols_room
+        W.cols_room = W.cols2_room
+        W.cols2_room = total
     if <Py_ssize_t>npts * u > W.rows_room:
         free(W.rows)
         W.rows = <double*>calloc(<Py_ssize_t>npts * u, sizeof(double))
         W.rows_room = <Py_ssize_t>npts * u if W.rows != NULL else 0
         if W.rows == NULL:
-            for t in range(u):
-                mark[W.cols[t]] = 0.0
             mdl.out_of_memory = True
             return -1
     if u == 0:          # (all-zero points: nothing to copy)
@@ -131,13 +152,16 @@ cdef int gather_rows(BudgetModel mdl, MergeWork W, int npts) noexcept nogil:
         W.dz = 0
         return 0
     memset(W.rows, 0, <Py_ssize_t>npts * u * sizeof(double))
-    for r in range(npts):
+    for r in range(npts):             # each point's values at their places in the union
         j = W.pts[r]
-        for t in range(mdl.sv_nnz[j]):
-            W.rows[<Py_ssize_t>r * u + <int>mark[mdl.sv_idx[j][t]] - 1] = mdl.sv_val[j][t]
+        idx = mdl.sv_idx[j]
+        val = mdl.sv_val[j]
+        t = 0
+        for s in range(mdl.sv_nnz[j]):
+            while W.cols[t] != idx[s]:
+                t += 1
+            W.rows[<Py_ssize_t>r * u + t] = val[s]
         W.row[r] = W.rows + <Py_ssize_t>r * u
-    for t in range(u):
-        mark[W.cols[t]] = 0.0
     W.dz = u
     return 0
 
