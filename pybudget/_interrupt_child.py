@@ -4,7 +4,8 @@ Used by tests/test_robustness.py (behaviour) and bench/robustness.py (latency): 
 long fit on a9a (KIND "linear": tol 1e-9 at C = 1000; "bsgd": budget 500, 10 epochs;
 "bsca": budget 500, 40 epochs; "linear-ovr" and "bsca-ovr": the same one-vs-rest on
 n_jobs=2 threads, a9a's label combined with its first feature into four classes, so
-that the signal reaches the main thread while worker threads run the solvers), prints
+that the signal reaches the main thread while worker threads run the solvers;
+"bsgd-team": "bsgd" on a team of n_jobs=2 threads), prints
 READY just before it, and prints one JSON line
 when the fit returns or is interrupted: interrupted, caught (time.time() of the
 KeyboardInterrupt), fitted, finite (decisions of a fitted model) and, with "refit" (a
@@ -19,12 +20,12 @@ import warnings
 
 def make(kind, C):
     from pybudget import BudgetSVC, LinearSVC
-    n_jobs = 2 if kind.endswith("-ovr") else None
+    n_jobs = 2 if kind.endswith(("-ovr", "-team")) else None
     if kind.startswith("linear"):
         return LinearSVC(C=1000 * C, tol=1e-9, max_iter=10**7, random_state=0,
                          n_jobs=n_jobs)
-    if kind == "bsgd":
-        return BudgetSVC(C=C, budget=500, epochs=10, random_state=0)
+    if kind.startswith("bsgd"):
+        return BudgetSVC(C=C, budget=500, epochs=10, random_state=0, n_jobs=n_jobs)
     return BudgetSVC(C=C, solver="bsca", budget=500, epochs=40, random_state=0,
                      n_jobs=n_jobs)
 

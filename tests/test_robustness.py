@@ -56,14 +56,15 @@ def test_concurrent_fits_in_threads_match_sequential(a9a):
 
 
 @pytest.mark.skipif(os.name == "nt", reason="SIGINT delivery differs on Windows")
-@pytest.mark.parametrize("kind", ["linear", "bsgd", "linear-ovr", "bsca-ovr"])
+@pytest.mark.parametrize("kind", ["linear", "bsgd", "linear-ovr", "bsca-ovr", "bsgd-team"])
 @pytest.mark.parametrize("refit", [False, True])
 def test_ctrl_c_leaves_estimator_unfitted_or_previous(kind, refit):
     """SIGINT during a long fit raises KeyboardInterrupt in the caller and never leaves a
     half-updated estimator: still unfitted, or still the previous fit bit for bit.
     (The solver loops check for a signal every 1024 steps; bench/robustness.py measures
     the latency.)  "-ovr": one-vs-rest on n_jobs=2 worker threads, which never see the
-    signal themselves: the main thread stops them."""
+    signal themselves: the main thread stops them; "-team": one budgeted fit on a team
+    of 2, whose thread 0 sees it and releases the helper."""
     p = subprocess.Popen([sys.executable, "-m", "pybudget._interrupt_child", kind,
                           "refit" if refit else "fresh"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -3,7 +3,7 @@
 # budget handled in one place.  A solver supplies the steps as an EpochSteps subclass.
 # With a team (n_threads > 1, _team.pxd) thread 0 runs the steps and the others serve
 # its jobs: the kernel rows (dense storage) and the maintenance events' distances and
-# partner searches, each from the size on that the team's rules say (budget/threads.py).
+# partner searches, each from the size on that the team's rules say (_team_rules.py).
 from cython.parallel cimport parallel, threadid
 from libc.stdint cimport uint64_t
 from libc.string cimport memset
@@ -46,11 +46,11 @@ cdef class EpochSteps:
     cdef void kernel_row(self, int i) noexcept nogil:
         """The kernel row of training row i into self.krow: on the team when it is large
         enough (dense storage; Team.krow_work)."""
-        cdef int nnz, lo, hi
+        cdef int nnz = 0, lo, hi
         cdef Team* tm = &self.team
-        csr_span(&self.X, i, &nnz)
-        if (tm.T < 2 or self.mdl.sparse
-                or <long long>self.mdl.n_sv * (nnz + KROW_EXP) < tm.krow_work):
+        if tm.T > 1 and not self.mdl.sparse:
+            csr_span(&self.X, i, &nnz)
+        if nnz == 0 or <long long>self.mdl.n_sv * (nnz + KROW_EXP) < tm.krow_work:
             self.mdl.kernel_row_csr(&self.X, i, self.xsq[i], &self.krow[0])
             return
         tm.row = i
