@@ -96,10 +96,10 @@ def initial_weights(inits, problems, d):
 
 
 def start_payload(W, spec):
-    """{j: (w_j, the ring's carried scalars)}."""
+    """{j: RingRow(w_j, what the ring carries)}."""
     kind = PROBLEM_OF[spec.loss][0]
     sel = SELECTIONS[spec.selection]
-    return {j: (w, first_carry(kind, sel)) for j, w in W.items()}
+    return {j: _steps.RingRow(w, first_carry(kind, sel)) for j, w in W.items()}
 
 
 def assemble(rows, n_problems, d):

@@ -4,6 +4,7 @@ partitions' scalars (always in partition order).  Payloads map a problem to its 
 and the ring's carried scalars; every function but the ring's visit returns new arrays
 and leaves its inputs alone (a Dask worker may hand the same input to several tasks)."""
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -65,9 +66,16 @@ def ring_groups(active, n_parts):
     return sorted(groups.items())
 
 
+class RingRow(NamedTuple):
+    """What the ring passes on per problem: its weights (or, between workers, the
+    ``Changes`` to them) and what it carries (one ``RING_CARRY`` record)."""
+    w: object
+    carry: np.ndarray
+
+
 def ring_visit(P, rnd, payload, problems, sweeps, first, lap=0, laps=1, emit=None,
                threads=1):
-    """Partition P's visit of one group: the payload {j: (w, carry)} of ``problems``
+    """Partition P's visit of one group: the payload {j: RingRow} of ``problems``
     (rows of payload) after P's sweeps (or its lap-th share of one sweep); ``first``:
     the round starts here.  The ring owns its payloads: the arrays change in place (a
     copy of 8 bytes a feature per problem and visit saved), so whoever keeps one for
@@ -78,11 +86,11 @@ def ring_visit(P, rnd, payload, problems, sweeps, first, lap=0, laps=1, emit=Non
     ``threads`` > 1 they are spread over that many threads (the rows all taken first,
     by this thread), and every problem's bits are those of one thread."""
     def one(j, row):
-        w, carry = (owned(a) for a in row)
+        row = RingRow(owned(row.w), owned(row.carry))
         if first:
-            roll_ring(P.kind, [carry], rnd)
-        P.visit(j, rnd, w, sweeps, carry, lap, laps)
-        return (w, carry) if emit is None else emit(j, (w, carry))
+            roll_ring(P.kind, [row.carry], rnd)
+        P.visit(j, rnd, row.w, sweeps, row.carry, lap, laps)
+        return row if emit is None else emit(j, row)
 
     threads = P.rules.visit_threads(threads, len(problems), P.Xk.nnz * max(sweeps, 1) / laps)
     if threads <= 1:
@@ -112,9 +120,8 @@ def seen_gap(row):
     """A ring row's relative gap estimated from its carried sums of the last round:
     the dual exact, the loss of each row as its last visit saw it (stale: the weights
     moved on since).  Costs |w|^2 only; the same bits on any number of workers."""
-    w, carry = row
-    return gap_of(sum_of_squares(w), float(carry["seen_loss"][0]),
-                  float(carry["seen_terms"][0]), 0.0).rel
+    return gap_of(sum_of_squares(row.w), float(row.carry["seen_loss"][0]),
+                  float(row.carry["seen_terms"][0]), 0.0).rel
 
 
 def passed(sums, tol):
@@ -245,8 +252,8 @@ def payload_of(result):
 
 
 def weights_of(row):
-    """The weights of a payload row: (w, carry) on the ring, w otherwise."""
-    return row[0] if isinstance(row, tuple) else row
+    """The weights of a payload row: a RingRow's on the ring, the row otherwise."""
+    return row.w if isinstance(row, RingRow) else row
 
 
 def merged(payloads):
@@ -258,8 +265,8 @@ def merged(payloads):
 
 
 def payload_nbytes(payload):
-    """Bytes of the arrays of a payload ({j: w} or {j: (w, carry)})."""
-    return sum(sum(a.nbytes for a in row) if isinstance(row, tuple) else row.nbytes
+    """Bytes of the arrays of a payload ({j: w} or {j: RingRow})."""
+    return sum(sum(a.nbytes for a in row) if isinstance(row, RingRow) else row.nbytes
                for row in payload.values())
 
 
@@ -282,7 +289,7 @@ def weight_stats(payloads, problems):
     """{j: WeightStats of w_j}."""
     rows = merged(payloads)
     return {j: WeightStats(w2=sum_of_squares(weights_of(rows[j])),
-                           steps=float(rows[j][1]["steps"][0]))
+                           steps=float(rows[j].carry["steps"][0]))
             for j in problems}
 
 

@@ -34,7 +34,7 @@ class Registry:
         self.replicas = {}      # (job, problem) -> replica of the weights (sparse hops)
         self.received = {}      # job -> bytes of sparse hops received from other workers
         self.kept = {}          # (job, checkpoint, name) -> a checkpoint's copy held here
-        self.held = {}          # (job, tag, problem) -> a ring row (w, carry) a run left here
+        self.held = {}          # (job, tag, problem) -> a RingRow a run left here
         self.given = {}         # job -> rows taken from ``held`` by other workers
         self.finished = {}      # job -> when a task of the job last finished here (timed)
         self.taken = threading.Condition()   # notified when another worker took a row
@@ -334,14 +334,14 @@ def _replica_rows(job, payload, since, moved, problems=None):
         else:        # the weights themselves (the payload the replicas were seeded from)
             np.copyto(w, x)
             logs[j] = _steps.Changes()
-        rows[j] = (w, carry)
+        rows[j] = _steps.RingRow(w, carry)
     return rows, logs
 
 
 def _changes_rows(rows, logs, own, run, keep):
     """The rows sent on after run ``run`` (``Changes.sent_on``; every other worker's
     replicas are as of run ``keep`` or later)."""
-    return {j: (logs[j].sent_on(w, run, keep, own.get(j, ())), carry)
+    return {j: _steps.RingRow(logs[j].sent_on(w, run, keep, own.get(j, ())), carry)
             for j, (w, carry) in rows.items()}
 
 
@@ -355,9 +355,10 @@ def rows_task(job, result, problems, copy):
     out = {}
     for j in problems:
         row = payload[j]
-        if isinstance(row, tuple):
-            w = STATE.replicas[(job, j)] if isinstance(row[0], _steps.Changes) else row[0]
-            out[j] = (w.copy(), row[1].copy()) if copy else (w, row[1])
+        if isinstance(row, _steps.RingRow):
+            w = STATE.replicas[(job, j)] if isinstance(row.w, _steps.Changes) else row.w
+            out[j] = (_steps.RingRow(w.copy(), row.carry.copy()) if copy
+                      else _steps.RingRow(w, row.carry))
         else:
             out[j] = row.copy() if copy else row
     return out

@@ -744,7 +744,7 @@ def test_check_results_travel_as_named_values():
     one = P.check(0, w)
     assert isinstance(one, PartCheck) and pickle.loads(pickle.dumps(one)) == one
     from pybudget.dask._partition import first_carry
-    row = (w, first_carry("svm", 0))
+    row = _steps.RingRow(w, first_carry("svm", 0))
     passes = _steps.check_visit(P, 1, _steps.check_visit(P, 0, {0: row}, [0], 2), [0], 2)
     assert isinstance(passes, _steps.CheckPass) and passes.rows[0] is row
     again = pickle.loads(pickle.dumps(passes))
