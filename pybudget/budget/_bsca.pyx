@@ -66,9 +66,8 @@ def bsca_run(X, double[::1] xsq, double[::1] y, double C, double[::1] alpha,
     check_every > 0: after every check_every steps short of the end, the model is merged
     down to `budget` SVs and checkpoint(mdl) is called.  avg_start in 1 .. epochs * n:
     average the models after steps avg_start .. epochs * n (steps counted from 1; read
-    the result with mdl.averaged() / n_avg).  team = (threads,
-    krow_work) (_team.pxd): threads > 1 runs a team, the same bits; team_jobs
-    counts the jobs it ran."""
+    the result with mdl.averaged() / n_avg).  team = (threads, krow_work) (_team.pxd):
+    threads > 1 runs a team, the same bits; team_jobs counts the jobs it ran."""
     if (mdl.n_coef != 1 or mdl.n_src != X.shape[0] or mdl.d != X.shape[1]
             or xsq.shape[0] != X.shape[0] or y.shape[0] != X.shape[0]
             or alpha.shape[0] != X.shape[0] or X.shape[0] < 1):

@@ -71,8 +71,7 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     given, is called as progress(epochs_done, epochs, seconds) after every epoch.
     check_every > 0: after every check_every steps (counted from t_start) short of the
     end, the model is first merged down to `budget` SVs, then checkpoint(mdl) is called.
-    team = (threads, krow_work) (_team.pxd): threads > 1 runs a team, the same
-    bits.
+    team = (threads, krow_work) (_team.pxd): threads > 1 runs a team, the same bits.
     Returns a dict of counters and timings (n_avg: number of averaged iterates; team_jobs:
     the jobs the team ran)."""
     if (mdl.d != X.shape[1] or xsq.shape[0] != X.shape[0] or codes.shape[0] != X.shape[0]
