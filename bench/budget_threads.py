@@ -1,7 +1,10 @@
 """Budgeted SVMs on threads, judged against what the machine's cores can give in the
 same run: one fit (``--task fit``: ``BudgetSVC(n_jobs=2).fit`` against ``n_jobs=1``, a
 team of threads on one model) or ``decision_function`` of one model (``--task
-decision``).
+decision``).  ``--task rule`` checks the rule that keeps a fit on one thread
+(``budget/_team_rules.py``) on data of your choice: per cell, one epoch on a team of 2
+(the rule's other thresholds) and on one thread, interleaved in one process
+(``gamma="scale"``, C = 1), and whether the rule picked the faster.
 
 C and gamma are bench/budget.py's PARAMS (debian-lib: C = 1, gamma = 1, as in
 bench/budget_storage.py), BudgetSVC's defaults otherwise.  Every timing
@@ -20,7 +23,7 @@ ceiling (medians over the repeats of the per-repeat values).  Also whether n_job
 kernel value (time / (rows x support vectors)).  Writes
 bench/results/budget_threads/<stem>.{json,md}.
 
-    PYBUDGET_DATA=<data> python bench/budget_threads.py [--task fit|decision]
+    PYBUDGET_DATA=<data> python bench/budget_threads.py [--task fit|decision|rule]
         [--data a9a ijcnn1 w8a] [--budgets 500 2000] [--solvers bsgd bsca]
         [--rows 65000] [-r 7] [--quick] [--out DIR] [--stem NAME]
 """
@@ -153,10 +156,72 @@ def cell(args, data, budget, solver, tmp):
             "gamma": gamma, "median": med, "runs": runs}
 
 
+def rule_cell(data, budget, solver, repeats):
+    """One epoch on a team of 2 and on one thread, interleaved in this process: medians,
+    what the rule picks (``team_for``) and whether it was the faster."""
+    from pybudget._core import _validation as V
+    from pybudget.budget._bsca import bsca_run
+    from pybudget.budget._bsgd import bsgd_run
+    from pybudget.budget._budget import BudgetModel
+    from pybudget.budget._maintain import Maintainer
+    from pybudget.budget._team_rules import team_for
+    from pybudget.budget.svm import scale_gamma
+    from pybudget.datasets import load
+    X, y, _, _ = load(data)
+    X = V.canonical_csr(V.as_csr(X))
+    n, d = X.shape
+    classes, codes = np.unique(y, return_inverse=True)
+    if solver == "bsca":
+        codes = (codes == 0).astype(np.int32)      # (one binary problem)
+    gamma, xsq, n_coef = scale_gamma(X), V.row_sqnorms(X), 1
+    if solver == "bsgd" and len(classes) > 2:
+        n_coef = len(classes)
+
+    def one(team):
+        mdl = BudgetModel(d, n_coef, budget + 1, gamma, n if solver == "bsca" else 0)
+        mt = Maintainer(mdl)
+        t0 = time.perf_counter()
+        if solver == "bsgd":
+            bsgd_run(X, xsq, codes.astype(np.int32), mdl, mt, budget, 2, 1.0 / n, 1, 0, 0,
+                     team=team)
+        else:
+            bsca_run(X, xsq, np.where(codes == 1, 1.0, -1.0), 1.0, np.zeros(n), mdl, mt,
+                     budget, 2, 1, 0, team=team)
+        return time.perf_counter() - t0
+
+    times = {"one": [], "team": []}
+    for _ in range(repeats):
+        times["one"].append(one((1, 0, 0)))
+        times["team"].append(one(team_for(2, 10**9, cpus=2)))   # (whatever the budget)
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    pick = "team" if team_for(2, budget + 1, cpus=2)[0] > 1 else "one"
+    other = "one" if pick == "team" else "team"
+    return {"data": data, "budget": budget, "solver": solver, "median": med,
+            "runs": times, "pick": pick, "right": med[pick] <= med[other],
+            "team_speedup": med["one"] / med["team"]}
+
+
+def rule_main(args):
+    cells = [rule_cell(data, b, solver, args.repeats) for data in args.data
+             for b in args.budgets for solver in args.solvers]
+    right = sum(c["right"] for c in cells)
+    md = [f"# The one-thread rule on data (team of 2 against one thread, one epoch, "
+          f"medians of {args.repeats} interleaved runs in one process)", "",
+          "| data | solver | B | one thread (s) | team of 2 (s) | team speed-up | rule picks "
+          "| right |", "|---|---|---|---|---|---|---|---|"]
+    md += [f"| {c['data']} | {c['solver']} | {c['budget']} | {c['median']['one']:.4f} | "
+           f"{c['median']['team']:.4f} | {c['team_speedup']:.2f} | {c['pick']} | "
+           f"{'yes' if c['right'] else 'no'} |" for c in cells]
+    md += ["", f"The rule picked the faster in {right} of {len(cells)} cells."]
+    write_outputs(args.stem, {"machine": machine(), "params": vars(args), "cells": cells},
+                  "\n".join(md) + "\n", args.out or results_dir("budget_threads"))
+    print("\n".join(md))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", nargs="+", default=["a9a", "ijcnn1", "w8a"])
-    ap.add_argument("--task", choices=["fit", "decision"], default="fit")
+    ap.add_argument("--task", choices=["fit", "decision", "rule"], default="fit")
     ap.add_argument("--budgets", type=int, nargs="+", default=[500, 2000])
     ap.add_argument("--solvers", nargs="+", default=["bsgd", "bsca"],
                     help="fit: the solvers (decision: the model's, first only)")
@@ -178,6 +243,8 @@ def main():
     if args.quick:
         args.data, args.budgets, args.repeats, args.rows = ["a9a"], [100], 2, 20000
         args.stem += "_quick"
+    if args.task == "rule":
+        return rule_main(args)
     solvers = args.solvers if args.task == "fit" else args.solvers[:1]
     cells = []
     with tempfile.TemporaryDirectory() as tmp:

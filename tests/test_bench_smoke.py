@@ -87,3 +87,9 @@ def test_budget_threads_decision_quick(tmp_path):
                tmp_path])
     record = json.loads((tmp_path / "budget_threads_decision_quick.json").read_text())
     assert record["cells"][0]["median"]["same_bits"]
+
+
+def test_budget_threads_rule_quick(tmp_path):
+    run_bench([BENCH / "budget_threads.py", "--task", "rule", "--quick", "--out", tmp_path])
+    record = json.loads((tmp_path / "budget_threads_rule_quick.json").read_text())
+    assert {c["pick"] for c in record["cells"]} <= {"one", "team"}

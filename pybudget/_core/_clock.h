@@ -1,4 +1,6 @@
 /* Monotonic wall clock in seconds, usable without the GIL on every platform. */
+#ifndef PB_CLOCK_H
+#define PB_CLOCK_H
 #ifdef _WIN32
 #include <windows.h>
 static double pb_now(void) {
@@ -14,4 +16,5 @@ static double pb_now(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+#endif
 #endif

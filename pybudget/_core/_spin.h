@@ -9,7 +9,9 @@
    job's data around the flags. */
 #ifndef PB_SPIN_H
 #define PB_SPIN_H
+#include "_clock.h"
 #define PB_SPINS 4096
+
 #ifdef _WIN32
 #include <windows.h>
 static inline void pb_store(volatile long* p, long v) { InterlockedExchange(p, v); }
@@ -42,11 +44,19 @@ static inline long pb_wait_change(volatile long* p, long v) {
     return now;
 }
 
-/* wait until *p == v */
-static inline void pb_wait_for(volatile long* p, long v) {
+/* wait until *p == v; returns the seconds waited after the spinning (0 when the wait
+   ended while spinning: the clock is read only once the spinning is over) */
+static inline double pb_wait_for(volatile long* p, long v) {
     int spins = 0;
+    double t0 = 0.0;
     while (pb_load(p) != v) {
-        if (++spins < PB_SPINS) pb_relax(); else pb_yield();
+        if (++spins < PB_SPINS) {
+            pb_relax();
+        } else {
+            if (spins == PB_SPINS) t0 = pb_now();
+            pb_yield();
+        }
     }
+    return spins >= PB_SPINS ? pb_now() - t0 : 0.0;
 }
 #endif

@@ -59,15 +59,16 @@ cdef class BscaSteps(EpochSteps):
 def bsca_run(X, double[::1] xsq, double[::1] y, double C, double[::1] alpha,
              BudgetModel mdl, Maintainer mt, int budget, int merge_size, int epochs,
              uint64_t seed, progress=None, long check_every=0, checkpoint=None,
-             long avg_start=0, tuple team=(1, 0)):
+             long avg_start=0, tuple team=(1, 0, 0)):
     """`epochs` BSCA epochs on canonical CSR X with labels y in {-1, +1}, dual variables
     alpha (updated in place) and a binary model `mdl` created with n_src = n_rows.
     `progress`, if given, is called as progress(epochs_done, epochs, seconds).
     check_every > 0: after every check_every steps short of the end, the model is merged
     down to `budget` SVs and checkpoint(mdl) is called.  avg_start in 1 .. epochs * n:
     average the models after steps avg_start .. epochs * n (steps counted from 1; read
-    the result with mdl.averaged() / n_avg).  team = (threads, krow_work) (_team.pxd):
-    threads > 1 runs a team, the same bits; team_jobs counts the jobs it ran."""
+    the result with mdl.averaged() / n_avg).  team = (threads, krow_work, max_wait)
+    (_team.pxd): threads > 1 runs a team, the same bits; team_jobs counts the jobs it
+    ran, team_retired the runs it left early."""
     if (mdl.n_coef != 1 or mdl.n_src != X.shape[0] or mdl.d != X.shape[1]
             or xsq.shape[0] != X.shape[0] or y.shape[0] != X.shape[0]
             or alpha.shape[0] != X.shape[0] or X.shape[0] < 1):
@@ -84,4 +85,5 @@ def bsca_run(X, double[::1] xsq, double[::1] y, double C, double[::1] alpha,
     seconds = run_epochs(st, epochs, budget, progress, check_every, checkpoint)
     return {"n_updates": st.n_updates, "merge_time": st.merge_time, "time": seconds,
             "team_jobs": st.team.n_jobs,
+            "team_retired": st.team.retired,
             "n_avg": st.t - avg_start + 1 if avg_start > 0 else 0}

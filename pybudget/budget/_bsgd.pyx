@@ -63,7 +63,7 @@ cdef class BsgdSteps(EpochSteps):
 def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
              int budget, int merge_size, double lam, int epochs, long t_start,
              uint64_t seed, long avg_start=0, progress=None, long check_every=0,
-             checkpoint=None, tuple team=(1, 0)):
+             checkpoint=None, tuple team=(1, 0, 0)):
     """Run `epochs` BSGD epochs on canonical CSR X (codes: 0/1 for binary with the model's
     n_coef == 1, else the class index), continuing the model in `mdl` and the global step
     count t_start.  avg_start > t_start: average the iterates from that global step on
@@ -71,9 +71,9 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     given, is called as progress(epochs_done, epochs, seconds) after every epoch.
     check_every > 0: after every check_every steps (counted from t_start) short of the
     end, the model is first merged down to `budget` SVs, then checkpoint(mdl) is called.
-    team = (threads, krow_work) (_team.pxd): threads > 1 runs a team, the same bits.
-    Returns a dict of counters and timings (n_avg: number of averaged iterates; team_jobs:
-    the jobs the team ran)."""
+    team = (threads, krow_work, max_wait) (_team.pxd): threads > 1 runs a team, the
+    same bits.  Returns a dict of counters and timings (n_avg: number of averaged
+    iterates; team_jobs: the jobs the team ran; team_retired: the runs it left early)."""
     if (mdl.d != X.shape[1] or xsq.shape[0] != X.shape[0] or codes.shape[0] != X.shape[0]
             or X.shape[0] < 1 or not lam > 0):
         raise ValueError("bsgd_run: arrays do not match")
@@ -93,4 +93,5 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     seconds = run_epochs(st, epochs, budget, progress, check_every, checkpoint)
     return {"t": st.t, "n_added": st.n_added, "merge_time": st.merge_time,
             "time": seconds, "seed_state": st.rng, "team_jobs": st.team.n_jobs,
+            "team_retired": st.team.retired,
             "n_avg": st.t - avg_start + 1 if avg_start > 0 else 0}

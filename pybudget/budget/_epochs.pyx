@@ -28,16 +28,16 @@ cdef int KROW_EXP = 8
 
 cdef class EpochSteps:
     cdef setup(self, X, double[::1] xsq, BudgetModel mdl, Maintainer mt, int M, uint64_t seed,
-               tuple team=(1, 0)):
+               tuple team=(1, 0, 0)):
         self.X = csr_view(X)
         self.xsq, self.mdl, self.mt, self.M, self.rng = xsq, mdl, mt, M, seed
         self.perm = np.arange(X.shape[0], dtype=np.int32)
         self.krow = np.zeros(mdl.cap + 1)
         self.f = np.zeros(mdl.n_coef)
         self.merge_time = 0.0
-        n_threads, self.team.krow_work = team
+        n_threads, self.team.krow_work, self.team.max_wait = team
         self.team.T = max(1, n_threads) if THREADS else 1
-        self.team.n_jobs = 0
+        self.team.n_jobs = self.team.retired = 0
         self.flags = np.zeros((self.team.T + 2) * FLAG_STRIDE, dtype="l")
         self.team.flags = &self.flags[0]
         mt.W.reserve_team(self.team.T)
@@ -96,6 +96,8 @@ cdef class EpochSteps:
             return self.run_steps(s_begin, s_end)
         self.stopped = False
         self.team.seq = 0      # (at most two jobs a step: below 2^31 under 2^30 rows)
+        self.team.waited = 0.0
+        self.team.started = now()
         memset(&self.flags[0], 0, self.flags.shape[0] * sizeof(long))
         with parallel(num_threads=requested):
             t = threadid()
@@ -104,9 +106,10 @@ cdef class EpochSteps:
                 self.mt.team = &self.team
                 self.stopped = self.run_steps(s_begin, s_end)
                 self.mt.team = NULL
-                self.team.job = JOB_DONE
-                self.team.seq += 1
-                pb_store(&self.team.flags[FLAG_STRIDE], self.team.seq)
+                if self.team.T > 1:             # (a retired team's helpers have left)
+                    self.team.job = JOB_DONE
+                    self.team.seq += 1
+                    pb_store(&self.team.flags[FLAG_STRIDE], self.team.seq)
             else:
                 self.serve(t, seq)
         self.team.T = requested

@@ -13,12 +13,19 @@ cdef extern from "_threads.h":
 cdef extern from "_spin.h":
     void pb_store(long* p, long v) noexcept nogil
     long pb_wait_change(long* p, long v) noexcept nogil
-    void pb_wait_for(long* p, long v) noexcept nogil
+    double pb_wait_for(long* p, long v) noexcept nogil
+
+cdef extern from "_clock.h":
+    double pb_now() noexcept nogil
 
 # longs between two flags: each on cache lines of its own (a spinning reader must not
 # share a line with thread 0's writes)
 cdef enum:
     FLAG_STRIDE = 16
+
+# a run's first milliseconds, in which its waits are not yet judged
+cdef enum:
+    MIN_RUN_MS = 20
 
 cdef enum:
     JOB_DONE = 0        # thread 0 has finished: the helpers leave
@@ -39,6 +46,12 @@ cdef struct Team:
     double* out
     long long krow_work  # a kernel row goes to the team from n_sv * (nnz + KROW_EXP) on
     long long n_jobs    # jobs run on the team (a test's proof that it ran)
+    # thread 0's waits for its helpers beyond spinning (a helper not running: its core
+    # taken by other work) add up in `waited`; once they exceed max_wait of the run's
+    # time so far (after its first MIN_RUN_MS), the run goes on without the team
+    # (T = 1; retired counts it).  max_wait < 0: at the first join (tests)
+    double started, waited, max_wait
+    int retired
 
 
 cdef inline void span(int n, int T, int t, int* lo, int* hi) noexcept nogil:
@@ -58,8 +71,26 @@ cdef inline void post(Team* tm, int job, int n, int* lo, int* hi) noexcept nogil
     span(n, tm.T, 0, lo, hi)
 
 
+cdef inline void retire(Team* tm) noexcept nogil:
+    """The helpers leave and thread 0 runs the rest of the run alone (the same values:
+    only the speed changes)."""
+    tm.job = JOB_DONE
+    tm.seq += 1
+    pb_store(&tm.flags[FLAG_STRIDE], tm.seq)
+    tm.T = 1
+    tm.retired += 1
+
+
 cdef inline void join(Team* tm) noexcept nogil:
-    """Thread 0 waits until every helper has done its share of the posted job."""
+    """Thread 0 waits until every helper has done its share of the posted job; a team
+    that waits too long for helpers that are not running is retired."""
     cdef int t
+    cdef double waited = 0.0, ran
     for t in range(1, tm.T):
-        pb_wait_for(&tm.flags[(t + 1) * FLAG_STRIDE], tm.seq)
+        waited += pb_wait_for(&tm.flags[(t + 1) * FLAG_STRIDE], tm.seq)
+    if waited > 0.0 or tm.max_wait < 0.0:     # (the clock is read on slow joins only)
+        tm.waited += waited
+        ran = pb_now() - tm.started
+        if tm.max_wait < 0.0 or (ran > MIN_RUN_MS * 1e-3
+                                 and tm.waited > tm.max_wait * ran):
+            retire(tm)

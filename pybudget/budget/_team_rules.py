@@ -22,13 +22,18 @@ from pybudget.budget._epochs import THREADS
 
 MIN_CAP = 100           # budgets below: one thread (the loops too short to split)
 KROW_WORK = 4_000       # a kernel row goes to the team from n_sv * (nnz + 8) on
+# A team whose thread 0 has spent more than this share of an epoch waiting for helpers
+# that were not running (their cores taken by other work) runs the rest of the epoch on
+# one thread.  Measured with both cores busy with other work (a9a, BSGD, B = 500): a
+# team that never gave up took 0.6-10 s against 0.5-1.0 s for one thread.
+MAX_WAIT = 0.25
 
 
 def team_for(n_threads, cap, cpus=None):
-    """The ``team`` argument of bsgd_run / bsca_run, (threads, krow_work), for one fit
-    with room for ``cap`` SVs when ``n_threads`` may be used on ``cpus`` cores (None:
-    this machine's): (1, 0) where a team is not expected to pay."""
+    """The ``team`` argument of bsgd_run / bsca_run, (threads, krow_work, max_wait),
+    for one fit with room for ``cap`` SVs when ``n_threads`` may be used on ``cpus``
+    cores (None: this machine's): (1, 0, 0) where a team is not expected to pay."""
     threads = min(n_threads, cpu_count() if cpus is None else cpus)
     if threads < 2 or not THREADS or cap < MIN_CAP:
-        return (1, 0)
-    return (threads, KROW_WORK)
+        return (1, 0, 0)
+    return (threads, KROW_WORK, MAX_WAIT)

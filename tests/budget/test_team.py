@@ -17,6 +17,7 @@ from pybudget.budget._epochs import THREADS
 from pybudget.budget._maintain import Maintainer
 
 needs_openmp = pytest.mark.skipif(not THREADS, reason="built without OpenMP")
+NEVER = 1e300          # (max_wait: a team that is never retired)
 
 
 def rows(n=700, d=40, density=0.3, classes=2, seed=0):
@@ -29,8 +30,9 @@ def rows(n=700, d=40, density=0.3, classes=2, seed=0):
 
 
 def fit(solver, team, *, classes=2, budget=60, merge_size=2, search="gss", multi="cascade",
-        sparse=False, avg=False, f32=False):
-    """(support vectors, coefficients, scale, team jobs) of one epoch on `team`."""
+        sparse=False, avg=False, f32=False, retired=False):
+    """(support vectors, coefficients, scale, team jobs) of one epoch on `team`; with
+    retired=True also the runs the team left early."""
     X, codes = rows(classes=classes)
     if f32:
         X = X.astype(np.float32)
@@ -50,6 +52,8 @@ def fit(solver, team, *, classes=2, budget=60, merge_size=2, search="gss", multi
     Z, beta, _ = mdl.arrays()
     Z = Z.toarray() if sp.issparse(Z) else Z
     assert mt.n_merges > 50              # (maintenance ran: the partner search was split)
+    if retired:
+        return Z, beta, mdl.scale, out["team_jobs"], out["team_retired"]
     return Z, beta, mdl.scale, out["team_jobs"]
 
 
@@ -65,10 +69,10 @@ CASES = [dict(solver="bsgd"), dict(solver="bsca"), dict(solver="bsgd", classes=3
 @needs_openmp
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(f"{v}" for v in c.values()))
 def test_a_team_gives_one_threads_bits(case):
-    Z1, b1, s1, jobs1 = fit(team=(1, 0), **case)
+    Z1, b1, s1, jobs1 = fit(team=(1, 0, 0), **case)
     assert jobs1 == 0
     for threads in (2, 3):
-        Z, b, s, jobs = fit(team=(threads, 0), **case)
+        Z, b, s, jobs = fit(team=(threads, 0, NEVER), **case)
         assert jobs > 0                  # the team ran: its helpers served these jobs
         np.testing.assert_array_equal(Z, Z1)
         np.testing.assert_array_equal(b, b1)
@@ -78,12 +82,25 @@ def test_a_team_gives_one_threads_bits(case):
 @needs_openmp
 def test_the_rules_pick_the_loops():
     # kernel rows never on the team: the events only; then one more job a step
-    Z, b, _, events = fit("bsgd", (2, 1 << 60))
-    _, _, _, jobs = fit("bsgd", (2, 0))
+    Z, b, _, events = fit("bsgd", (2, 1 << 60, NEVER))
+    _, _, _, jobs = fit("bsgd", (2, 0, NEVER))
     assert 0 < events and jobs == events + 700
-    Z1, b1, _, _ = fit("bsgd", (1, 0))
+    Z1, b1, _, _ = fit("bsgd", (1, 0, 0))
     np.testing.assert_array_equal(b, b1)
     np.testing.assert_array_equal(Z, Z1)
+
+
+@needs_openmp
+@pytest.mark.parametrize("solver", ["bsgd", "bsca"])
+def test_a_retired_team_gives_one_threads_bits(solver):
+    # max_wait < 0: the team leaves after its first job (as one whose helpers keep
+    # losing their cores would) and thread 0 runs the rest of the epoch alone
+    Z1, b1, s1, _ = fit(solver, (1, 0, 0))
+    Z, b, s, jobs, retired = fit(solver, (2, 0, -1.0), retired=True)
+    assert jobs == 1 and retired == 1
+    np.testing.assert_array_equal(Z, Z1)
+    np.testing.assert_array_equal(b, b1)
+    assert s == s1
 
 
 @needs_openmp
@@ -111,11 +128,11 @@ def test_n_jobs_runs_one_fit_on_a_team(monkeypatch, solver):
 
 def test_team_rule():
     rule = _team_rules.team_for
-    assert rule(1, 5000, cpus=8) == (1, 0)
-    assert rule(4, 5000, cpus=1) == (1, 0)
-    assert rule(4, _team_rules.MIN_CAP - 1, cpus=4) == (1, 0)
+    assert rule(1, 5000, cpus=8) == (1, 0, 0)
+    assert rule(4, 5000, cpus=1) == (1, 0, 0)
+    assert rule(4, _team_rules.MIN_CAP - 1, cpus=4) == (1, 0, 0)
     if THREADS:
-        assert rule(4, 5000, cpus=2) == (2, _team_rules.KROW_WORK)
+        assert rule(4, 5000, cpus=2) == (2, _team_rules.KROW_WORK, _team_rules.MAX_WAIT)
         assert rule(3, 5000, cpus=8)[0] == 3
 
 
