@@ -3,10 +3,9 @@
    it to change, and each answers in a flag of its own.  Waiting spins, then yields the
    core after PB_SPINS turns, so that a team sharing its cores with other work does not
    starve it.  (In separate runs with two OpenMP barriers per job instead, w8a's BSGD fit
-   at B = 500 with
-   its kernel rows on a team of 2 ran at 0.71-0.78x of one thread; with these flags, each
-   on cache lines of its own, 1.37-1.42x.)  Release stores and acquire loads order the
-   job's data around the flags. */
+   at B = 500 with its kernel rows on a team of 2 ran at 0.71-0.78x of one thread; with
+   these flags, each on cache lines of its own, 1.37-1.42x.)  Release stores and acquire
+   loads order the job's data around the flags. */
 #ifndef PB_SPIN_H
 #define PB_SPIN_H
 #include "_clock.h"
