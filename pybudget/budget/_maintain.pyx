@@ -460,17 +460,18 @@ cdef int find_partners(BudgetModel mdl, const MergeParams* P, MergeWork W, int p
     pairwise weight degradations, ascending: W.top[0 .. k), k returned (0: every other SV
     has the opposite sign), with W.wd, W.h, W.c at each.  On `team` (NULL: none) each
     thread scans a range of slots and the lists are merged in slot order."""
-    cdef int t, r, j, lo, hi, kmax = M - 1
+    cdef int t, r, j, lo, hi, T, kmax = M - 1
     if kmax > mdl.n_sv - 1:
         kmax = mdl.n_sv - 1
     W.p, W.kmax, W.bp = p, kmax, mdl.beta[<Py_ssize_t>p * mdl.n_coef]
     W.A = dot_n(mdl.beta + <Py_ssize_t>p * mdl.n_coef, mdl.beta + <Py_ssize_t>p * mdl.n_coef,
                 mdl.n_coef)
     if team != NULL and team.T > 1:
+        T = team.T                      # (join may retire the team: T is this job's)
         post(team, JOB_PARTNERS, mdl.n_sv, &lo, &hi)
         partner_scan(mdl, P, W, 0, lo, hi)
         join(team)
-        for t in range(1, team.T):      # the helpers' lists, in slot order
+        for t in range(1, T):           # the helpers' lists, in slot order
             for r in range(W.tk[t]):
                 j = W.ttop[<Py_ssize_t>(t - 1) * W.top_room + r]
                 if top_insert(W, W.top, &W.tk[0], kmax, j, W.wd[j]) < 0:

@@ -92,11 +92,15 @@ def test_the_rules_pick_the_loops():
 
 @needs_openmp
 @pytest.mark.parametrize("solver", ["bsgd", "bsca"])
-def test_a_retired_team_gives_one_threads_bits(solver):
+@pytest.mark.parametrize("first", ["kernel row", "partner search"])
+def test_a_retired_team_gives_one_threads_bits(solver, first):
     # max_wait < 0: the team leaves after its first job (as one whose helpers keep
-    # losing their cores would) and thread 0 runs the rest of the epoch alone
+    # losing their cores would) and thread 0 runs the rest of the epoch alone; that
+    # job's results (a kernel row, or a partner search whose helper's list is merged
+    # after the team left) are kept
     Z1, b1, s1, _ = fit(solver, (1, 0, 0))
-    Z, b, s, jobs, retired = fit(solver, (2, 0, -1.0), retired=True)
+    krow_work = 0 if first == "kernel row" else 1 << 60
+    Z, b, s, jobs, retired = fit(solver, (2, krow_work, -1.0), retired=True)
     assert jobs == 1 and retired == 1
     np.testing.assert_array_equal(Z, Z1)
     np.testing.assert_array_equal(b, b1)
