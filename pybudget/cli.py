@@ -321,7 +321,6 @@ def _train(args):
 # ---------------------------------------------------------------------------- train on Dask
 
 CLUSTER = "--scheduler/--workers"
-CLUSTER_TOL = 1e-3   # pybudget.dask's default tol (a relative duality gap)
 
 
 def _cluster_usage(args):
@@ -347,7 +346,7 @@ def _cluster_usage(args):
                        "train in parallel (--workers N)")
     if args.verbose:
         raise CLIError(f"--verbose (per-sweep trace) applies to one machine; with {CLUSTER} "
-                       "the progress is one line per duality-gap check")
+                       "the progress is one line per check of the model")
     if args.workers is not None and args.workers < 1:
         raise CLIError(f"--workers must be >= 1, got {args.workers}")
     if args.model_file is None and glob.has_magic(args.train_file):
@@ -402,8 +401,7 @@ def _train_cluster(args):
     t0 = time.perf_counter()
     with _dask_client(args) as client:
         _log(args, f"training {_describe(est)} on {len(shards.paths)} shard(s), method "
-                   f"{est.method}, {est.local_sweeps} local sweep(s) per round, tol = "
-                   "relative duality gap")
+                   f"{est.method}, {est.local_sweeps} local sweep(s) per round")
         est.set_params(client=client)
         with _warnings_as_lines(args):
             try:
@@ -418,9 +416,9 @@ def _train_cluster(args):
         sent = est.bytes_sent_
         from pybudget.dask._methods import METHODS
         unit = METHODS[est.method_].unit        # ("whole" counts sweeps of a problem)
-        _log(args, f"trained by {est.method_} ({est.n_rounds_} {unit}, relative duality gap "
-                   f"{np.max(est.duality_gap_):.3g}, KKT violation "
-                   f"{np.max(est.kkt_violation_):.3g}, bytes through the client "
+        _log(args, f"trained by {est.method_} ({est.n_rounds_} {unit}, KKT violation "
+                   f"{np.max(est.kkt_violation_):.3g}, relative duality gap "
+                   f"{np.max(est.duality_gap_):.3g}, bytes through the client "
                    f"{sent['client']}, between workers {sent['workers']})",
              time.perf_counter() - t0)
     local = est.to_local()
@@ -585,11 +583,11 @@ With --scheduler ADDRESS (an existing Dask cluster) or --workers N (a local clus
 of N processes started for the run) one linear problem is trained on the
 cluster (pybudget.dask, pip install "pybudget[dask]"): TRAIN_FILE is then a path or a
 quoted glob of LIBSVM shards, one partition per file, read by the workers (which must
-see the same paths); -e is the relative duality gap (default %g) and --max-iter caps
-the rounds.  The model file is the one-machine model, for predict as usual.
+see the same paths); -e and --max-iter mean what they mean on one machine (a ring
+round is one sweep).  The model file is the one-machine model, for predict as usual.
 
 Progress goes to stderr (per class for linear models, per chunk with an ETA when
-streaming, per duality-gap check on a cluster: round, relative gap, elapsed time and
+streaming, per check on a cluster: round, KKT violation, relative gap, elapsed time and
 the peak memory of each worker; --verbose adds the per-sweep trace), -q silences it."""
 
 EPILOG = """\
@@ -638,7 +636,7 @@ def build_parser():
     g.set_defaults(func=_cgrid)
 
     t = sub.add_parser("train", help="train a model on a LIBSVM file and save it",
-                       description=TRAIN_HELP % CLUSTER_TOL, epilog=EPILOG,
+                       description=TRAIN_HELP, epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("train_file", metavar="TRAIN_FILE",
                    help="LIBSVM/svmlight file (plain, .gz, .bz2, .xz); with "
@@ -679,9 +677,8 @@ def build_parser():
                      help="epsilon of the regression losses (default %s)"
                      % _default("LinearSVR", "epsilon"))
     lin.add_argument("-e", dest="tol", type=float, default=None, metavar="EPS",
-                     help="tolerance on the final KKT violation (default %s); with "
-                          "--scheduler/--workers on the relative duality gap (P - D) / P "
-                          "(default %g)" % (_default("LinearSVC", "tol"), CLUSTER_TOL))
+                     help="tolerance on the final KKT violation (default %s)"
+                          % _default("LinearSVC", "tol"))
     lin.add_argument("-B", dest="bias", type=_finite, default=None, metavar="BIAS",
                      help="if BIAS > 0, append a constant feature of that value (a "
                           "regularised bias, liblinear's -B); default -1: no bias")
@@ -742,7 +739,7 @@ def build_parser():
                     help="the ring's laps per round, each visit a share of one sweep "
                          "(default: 64 visits a round, at least one lap per shard, "
                          "finer for visits of more than 32768 non-zeros, doubled when "
-                         "the gap stalls)")
+                         "the checks stall)")
     from pybudget.dask._methods import METHODS      # (imports no Dask)
     dk.add_argument("--method", choices=("auto", *METHODS),
                     default="auto",

@@ -56,10 +56,10 @@ class Checkpointing:
 
     @property
     def state_bytes(self):
-        """Bytes of one copy of every partition's duals (u, preferences, order, stale
-        losses and the logistic complements): 32 per row per problem, an estimate from
-        the arrays."""
-        return 32 * self.n_rows * self.n_problems
+        """Bytes of one copy of every partition's duals (u, preferences and order): 20
+        per row per problem, an estimate from the arrays (the logistic complements' 8
+        more are left out)."""
+        return 20 * self.n_rows * self.n_problems
 
     def recover(self, spec, token):
         """Rebuild the lost partitions on the workers left and put every partition and

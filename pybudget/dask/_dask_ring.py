@@ -134,8 +134,8 @@ class RingRuns:
         # (waited for: a run on a worker must find its replicas there)
         self._gather(seeds)
 
-    def ring_round(self, rnd, groups, sweeps, laps, tol=None, due=None, near=None):
-        sums = self._ring_round(rnd, groups, sweeps, laps, tol, due, near)
+    def ring_round(self, rnd, groups, sweeps, laps, stop=None, due=None):
+        sums = self._ring_round(rnd, groups, sweeps, laps, stop, due)
         self._prune()
         return sums
 
@@ -155,9 +155,9 @@ class RingRuns:
             self.last_on[w] = self._on(w, _worker.drop_replicas, self.job, problems,
                                        *after, *prev)
 
-    def _ring_round(self, rnd, groups, sweeps, laps, tol, due, near):
+    def _ring_round(self, rnd, groups, sweeps, laps, stop, due):
         K = len(self.where)
-        checks = self._check_pass(groups, due, tol, near) if tol is not None else None
+        checks = self._check_pass(groups, due, stop) if stop is not None else None
         # sparse hops when a visit covers part of a partition's rows: they change a
         # share of the weights then (and one lap's hops would each send all of them)
         fresh = [g for g in groups if g[0] not in self.replica_runs]
@@ -168,7 +168,7 @@ class RingRuns:
         travels = []
         for group in groups:
             # (a group's first task filters the problems its check pass passed)
-            filt = tol if checks is not None and group[0] in checks else None
+            filt = stop if checks is not None and group[0] in checks else None
             travels.append((group, _steps.ring_order(group[0], K, laps),
                             operator.itemgetter(0), _worker.ring_task,
                             lambda i, filt=filt: (rnd, sweeps, i == 0, laps,
@@ -177,7 +177,7 @@ class RingRuns:
         if checks is None:
             return None
         sums = self._check_sums(checks)
-        done = _steps.passed(sums, tol)
+        done = _steps.passed(sums, stop)
         passed = []
         for (start, problems), n in zip(groups, hops):
             # the passed problems' rows came with the check's sums (_worker.check_found)
@@ -201,25 +201,24 @@ class RingRuns:
             self._drop_replicas(passed)
         return sums
 
-    def ring_check(self, groups, due=None, near=None):
-        return self._check_sums(self._check_pass(groups, due, near=near))
+    def ring_check(self, groups, due=None):
+        return self._check_sums(self._check_pass(groups, due))
 
-    def _check_pass(self, groups, due=None, tol=None, near=None):
+    def _check_pass(self, groups, due=None, stop=None):
         """The check pass (``_steps.check_order``) of each group with problems in due
-        (all when None; those far from ``near`` are left out on the workers): {start:
-        (its last future, the future of what the client needs of it, the problems
-        due)}; with ``tol``, what the client needs includes the rows of the problems
-        that passed (final: they leave the workers)."""
+        (all when None): {start: (its last future, the future of what the client
+        needs of it, the problems due)}; with ``stop``, what the client needs includes
+        the rows of the problems that passed (final: they leave the workers)."""
         K = len(self.where)
         todo = [((start, problems), checked) for (start, problems), (_, checked)
                 in zip(groups, _steps.checked_groups(groups, due)) if checked]
         ends = self._travels([(group, _steps.check_order(group[0], K), lambda p: p,
-                               _worker.ring_check_task, lambda i, c=checked: (K, c, near))
+                               _worker.ring_check_task, lambda i, c=checked: (K, c))
                               for group, checked in todo])
         out = {}
         for ((start, _), checked), (fut, _) in zip(todo, ends):
             out[start] = (fut, self._on(self.loc[fut.key], _worker.check_found, self.job,
-                                        fut, tol), checked)
+                                        fut, stop), checked)
         return out
 
     def _check_sums(self, checks):
@@ -232,8 +231,7 @@ class RingRuns:
         stats = {}
         for c in got:
             stats.update(c.stats)
-        # (the problems whose seen_gap was far from tol were not checked)
-        problems = [j for _, _, checked in checks.values() for j in checked if j in stats]
+        problems = [j for _, _, checked in checks.values() for j in checked]
         return _steps.checked(per, stats, problems)
 
 

@@ -40,18 +40,16 @@ class Engine(Protocol):
     def setup(self, spec) -> None:
         """Every problem's local state and its initial weights (as ring payloads)."""
 
-    def ring_round(self, rnd, groups, sweeps, laps, tol=None, due=None,
-                   near=None) -> dict | None:
+    def ring_round(self, rnd, groups, sweeps, laps, stop=None, due=None) -> dict | None:
         """One ring round of each group (start partition, problems): ``laps`` laps.
-        With ``tol``: after a check pass of the problems in ``due`` (all when None;
-        ``ring_check``, whose result it returns, leaving out those far from ``near``),
-        of the problems not passed."""
+        With ``stop`` (tol in the problems' unit): after a check pass of the problems in
+        ``due`` (all when None; ``ring_check``, whose result it returns), of the
+        problems whose KKT violation is above it."""
 
-    def ring_check(self, groups, due=None, near=None) -> dict:
+    def ring_check(self, groups, due=None) -> dict:
         """{j: _steps.CheckResult} at the current weights of the problems in ``due``
         (all when None), by each group's pass along the ring
-        (``_steps.check_order``).  With ``near``, of those whose stale gap is near it
-        (``_steps.check_visit``)."""
+        (``_steps.check_order``)."""
 
     def weights(self, n_problems, d) -> np.ndarray:
         """The weights, (n_problems, d + 1)."""
@@ -149,12 +147,12 @@ class ThreadsEngine:
                          [(j,) for j in problems])
         return outs, _whole.weights(outs)
 
-    def ring_round(self, rnd, groups, sweeps, laps, tol=None, due=None, near=None):
+    def ring_round(self, rnd, groups, sweeps, laps, stop=None, due=None):
         K = len(self.parts)
         sums = None
-        if tol is not None:
-            sums = self.ring_check(groups, due, near)
-            done = _steps.passed(sums, tol)
+        if stop is not None:
+            sums = self.ring_check(groups, due)
+            done = _steps.passed(sums, stop)
             groups = [(s, [j for j in g if j not in done]) for s, g in groups]
 
         groups = [g for g in groups if g[1]]
@@ -171,7 +169,7 @@ class ThreadsEngine:
             self.rows.update(pl)
         return sums
 
-    def ring_check(self, groups, due=None, near=None):
+    def ring_check(self, groups, due=None):
         K = len(self.parts)
         groups = [g for g in _steps.checked_groups(groups, due) if g[1]]
         threads = self._per_group(groups)
@@ -180,11 +178,11 @@ class ThreadsEngine:
             carried = {j: self.rows[j] for j in problems}
             for p in _steps.check_order(start, K):
                 carried = _steps.check_visit(self.parts[p], p, carried, problems, K,
-                                             near=near, threads=threads)
+                                             threads=threads)
             return carried.found
 
         per = _steps.found_by_partition(self._map(travel, groups), K)
-        problems = [j for _, group in groups for j in group if j in per[0]]
+        problems = [j for _, group in groups for j in group]
         return _steps.checked(per, _steps.weight_stats([self.rows], problems), problems)
 
     def weights(self, n_problems, d):

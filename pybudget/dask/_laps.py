@@ -1,6 +1,6 @@
 """The ring's laps, in one place: how many a round starts with (``first``, decided by
 the estimator from the built partitions) and when the driver doubles them
-(``grown``).  Both from the data and the gaps alone, never from the cluster: the same
+(``grown``).  Both from the data and the checks alone, never from the cluster: the same
 bits on any number of workers.  (What a lap is: a round goes round the partitions
 ``laps`` times, each visit a share of one sweep; docs/algorithms.md#the-ring.  The rule
 in full: docs/architecture.md#the-dask-cluster.)
@@ -57,8 +57,8 @@ def first(laps, method, sweeps, summ, n_problems, d, movable, rules):
 
 
 def grown(laps, max_laps, t, ahead, stall_rounds):
-    """The laps after a check at round t whose gaps predict ``ahead`` more rounds to tol
-    (the largest over the problems): doubled, up to max_laps, when from round
+    """The laps after a check at round t whose KKT violations predict ``ahead`` more
+    rounds to tol (the largest over the problems): doubled, up to max_laps, when from round
     ``stall_rounds`` (``ClusterRules``) on that is more than twice the rounds run.  The
     ring's block order stalls so with a bias feature (its constant column couples every
     dual variable; bench/ring_order.py), and finer laps restore the progress."""

@@ -56,14 +56,8 @@ class Ring(Method):
         # the check pass of the due problems and this round together: the round visits
         # the problems that the check leaves open (decided on the workers from the same
         # sums as fit.check), so the ring does not wait for the client; the laps
-        # doubled by this check apply from the next round.  In the first rounds the
-        # workers check a due problem only when its stale gap (_steps.seen_gap, free
-        # with the visits) is near tol: one left unchecked stays due.  From half the
-        # rounds before the laps may grow on, every due problem is checked, so that the
-        # exact gaps' rate is known by then (_Driver.schedule, _laps.grown)
-        near = fit.tol if drv.t < fit.spec.rules.stall_rounds // 2 else None
-        sums = fit.engine.ring_round(drv.t, groups, fit.sweeps, drv.laps, fit.tol, due,
-                                     near)
+        # doubled by this check apply from the next round
+        sums = fit.engine.ring_round(drv.t, groups, fit.sweeps, drv.laps, fit.stop, due)
         still = fit.check(drv, sums)
         drv.n_steps += sum(sums[j].steps for j in drv.active if j not in still)
         drv.active = still
@@ -80,7 +74,7 @@ class Whole(Method):
 
     def fit(self, engine, spec, n_problems, d, *, tol, max_rounds, **_ring_options):
         outs, W = engine.whole(spec, range(n_problems), tol, max_rounds)
-        return _whole.result(outs, W, tol, engine.bytes)
+        return _whole.result(outs, W, engine.bytes)
 
 
 class Newton(Method):

@@ -18,7 +18,7 @@ between calls, except each problem's curvature weights, which a partition recomp
 from the point when it does not hold them: after a lost worker the engine rebuilds the
 lost partitions from their sources, and the calls that failed are sent again, which
 gives the same bits as a fit without the loss.  ``tol`` is the iterate's own relative
-duality gap, as for every method.
+duality gap, as on one machine's Newton route.
 """
 import threading
 

@@ -78,14 +78,16 @@ def first_carry(kind, selection):
 @dataclass(frozen=True)
 class PartSummary:
     """What the client learns of a built partition before setup: its rows, columns and
-    non-zeros, the dtypes of X's data, indices and indptr and of y, and for
-    classification the labels with their rows' summed sample weights."""
+    non-zeros, the dtypes of X's data, indices and indptr and of y, for classification
+    the labels with their rows' summed sample weights, and for regression the largest
+    |y| of its rows of positive weight (the unit of ``tol``)."""
     n: int
     d: int
     nnz: int
     dtypes: tuple
     labels: np.ndarray = None
     weights: np.ndarray = None
+    max_abs_y: float = 0.0
 
 
 @dataclass
@@ -95,7 +97,6 @@ class ProblemState:
     y: np.ndarray           # the targets (+-1, or regression's); None in a checkpoint
     u: np.ndarray           # the duals
     prefs: np.ndarray       # AVSF's preferences
-    seen: np.ndarray        # float32: each row's loss at its last visit, 0 before
     perm: np.ndarray        # int32: the order, hard shrinking's active rows first
     n_active: int
     comp: np.ndarray        # the logistic loss's C - u (None for the others)
@@ -104,14 +105,14 @@ class ProblemState:
     def copied(self, y):
         """A copy of every array, with targets y (a checkpoint keeps none: setup's)."""
         return replace(self, y=y, u=self.u.copy(), prefs=self.prefs.copy(),
-                       seen=self.seen.copy(), perm=self.perm.copy(),
+                       perm=self.perm.copy(),
                        comp=None if self.comp is None else self.comp.copy(),
                        scal=self.scal.copy())
 
 
 @dataclass(frozen=True)
 class PartCheck:
-    """One partition's share of a problem's duality gap at given weights (``check``):
+    """One partition's share of a problem's check at given weights (``check``):
     the weighted primal loss of its rows, its dual objective's terms without w
     (``Partition.gap_terms``) and the largest violation of its duals' optimality.
     Sent from a worker to the client (it pickles); the engines sum the partitions'
@@ -155,7 +156,8 @@ class Partition:
                       dtypes=tuple(a.dtype.str for a in (self.X.data, self.X.indices,
                                                          self.X.indptr, self.y)))
         if regression:
-            return PartSummary(**common)
+            kept = self.y[self.sw > 0]
+            return PartSummary(**common, max_abs_y=float(np.max(np.abs(kept), initial=0.0)))
         labels, codes = np.unique(self.y, return_inverse=True)
         return PartSummary(**common, labels=labels,
                            weights=np.bincount(codes, weights=self.sw,
@@ -258,10 +260,8 @@ class Partition:
         scal = np.zeros(1, ROUND_SCALARS)
         scal["max_old"], scal["min_old"] = np.inf, -np.inf
         scal["lr_tol"] = first_lr_tol(self.selection)
-        # seen: the ring's stale losses (visit), 0 until a row is visited (the first
-        # round visits every row)
         st = ProblemState(y=np.ascontiguousarray(y), u=np.zeros(n), prefs=np.ones(n),
-                          seen=np.zeros(n, np.float32), perm=np.arange(n, dtype=np.int32),
+                          perm=np.arange(n, dtype=np.int32),
                           n_active=n, comp=None, scal=scal)
         if self.kind == "lr":
             # liblinear's start, as in dual_cd
@@ -294,7 +294,7 @@ class Partition:
         st = self.problems[j]
         return self._terms(st, self.costs[j], st.u, st.comp)
 
-    def _sweeps(self, j, rnd, v, sweeps, check, lap=0, laps=1, seen=None):
+    def _sweeps(self, j, rnd, v, sweeps, check, lap=0, laps=1):
         """dcd_round on problem j from weights v (changed in place); returns its
         RoundOutcome."""
         st, cost = self.problems[j], self.costs[j]
@@ -302,8 +302,7 @@ class Partition:
                         st.u, v, st.prefs, st.perm, st.n_active, st.scal,
                         cost.qd, False, self.selection, sweeps,
                         round_seed(self.seed, j, self.part, rnd), self.squared, check,
-                        self.kind, self.epsilon, st.comp, lap, laps, self.n_total,
-                        seen)
+                        self.kind, self.epsilon, st.comp, lap, laps, self.n_total)
         st.n_active = out.n_active
         return out
 
@@ -313,8 +312,7 @@ class Partition:
         """The ring's visit: ``sweeps`` sweeps of problem j in place on its
         current weights w, or the lap-th of ``laps`` shares of one sweep, with the
         thresholds and gains carried along the ring (carry, updated in place: this
-        partition's extremes folded in, steps added, and after its last lap its stale
-        loss and dual terms added)."""
+        partition's extremes folded in, steps added)."""
         if self.Xk.shape[0] == 0:
             return
         st = self.problems[j]
@@ -322,17 +320,14 @@ class Partition:
         for name in ("max_old", "min_old", "dref", "lr_tol"):
             s[name] = c[name]
         # (one seed per round: the laps after the first draw nothing)
-        out = self._sweeps(j, rnd, w, sweeps, False, lap, laps, st.seen)
+        out = self._sweeps(j, rnd, w, sweeps, False, lap, laps)
         c["max_new"] = max(c["max_new"], s["max_new"])
         c["min_new"] = min(c["min_new"], s["min_new"])
         c["dref"], c["lr_tol"] = s["dref"], s["lr_tol"]
         c["steps"] += out.n_steps
-        if lap == laps - 1:
-            c["seen_loss"] += float(np.sum(st.seen, dtype=np.float64))
-            c["seen_terms"] += self.gap_terms(j)
 
     def check(self, j, w):
-        """The duality gap's scalars of problem j at weights w (a PartCheck); also
+        """The check's scalars of problem j at weights w (a PartCheck); also
         resets hard shrinking's active set."""
         if self.Xk.shape[0] == 0:
             return PartCheck(loss=0.0, dual_terms=0.0, kkt=0.0)
@@ -356,15 +351,14 @@ class Partition:
 
 def roll_ring(kind, carries, rnd):
     """Start of a ring round: each carried row's extremes become its thresholds (not
-    before the first round, which starts from the fresh thresholds), and its sums of
-    the stale losses and dual terms restart."""
+    before the first round, which starts from the fresh thresholds)."""
+    if rnd == 0:
+        return
     for carry in carries:
         c = carry[0]
-        if rnd > 0:
-            rolled = roll_carried(kind, *(c[name] for name in THRESHOLDS))
-            for name, value in zip(THRESHOLDS, rolled):
-                c[name] = value
-        c["seen_loss"] = c["seen_terms"] = 0.0
+        rolled = roll_carried(kind, *(c[name] for name in THRESHOLDS))
+        for name, value in zip(THRESHOLDS, rolled):
+            c[name] = value
 
 
 def check_block(X, y, where, d=None, regression=False, sample_weight=None):

@@ -36,31 +36,21 @@ class ClusterRules:
             smallest partition, at least; min_visit_nnz: non-zeros per visit above which
             the laps get finer.  ijcnn1 (hinge, C = 1, 2 partitions) at 2/4/8/16 laps
             took 155/95/70/51 rounds against one machine's 35-49 sweeps.
-        stall_rounds: rounds before the laps may double (when the gaps predict more
+        stall_rounds: rounds before the laps may double (when the checks predict more
             than twice the rounds run: the block order stalls with a bias feature).
         sparse_give_up: the ring's sparse hops stop when, at a check, they have taken
             this share of the bytes of the weights they replaced.
-    Checks and threads on the workers
-        seen_near: in the first rounds a check skips a due problem whose stale gap
-            (``_steps.seen_gap``) is above this many times tol: its exact check would
-            almost surely fail, and costs about a third of a visit.  With a check every
-            round (engine "threads"), the stale gap at the checks that passed was at
-            most 2.7 tol on debian-sections20 (C = 1, tol 6e-2; 2.1 tol at 1e-2), 1.85
-            and 1.79 tol on w8a and mushrooms (C = 1, tol 1e-2).
+    Threads on the workers
         visit_thread_nnz: a visit spreads its problems over threads only where each
             thread sweeps at least this many non-zeros (the visit's problems times its
             share of the partition): a pool costs about 70 us to start, about 50,000
             non-zeros of sweeping on debian-lib, and each problem's visit holds the GIL
-            for its Python part.  debian-sections20's ring (a visit sweeps a whole
-            partition a problem) ran 1.32x faster on a worker's second thread
-            (docs/benchmarks.md, section 11); a synthetic 20-class set (150,000 x
+            for its Python part.  debian-sections20's ring (a visit sweeps half a
+            partition a problem) ran 1.13x faster on a worker's second thread
+            (docs/benchmarks.md, section 11; 1.32x when a visit swept a whole
+            partition); a synthetic 20-class set (150,000 x
             5,000, 30 non-zeros a row) whose laps grew to 292, about 7,700 non-zeros a
             problem and visit, 1.08x.
-    Method "whole"'s stop (the dask ``tol`` is a relative duality gap)
-        first_tol: the one-machine KKT tolerance a problem runs to first (the
-            one-machine default, so that such a problem has one machine's bits);
-        tol_step: while the gap is above tol, the run continues at a KKT tolerance
-            this many times smaller.
     """
     small_bytes: int = 64 * MIB
     whole_bytes: int = 64 * MIB
@@ -69,10 +59,7 @@ class ClusterRules:
     min_visit_nnz: int = 32768
     stall_rounds: int = 10
     sparse_give_up: float = 0.5
-    seen_near: float = 4.0
     visit_thread_nnz: int = 100_000
-    first_tol: float = 0.1
-    tol_step: float = 10.0
 
     def small(self, size, memory_limit=0):
         """Whether rows of ``size`` bytes (None: unknown) are small on workers with
@@ -92,8 +79,10 @@ class FitSpec:
     """One distributed fit's problem, as every partition and the client see it: the
     loss, the partitions' count, the bias value, the features d, C, the seed, the rows
     in all, epsilon (regression), the classes, their weights and the positive class of
-    each binary problem (classification), the dual CD selection decided at fit, and the
-    rules.  It pickles to the workers with each setup."""
+    each binary problem (classification), the dual CD selection decided at fit, the
+    unit of ``tol`` (``kkt_unit``: 1 for classification, one machine's
+    ``linear.problem.regression_tol_scale`` for regression), regression's ``tol_rule``
+    and the rules.  It pickles to the workers with each setup."""
     loss: str
     n_parts: int
     bias: float
@@ -107,6 +96,8 @@ class FitSpec:
     class_weight: np.ndarray = None
     positive: tuple = None
     selection: str = "auto"
+    kkt_unit: float = 1.0
+    tol_rule: str = "max"
     rules: ClusterRules = field(default_factory=ClusterRules)
 
     @property

@@ -99,13 +99,13 @@ def ring_visit(P, rnd, payload, problems, sweeps, first, lap=0, laps=1, emit=Non
     return dict(zip(problems, map_threads(one, rows, threads)))
 
 
-def passed_in(carried, tol):
-    """The problems whose gap passed tol in a finished check pass: the round that
+def passed_in(carried, stop):
+    """The problems that passed ``stop`` in a finished check pass: the round that
     follows the check on the workers visits the others only, as the driver decides from
     the same sums (so the client need not answer in between)."""
     found, stats = carried.found, carried.stats
     sums = checked(found_by_partition([found], len(found)), stats, list(stats))
-    return passed(sums, tol)
+    return passed(sums, stop)
 
 
 def gap_of(w2, loss, terms, kkt):
@@ -116,18 +116,10 @@ def gap_of(w2, loss, terms, kkt):
     return Gap(rel=gap, primal=primal, dual=dual, kkt=kkt)
 
 
-def seen_gap(row):
-    """A ring row's relative gap estimated from its carried sums of the last round:
-    the dual exact, the loss of each row as its last visit saw it (stale: the weights
-    moved on since).  Costs |w|^2 only; the same bits on any number of workers."""
-    return gap_of(sum_of_squares(row.w), float(row.carry["seen_loss"][0]),
-                  float(row.carry["seen_terms"][0]), 0.0).rel
-
-
-def passed(sums, tol):
-    """The problems of a check result ({j: CheckResult}) whose relative gap is at most
-    tol."""
-    return {j for j, s in sums.items() if s.gap().rel <= tol}
+def passed(sums, stop):
+    """The problems of a check result ({j: CheckResult}) whose largest KKT violation is
+    at most ``stop`` (tol in the problem's unit: ``FitSpec.kkt_unit``)."""
+    return {j for j, s in sums.items() if s.kkt <= stop}
 
 
 class Changes:
@@ -206,28 +198,23 @@ def checked_groups(groups, due):
             for start, problems in groups]
 
 
-def check_visit(P, part, carried, problems, n_parts, emit=None, near=None, threads=1):
+def check_visit(P, part, carried, problems, n_parts, emit=None, threads=1):
     """Partition ``part``'s share of a group's check pass: a CheckPass (the payload's
     rows, unchanged and not copied) with this partition's PartChecks added, and once
     all n_parts partitions are in, the weights' statistics; ``carried`` is the payload
     or the previous partition's CheckPass.  ``emit`` and ``threads`` as for
-    ``ring_visit``.  With ``near`` (the driver's tol), a problem whose ``seen_gap`` is
-    above ``seen_near`` (``ClusterRules``) times near is not checked: the pass's first
-    partition decides, the others check what it checked."""
+    ``ring_visit``."""
     if isinstance(carried, CheckPass):
         payload, found = carried.rows, carried.found
     else:
         payload, found = carried, {}
-    if found:           # (the pass's first partition decided what it checks)
-        checked, near = set(next(iter(found.values()))), None
-    else:
-        checked = set(problems)
+    checked = set(problems)
     found = dict(found)
     last = len(found) + 1 == n_parts
 
     def one(j, row):
         mine = stat = None
-        if j in checked and (near is None or seen_gap(row) <= P.rules.seen_near * near):
+        if j in checked:
             mine = P.check(j, weights_of(row))
             if last:
                 stat = weight_stats([{j: row}], [j])[j]

@@ -9,15 +9,9 @@ decides, ``linear.plan.plan_for``, and the problem's seed as one machine gives i
 problems spread over the workers' threads as ``n_jobs`` spreads them over one
 machine's.
 
-Stopping: the dask estimators' ``tol`` is a relative duality gap, the one-machine
-solver's a KKT violation.  A problem first runs to the one-machine default
-(``ClusterRules.first_tol``); while its relative gap is above ``tol`` it continues from
-where it stopped at a KKT tolerance ``tol_step`` times smaller, up to ``max_iter`` sweeps
-in all.  So a
-problem whose gap the one-machine default reaches has one machine's bits, and every
-problem ends at a gap at most
-``tol`` or reports unconverged.  Which worker or thread runs a problem never changes
-its bits.
+Stopping: ``tol`` and ``max_iter`` are one machine's, and so is the run: the same
+call with the same plan, seed and tolerance gives one machine's model, bit for bit.
+Which worker or thread runs a problem never changes its bits.
 """
 from dataclasses import dataclass
 from itertools import accumulate
@@ -33,9 +27,6 @@ from pybudget.dask._worker import partition_rows_task
 from pybudget.dask.errors import HostCopyMissing
 from pybudget.linear.plan import Rows, plan_for
 from pybudget.linear.problem import problem_costs, solve_binary
-
-LAST_TOL = 1e-12     # below this the KKT test is round-off: the run stops unconverged
-
 
 def all_rows(spec, *parts):
     """(rows, y, sample weights, plan) of all rows, from the partitions' (X, y,
@@ -143,7 +134,7 @@ def solve_problems(data, spec, js, tol, max_iter):
 class Solved:
     """One problem solved (``solve_problem``): its weights w (bias weight last; None
     once ``put`` stacked them), intercept, relative gap, primal, dual, KKT violation,
-    sweeps, dual CD steps, and the selection it ran with."""
+    sweeps, dual CD steps, the selection it ran with and whether it converged."""
     w: np.ndarray
     intercept: float
     gap: float
@@ -153,6 +144,7 @@ class Solved:
     sweeps: int
     steps: int
     selection: str
+    converged: bool
 
 
 def solve_problem(data, spec, j, tol, max_iter):
@@ -161,28 +153,22 @@ def solve_problem(data, spec, j, tol, max_iter):
     bias, C = spec.bias, spec.C
     if spec.regression:
         target, cvec, seed = y, C * sw, spec.seed
-        extra = {"epsilon": spec.epsilon, "tol_rule": "max"}
+        extra = {"epsilon": spec.epsilon, "tol_rule": spec.tol_rule}
     else:
         codes, k = y, spec.positive[j]
         target = np.where(codes == k, 1.0, -1.0)
         cvec = problem_costs(C, spec.class_weight, codes, k, sw)
         seed, extra = problem_seed(spec.seed, k), {}
-    kkt_tol, start, sweeps, steps = spec.rules.first_tol, None, 0, 0
-    while True:
-        res = solve_binary(rows, target, cvec, C, how, loss=spec.loss, tol=kkt_tol,
-                           max_iter=max_iter - sweeps, seed=seed, start=start, **extra)
-        sweeps, steps = sweeps + res.n_iter, steps + res.n_steps
-        primal, dual = res.primal_objective, res.dual_objective
-        gap = (primal - dual) / abs(primal) if primal != 0 else 0.0
-        if gap <= tol or sweeps >= max_iter or kkt_tol <= LAST_TOL:
-            break
-        start, kkt_tol = res.state, kkt_tol / spec.rules.tol_step
+    res = solve_binary(rows, target, cvec, C, how, loss=spec.loss, tol=tol,
+                       max_iter=max_iter, seed=seed, **extra)
+    primal, dual = res.primal_objective, res.dual_objective
+    gap = (primal - dual) / abs(primal) if primal != 0 else 0.0
     w = np.empty(rows.X.shape[1] + 1)
     w[:-1] = res.coef
     w[-1] = res.intercept / bias if bias else 0.0
     return Solved(w=w, intercept=res.intercept, gap=gap, primal=primal, dual=dual,
-                  kkt=res.kkt_violation, sweeps=sweeps, steps=steps,
-                  selection=res.selection)
+                  kkt=res.kkt_violation, sweeps=res.n_iter, steps=res.n_steps,
+                  selection=res.selection, converged=res.converged)
 
 
 def weights(outs):
@@ -204,7 +190,7 @@ def put(W, n_problems, i, out):
     return W
 
 
-def result(outs, W, tol, bytes_sent):
+def result(outs, W, bytes_sent):
     """The FitResult of the problems' ``solve_problem`` outputs and their stacked
     weights W (``weights``; n_rounds: the most sweeps a problem took)."""
     col = {key: np.array([getattr(o, key) for o in outs]) for key in
@@ -213,6 +199,7 @@ def result(outs, W, tol, bytes_sent):
         raise ValueError("C is too large for this data: the weights overflowed")
     return FitResult(W=W, n_rounds=int(col["sweeps"].max()), gap=col["gap"],
                      primal=col["primal"], dual=col["dual"], kkt=col["kkt"],
-                     converged=col["gap"] <= tol, n_steps=int(sum(o.steps for o in outs)),
+                     converged=np.array([o.converged for o in outs]),
+                     n_steps=int(sum(o.steps for o in outs)),
                      bytes_sent=dict(bytes_sent), n_checks=len(outs), recoveries=0,
                      intercept=col["intercept"], selection=outs[0].selection)

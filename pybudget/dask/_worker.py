@@ -99,17 +99,21 @@ def setup_task(job, part, spec):
     return _get(job, part).setup(spec)
 
 
-def ring_task(job, visits, payload, problems, rnd, sweeps, first, laps, tol=None,
+def ring_task(job, visits, payload, problems, rnd, sweeps, first, laps, stop=None,
               log=None, tag=None, after=None):
     """Consecutive visits (partition, lap) of the ring to partitions on this worker;
-    ``tol``: the payload comes from a check pass, whose passed problems stay behind;
+    ``stop``: the payload comes from a check pass, whose passed problems stay behind;
     ``log``: sparse hops, (this run's number, the run of this worker's replicas, the
     oldest replica's run on the other workers, whether the payload came from one);
     ``tag``: the rows stay here under it (``_hold``), the result names them; ``after``:
     the previous run on this worker (only orders this one behind it)."""
     src = _steps.payload_of(payload)
-    left = set(_keys(src)) - (set() if tol is None else _steps.passed_in(payload, tol))
+    left = set(_keys(src)) - (set() if stop is None else _steps.passed_in(payload, stop))
     problems = [j for j in problems if j in left]
+    if not problems:
+        # (every problem passed the check: nothing to visit, and the fit may have
+        # ended and dropped its partitions here already)
+        return {} if tag is None else Held(tag, [])
     if log is not None:
         run, since, keep, moved = log
         src, logs = _replica_rows(job, src, since, moved, problems)
@@ -125,11 +129,11 @@ def ring_task(job, visits, payload, problems, rnd, sweeps, first, laps, tol=None
     return rows if tag is None else Held(tag, problems)
 
 
-def ring_check_task(job, parts, carried, problems, n_parts, checked, near=None, log=None,
-                    tag=None, after=None):
+def ring_check_task(job, parts, carried, problems, n_parts, checked, log=None, tag=None,
+                    after=None):
     """Consecutive partitions on this worker of a group's check pass (_steps) of the
-    problems ``checked`` (the payload carries all the group's ``problems``); ``near``:
-    as for check_visit; ``log`` as for ring_task, with the group's latest run (the pass
+    problems ``checked`` (the payload carries all the group's ``problems``); ``log`` as
+    for ring_task, with the group's latest run (the pass
     changes no weights); ``tag`` as for ring_task."""
     if isinstance(carried, _steps.CheckPass):
         payload, found, stats = carried.rows, carried.found, carried.stats
@@ -143,7 +147,7 @@ def ring_check_task(job, parts, carried, problems, n_parts, checked, near=None, 
     for i, part in enumerate(parts):
         emit = _hold(job, tag) if tag is not None and i == len(parts) - 1 else None
         carried = _steps.check_visit(_get(job, part), part, carried, checked, n_parts,
-                                     emit, near, _threads())
+                                     emit, _threads())
     if log is not None:
         carried = replace(carried, rows=_changes_rows(carried.rows, logs, {}, run, keep))
     if tag is not None:
@@ -286,13 +290,13 @@ def install(dask_worker):
     dask_worker.handlers["pybudget_take"] = take_handler
 
 
-def check_found(job, carried, tol=None):
+def check_found(job, carried, stop=None):
     """What the client needs of a finished check pass (a CheckPass): its PartChecks
     and the weights' statistics, both computed by the pass (the round after it may
-    already change the weights in place), and as its rows, with ``tol``, the rows of the
+    already change the weights in place), and as its rows, with ``stop``, the rows of the
     problems that passed, taken from here: they are final, and no worker need keep them
     until the end."""
-    done = sorted(_steps.passed_in(carried, tol)) if tol is not None else []
+    done = sorted(_steps.passed_in(carried, stop)) if stop is not None else []
     return replace(carried, rows=rows_task(job, carried, done, False) if done else {})
 
 

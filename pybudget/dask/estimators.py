@@ -1,21 +1,21 @@
 """LinearSVC, LogisticRegression and LinearSVR trained on a Dask cluster.
 
-Each takes its one-machine namesake's parameters plus ``method``, ``client``,
-``n_partitions``, ``local_sweeps``, ``laps``, ``checkpoint_every``, ``engine``,
-``timeout`` and ``rules``; ``tol`` is a relative duality gap and ``max_iter`` counts rounds.
+Each is its one-machine namesake (a subclass of it) with the same parameters, meanings
+and defaults, plus what a cluster needs: ``method``, ``client``, ``n_partitions``,
+``local_sweeps``, ``laps``, ``checkpoint_every``, ``engine``, ``timeout`` and ``rules``.
+What a method cannot do as one machine does is stated in ``_CLUSTER_DOC``, once.
 ``to_local()`` gives the one-machine estimator with the same coefficients.
 """
 import time
 import warnings
 
 import numpy as np
-from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils.validation import check_is_fitted
 
 from pybudget._core import _validation as V
-from pybudget._core._estimator import SVMBase, binary_problems
+from pybudget._core._estimator import binary_problems
 from pybudget._core._progress import report
 from pybudget.dask._methods import METHODS
 from pybudget.dask._laps import first as first_laps
@@ -27,7 +27,8 @@ from pybudget.dask._sources import (GeneratedShards, SvmlightShards, dask_pieces
 from pybudget.linear.logistic import LogisticRegression as LocalLogisticRegression
 from pybudget.linear.plan import auto_selection, primal_pays
 from pybudget.linear.problem import (LOSSES, REGRESSION_LOSSES, check_linear_params,
-                                     class_weight_vector)
+                                     check_tol_rule, class_weight_vector,
+                                     regression_tol_scale)
 from pybudget.linear.svm import LinearSVC as LocalLinearSVC
 from pybudget.linear.primal import SMOOTH_LOSSES
 from pybudget.linear.svr import LinearSVR as LocalLinearSVR
@@ -60,16 +61,28 @@ def _client(client):
                          "first, or use engine='threads'") from None
 
 
-class _DistributedBase(SVMBase):
-    """The fit shared by the three estimators (see the module docstring)."""
+class _ClusterEstimator:
+    """The cluster's fit and prediction, put before the one-machine estimator in each
+    estimator's bases (see the module docstring)."""
 
     _regression = False
-    _loss_choices = LOSSES
+
+    def _set_cluster_params(self, method, client, n_partitions, local_sweeps, laps,
+                            checkpoint_every, engine, timeout, rules):
+        self.method = method
+        self.client = client
+        self.n_partitions = n_partitions
+        self.local_sweeps = local_sweeps
+        self.laps = laps
+        self.checkpoint_every = checkpoint_every
+        self.engine = engine
+        self.timeout = timeout
+        self.rules = rules
 
     def _check_params(self):
         C, tol, max_iter, bias = check_linear_params(
-            self.C, self.loss, self.selection, self.tol, self.max_iter, self.fit_intercept,
-            self.intercept_scaling, self._loss_choices)
+            self.C, self.loss, self.selection, self.tol, self.max_iter,
+            self.fit_intercept, self.intercept_scaling, self._loss_choices)
         V.choice("engine", self.engine, ENGINES)
         V.choice("method", self.method, (*METHODS, "auto"))
         if self.method == "newton":
@@ -90,8 +103,12 @@ class _DistributedBase(SVMBase):
         if self.n_partitions is not None:
             V.positive_int("n_partitions", self.n_partitions)
         V.positive("timeout", self.timeout)
-        if getattr(self, "warm_start", False):
-            raise ValueError("warm_start is not supported by pybudget.dask estimators")
+        if V.boolean("warm_start", self.warm_start):
+            raise ValueError("warm_start=True is one machine's only: pybudget.dask "
+                             "estimators start every fit from zero")
+        if getattr(self, "multi_class", "ovr") != "ovr":
+            raise ValueError(f"pybudget.dask.{type(self).__name__} supports "
+                             f"multi_class='ovr' only, got {self.multi_class!r}")
         rules = DEFAULT_RULES if self.rules is None else self.rules
         if not isinstance(rules, ClusterRules):
             raise ValueError(f"rules must be a pybudget.dask.ClusterRules or None, got "
@@ -209,8 +226,9 @@ class _DistributedBase(SVMBase):
                 if verbose:
                     mem = engine.peak_memory()
                     peaks = ", ".join(f"{m:.0f}" for _, m in sorted(mem.items()) if m)
-                    report(f"round {e['round']}: relative duality gap {e['gap']:.3g} "
-                           f"(largest of {e['checked']} checked), "
+                    report(f"round {e['round']}: KKT violation {e['kkt']:.3g}, relative "
+                           f"duality gap {e['gap']:.3g} (largest of {e['checked']} "
+                           "checked), "
                            f"{e['active']} problems left, bytes through the client "
                            f"{e['bytes']['client']}, between workers {e['bytes']['workers']}"
                            f", worker peak memory [{peaks}] MiB", time.perf_counter() - t0)
@@ -232,8 +250,7 @@ class _DistributedBase(SVMBase):
         self.worker_peak_memory_ = peaks
         if not res.converged.all():
             warnings.warn(f"{type(self).__name__} reached max_iter={max_iter} "
-                          f"{METHODS[method].unit} before "
-                          f"a relative duality gap of tol={tol}; increase max_iter",
+                          f"{METHODS[method].unit} before tol={tol}; increase max_iter",
                           ConvergenceWarning)
         return self
 
@@ -253,12 +270,16 @@ class _DistributedBase(SVMBase):
         ``auto_selection``'s dual CD strategy; "whole" leaves "auto" to the workers, which
         hold all rows and apply one machine's rule to them (``_whole.plan_on``)."""
         method = self.method
-        if method == "newton":
-            return "newton", "newton"
         if method == "auto":
             method = ("whole" if self._whole_by_size(sum(s.n for s in summ),
                                                      sum(s.nnz for s in summ),
                                                      spec.rules) else None)
+        if spec.tol_rule != "max" and method != "whole":
+            raise ValueError(f"tol_rule={spec.tol_rule!r} is one machine's solver's "
+                             "rule: method 'whole' runs it; the ring and Newton stop "
+                             "by their own checks (tol_rule='max')")
+        if method == "newton":
+            return "newton", "newton"
         if self.selection != "auto" or method == "whole":
             return method or "ring", self.selection
         got = engine.scales(spec)
@@ -290,8 +311,12 @@ class _DistributedBase(SVMBase):
         common = {"loss": self.loss, "n_parts": len(summ), "bias": bias, "d": d, "C": C,
                   "seed": seed, "n_rows": n, "rules": rules}
         if self._regression:
-            spec = FitSpec(**common, regression=True,
-                           epsilon=V.nonnegative("epsilon", self.epsilon))
+            eps = V.nonnegative("epsilon", self.epsilon)
+            # (one machine's unit of tol: linear.problem.regression_tol_scale)
+            top = max(s.max_abs_y for s in summ)
+            spec = FitSpec(**common, regression=True, epsilon=eps,
+                           kkt_unit=regression_tol_scale(np.array([top]), eps),
+                           tol_rule=check_tol_rule(self.tol_rule, self.loss))
             return spec, d, None
         labels = np.concatenate([s.labels for s in summ if s.n])
         classes = np.unique(labels)
@@ -333,13 +358,12 @@ class _DistributedBase(SVMBase):
     # ---- prediction -----------------------------------------------------------------
 
     def to_local(self):
-        """The one-machine estimator with these coefficients (for ``pybudget.save``, the
-        command line's ``predict``, and prediction on numpy or scipy input)."""
+        """The one-machine estimator with these parameters (the cluster's left out) and
+        coefficients (for ``pybudget.save``, the command line's ``predict``, and a
+        refit on one machine)."""
         check_is_fitted(self, "coef_")
         cls = self._local_class
-        # tol and max_iter mean a duality gap and rounds here, a KKT tolerance and
-        # sweeps there: the local model keeps its own defaults for a refit
-        names = set(cls().get_params()) - {"tol", "max_iter"}
+        names = cls().get_params()
         local = cls(**{k: v for k, v in self.get_params().items() if k in names})
         for name in ("n_features_in_", "n_iter_", "n_steps_", "selection_", "fit_time_"):
             setattr(local, name, getattr(self, name))
@@ -355,18 +379,18 @@ class _DistributedBase(SVMBase):
         local.converged_ = self.converged_.copy()
 
     def _blockwise(self, X, method, n_out):
-        """method of the local model on X: a Dask array of X's row chunks for Dask
-        input (n_out columns, or 1-d when None), a numpy array otherwise."""
+        """The one-machine estimator's ``method`` on X: a Dask array of X's row chunks
+        for Dask input (n_out columns, or 1-d when None), as on one machine otherwise."""
         check_is_fitted(self, "coef_")
-        local = self.to_local()
-        fn = getattr(local, method)
+        local = getattr(self._local_class, method)
         if not _is_dask(X):
-            return fn(X)
+            return local(self, X)
         if X.ndim != 2 or len(X.chunks[1]) != 1:
             raise ValueError("X must be a 2-d Dask array chunked by rows only")
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but the model was fitted "
                              f"with {self.n_features_in_}")
+        fn = getattr(self.to_local(), method)
         dtype = self.classes_.dtype if method == "predict" and hasattr(self, "classes_") \
             else np.float64
         if n_out is None:
@@ -378,6 +402,8 @@ class _DistributedBase(SVMBase):
         return self._blockwise(X, "predict", None)
 
     def score(self, X, y, sample_weight=None):
+        if not (_is_dask(X) or _is_dask(y)):
+            return self._local_class.score(self, X, y, sample_weight=sample_weight)
         pred = self.predict(X)
         if _is_dask(pred):
             pred = pred.compute()
@@ -394,36 +420,48 @@ def _chunk_span(bounds, p, P, n):
     return f"{first}" if first == last else f"{first}-{last}"
 
 
-_COMMON_DOC = """
+_CLUSTER_DOC = """
+    Parameters as the one-machine estimator's, with the same meanings and defaults,
+    and ``n_jobs`` the threads of ``engine="threads"``.  What a method does not do as
+    one machine does: ``method="whole"`` runs one machine's solver on each problem and
+    gives one machine's model, bit for bit.  The ring runs one machine's sweeps in a
+    block-wise order over the partitions (one round, one sweep: ``max_iter`` counts
+    rounds) and stops when the exact largest KKT violation over all rows is at most
+    ``tol`` (in one machine's unit), the exact test one machine confirms its own stop
+    with; it checks on a schedule of its own, so it stops at another round than one
+    machine's sweeps would (often earlier: docs/benchmarks.md, section 10).
+    ``method="newton"`` runs one machine's primal Newton route (``tol`` its relative
+    duality gap, ``max_iter`` Newton iterations, as there).  Not on a cluster:
+    ``warm_start=True``, ``multi_class="crammer_singer"``, and ``tol_rule="liblinear"``
+    outside method "whole".
+
     method : {"auto", "ring", "whole", "newton"}, default="auto"
         How the partitions share the work (docs/user_guide.md, "Training on a Dask
-        cluster"): "ring", the partitions take turns within a round (one round is one
-        sweep of one-machine dual CD); "whole", every worker
-        holds all rows (one copy a host) and runs whole problems with the one-machine solver
-        (``n_rounds_`` is then the most sweeps of a problem); "newton" (squared hinge,
-        logistic and squared epsilon-insensitive losses, ``selection="auto"``), the
-        primal Newton solver on the client with its sums over the partitions
-        (``n_rounds_``: the most Newton iterations of a problem, ``n_steps_``: the
-        Hessian-vector products).  "auto" chooses per fit (``method_``): "whole" for
-        rows of at most 64 MiB, else "newton" where one machine's ``selection="auto"``
-        runs the primal Newton solver (a smooth classification loss, at least 100 rows
-        per column in use), else "ring".  With ``selection`` set to a dual CD strategy
-        (not "auto"), "auto" on rows above 64 MiB is always "ring", whatever the loss.
+        cluster"): "ring", the partitions take turns within a round; "whole", every
+        worker holds all rows (one copy a host) and runs whole problems; "newton"
+        (squared hinge, logistic and squared epsilon-insensitive losses,
+        ``selection="auto"``), the primal Newton solver on the client with its sums
+        over the partitions (``n_steps_``: the Hessian-vector products).  "auto"
+        chooses per fit (``method_``): "whole" for rows of at most 64 MiB, else
+        "newton" where one machine's ``selection="auto"`` runs the primal Newton solver
+        (a smooth classification loss, at least 100 rows per column in use), else
+        "ring".  With ``selection`` set to a dual CD strategy (not "auto"), "auto" on
+        rows above 64 MiB is always "ring", whatever the loss.
     client : distributed.Client or None, default=None
         The cluster to train on; the current client when None.
     n_partitions : int or None, default=None
         Row partitions (never dependent on the number of workers): the row chunks of a
         Dask array, one per LIBSVM shard, 4 for numpy or scipy input.
     local_sweeps : int, default=1
-        Sweeps of the local solver per round.
+        The ring only: sweeps of the local solver per visit.
     laps : int or "auto", default="auto"
         The ring only: each round goes round the partitions ``laps`` times, and a visit
         runs its partition's next share of one sweep (with ``local_sweeps=1``).  More
         laps, fewer rounds and more hops between workers per round; "auto" starts at 64
         visits a round, at least one lap per partition, finer for visits of more than
         32768 non-zeros, unless the weights moved would exceed the bytes a sweep reads,
-        and doubles the laps when the gap stalls (``laps_``: the last round's; the rule:
-        docs/architecture.md, "The Dask cluster").
+        and doubles the laps when the checks stall (``laps_``: the last round's; the
+        rule: docs/architecture.md, "The Dask cluster").
     checkpoint_every : int, default=10
         Rounds between checkpoints of the partitions' duals (0: only the start).  A lost
         worker costs at most this many rounds, replayed to the same bits.
@@ -437,13 +475,19 @@ _COMMON_DOC = """
         worker or for method "whole", the ring's laps, threads per visit, ...);
         None: ``ClusterRules()``, the defaults measured on 2-core machines (its
         docstring says what each decides and what set it).
+
+    Attributes
+    ----------
+    As the one-machine estimator's (``n_iter_``: the method's count, ``n_rounds_``),
+    and for each problem ``duality_gap_`` (relative) and ``primal_objective_``;
+    ``bytes_sent_`` ({"client", "workers"}: bytes of arrays through the client and
+    between workers), ``method_``, ``laps_``, ``n_partitions_``, ``n_checks_``,
+    ``recoveries_``, ``rounds_log_`` and ``worker_peak_memory_`` (MiB, by worker
+    address, at the end of fit).
 """
 
-
-class _DistributedClassifier(ClassifierMixin, _DistributedBase):
+class _ClusterClassifier(_ClusterEstimator):
     """decision_function (classifiers only, as on one machine)."""
-
-    _fitted_attr = "classes_"
 
     def decision_function(self, X):
         check_is_fitted(self, "coef_")
@@ -451,157 +495,85 @@ class _DistributedClassifier(ClassifierMixin, _DistributedBase):
         return self._blockwise(X, "decision_function", None if k == 1 else k)
 
 
-class LinearSVC(_DistributedClassifier):
-    __doc__ = """Linear SVM (hinge or squared hinge, one-vs-rest) trained on a Dask cluster,
-    with pybudget's dual CD strategies as the local solver.
-
-    Parameters as :class:`pybudget.LinearSVC` (``multi_class="ovr"`` only, no
-    ``warm_start``), except ``tol`` : float, default=1e-3, the relative duality gap
-    (P - D) / P at which a binary problem stops, and ``max_iter`` : int, default=1000,
-    the most rounds.  ``n_jobs`` sets the threads of ``engine="threads"``.
-    """ + _COMMON_DOC + """
-    Attributes
-    ----------
-    classes_, coef_, intercept_ : as :class:`pybudget.LinearSVC`.
-    n_rounds_ : int
-        Rounds run (the largest over the binary problems); also ``n_iter_``.
-    duality_gap_, kkt_violation_, primal_objective_, dual_objective_, converged_ :
-    ndarray of shape (n_problems,)
-        Relative duality gap, exact maximal KKT violation over all rows, objectives and
-        convergence flag of each binary problem at its final weights.
-    bytes_sent_ : dict
-        Bytes of arrays moved by the fit: ``"client"`` through the client (the final
-        weights, selection="auto"'s statistics), ``"workers"`` between workers (the
-        weights from visit to visit, the changes, checkpoint copies).
-    method_ : str
-        The method used ("auto" resolved).
-    worker_peak_memory_ : dict
-        Peak resident memory (MiB) at the end of fit of each worker process (by address)
-        that ran a task of the fit and is still there.
-    """
+class LinearSVC(_ClusterClassifier, LocalLinearSVC):
+    __doc__ = """:class:`pybudget.LinearSVC` (hinge or squared hinge, one-vs-rest)
+    trained on a Dask cluster.
+    """ + _CLUSTER_DOC
 
     _local_class = LocalLinearSVC
+    _loss_choices = LOSSES
 
-    def __init__(self, C=1.0, *, loss="hinge", multi_class="ovr", selection="auto",
-                 tol=1e-3, max_iter=1000, fit_intercept=True, intercept_scaling=1.0,
+    def __init__(self, C=1.0, *, loss="hinge", multi_class="ovr", selection="auto", tol=0.1,
+                 max_iter=1000, fit_intercept=True, intercept_scaling=1.0,
                  class_weight=None, warm_start=False, random_state=None, n_jobs=None,
                  verbose=0, method="auto", client=None, n_partitions=None,
-                 local_sweeps=1, laps="auto", checkpoint_every=10, engine="dask", timeout=600.0,
-                 rules=None):
-        self.C = C
-        self.loss = loss
-        self.multi_class = multi_class
-        self.selection = selection
-        self.tol = tol
-        self.max_iter = max_iter
-        self.fit_intercept = fit_intercept
-        self.intercept_scaling = intercept_scaling
-        self.class_weight = class_weight
-        self.warm_start = warm_start
-        self.random_state = random_state
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.method = method
-        self.client = client
-        self.n_partitions = n_partitions
-        self.local_sweeps = local_sweeps
-        self.laps = laps
-        self.checkpoint_every = checkpoint_every
-        self.engine = engine
-        self.timeout = timeout
-        self.rules = rules
+                 local_sweeps=1, laps="auto", checkpoint_every=10, engine="dask",
+                 timeout=600.0, rules=None):
+        super().__init__(C, loss=loss, multi_class=multi_class, selection=selection,
+                         tol=tol, max_iter=max_iter, fit_intercept=fit_intercept,
+                         intercept_scaling=intercept_scaling, class_weight=class_weight,
+                         warm_start=warm_start, random_state=random_state, n_jobs=n_jobs,
+                         verbose=verbose)
+        self._set_cluster_params(method, client, n_partitions, local_sweeps, laps,
+                                 checkpoint_every, engine, timeout, rules)
 
     def fit(self, X, y=None, sample_weight=None):
-        if self.multi_class != "ovr":
-            raise ValueError("pybudget.dask.LinearSVC supports multi_class='ovr' only, got "
-                             f"{self.multi_class!r}")
         return self._fit(X, y, sample_weight)
 
 
-class LogisticRegression(_DistributedClassifier):
-    __doc__ = """L2-regularised logistic regression (one-vs-rest) trained on a Dask cluster,
-    with pybudget's dual CD strategies as the local solver.
-
-    Parameters as :class:`pybudget.LogisticRegression` (no ``warm_start``), except
-    ``tol`` : float, default=1e-3, a relative duality gap, and ``max_iter``, the most
-    rounds.""" + _COMMON_DOC
+class LogisticRegression(_ClusterClassifier, LocalLogisticRegression):
+    __doc__ = """:class:`pybudget.LogisticRegression` (one-vs-rest) trained on a Dask
+    cluster.
+    """ + _CLUSTER_DOC
 
     _local_class = LocalLogisticRegression
     _loss_choices = ("logistic",)
     loss = "logistic"
 
-    def __init__(self, C=1.0, *, selection="auto", tol=1e-3, max_iter=1000,
+    def __init__(self, C=1.0, *, selection="auto", tol=0.1, max_iter=1000,
                  fit_intercept=True, intercept_scaling=1.0, class_weight=None,
                  random_state=None, warm_start=False, n_jobs=None, verbose=0, method="auto",
-                 client=None, n_partitions=None, local_sweeps=1, laps="auto", checkpoint_every=10,
-                 engine="dask", timeout=600.0, rules=None):
-        self.C = C
-        self.selection = selection
-        self.tol = tol
-        self.max_iter = max_iter
-        self.fit_intercept = fit_intercept
-        self.intercept_scaling = intercept_scaling
-        self.class_weight = class_weight
-        self.random_state = random_state
-        self.warm_start = warm_start
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.method = method
-        self.client = client
-        self.n_partitions = n_partitions
-        self.local_sweeps = local_sweeps
-        self.laps = laps
-        self.checkpoint_every = checkpoint_every
-        self.engine = engine
-        self.timeout = timeout
-        self.rules = rules
+                 client=None, n_partitions=None, local_sweeps=1, laps="auto",
+                 checkpoint_every=10, engine="dask", timeout=600.0, rules=None):
+        super().__init__(C, selection=selection, tol=tol, max_iter=max_iter,
+                         fit_intercept=fit_intercept, intercept_scaling=intercept_scaling,
+                         class_weight=class_weight, random_state=random_state,
+                         warm_start=warm_start, n_jobs=n_jobs, verbose=verbose)
+        self._set_cluster_params(method, client, n_partitions, local_sweeps, laps,
+                                 checkpoint_every, engine, timeout, rules)
 
     def fit(self, X, y=None, sample_weight=None):
-        return self._fit(X, y, sample_weight)
+        self._fit(X, y, sample_weight)
+        # (an array of shape (1,), as one machine's and scikit-learn's liblinear path)
+        self.n_iter_ = np.array([self.n_iter_], dtype=np.int32)
+        return self
 
     def predict_proba(self, X):
         check_is_fitted(self, "coef_")
         return self._blockwise(X, "predict_proba", self.classes_.shape[0])
 
 
-class LinearSVR(RegressorMixin, _DistributedBase):
-    __doc__ = """Linear support vector regression trained on a Dask cluster, with pybudget's
-    dual CD strategies as the local solver.
-
-    Parameters as :class:`pybudget.LinearSVR` (no ``warm_start``), except ``tol`` :
-    float, default=1e-3, a relative duality gap, and ``max_iter``, the most rounds.
-    ``coef_`` has shape (n_features,), as on one machine.""" + _COMMON_DOC
+class LinearSVR(_ClusterEstimator, LocalLinearSVR):
+    __doc__ = """:class:`pybudget.LinearSVR` trained on a Dask cluster; ``coef_`` has shape
+    (n_features,), as on one machine.
+    """ + _CLUSTER_DOC
 
     _local_class = LocalLinearSVR
     _regression = True
     _loss_choices = REGRESSION_LOSSES
 
     def __init__(self, C=1.0, *, epsilon=0.0, loss="epsilon_insensitive", selection="auto",
-                 tol=1e-3, max_iter=1000, fit_intercept=True, intercept_scaling=1.0,
-                 random_state=None, warm_start=False, n_jobs=None, verbose=0, method="auto",
-                 client=None, n_partitions=None, local_sweeps=1, laps="auto", checkpoint_every=10,
-                 engine="dask", timeout=600.0, rules=None):
-        self.C = C
-        self.epsilon = epsilon
-        self.loss = loss
-        self.selection = selection
-        self.tol = tol
-        self.max_iter = max_iter
-        self.fit_intercept = fit_intercept
-        self.intercept_scaling = intercept_scaling
-        self.random_state = random_state
-        self.warm_start = warm_start
-        self.n_jobs = n_jobs
-        self.verbose = verbose
-        self.method = method
-        self.client = client
-        self.n_partitions = n_partitions
-        self.local_sweeps = local_sweeps
-        self.laps = laps
-        self.checkpoint_every = checkpoint_every
-        self.engine = engine
-        self.timeout = timeout
-        self.rules = rules
+                 tol=0.1, tol_rule="max", max_iter=1000, fit_intercept=True,
+                 intercept_scaling=1.0, random_state=None, warm_start=False, n_jobs=None,
+                 verbose=0, method="auto", client=None, n_partitions=None,
+                 local_sweeps=1, laps="auto", checkpoint_every=10, engine="dask",
+                 timeout=600.0, rules=None):
+        super().__init__(C, epsilon=epsilon, loss=loss, selection=selection, tol=tol,
+                         tol_rule=tol_rule, max_iter=max_iter, fit_intercept=fit_intercept,
+                         intercept_scaling=intercept_scaling, random_state=random_state,
+                         warm_start=warm_start, n_jobs=n_jobs, verbose=verbose)
+        self._set_cluster_params(method, client, n_partitions, local_sweeps, laps,
+                                 checkpoint_every, engine, timeout, rules)
 
     def fit(self, X, y=None, sample_weight=None):
         return self._fit(X, y, sample_weight)
@@ -609,11 +581,14 @@ class LinearSVR(RegressorMixin, _DistributedBase):
     def _set_result(self, res, bias, d, classes, spec, n_parts, elapsed):
         super()._set_result(res, bias, d, classes, spec, n_parts, elapsed)
         self.coef_ = self.coef_[0]
+        for name in ("dual_objective_", "primal_objective_", "kkt_violation_",
+                     "duality_gap_"):
+            setattr(self, name, float(getattr(self, name)[0]))
+        self.converged_ = bool(self.converged_[0])
 
     def _copy_solution(self, local):
         local.coef_ = self.coef_.copy()
         local.intercept_ = self.intercept_.copy()
-        local.dual_objective_ = float(self.dual_objective_[0])
-        local.primal_objective_ = float(self.primal_objective_[0])
-        local.kkt_violation_ = float(self.kkt_violation_[0])
-        local.converged_ = bool(self.converged_[0])
+        for name in ("dual_objective_", "primal_objective_", "kkt_violation_",
+                     "converged_"):
+            setattr(local, name, getattr(self, name))

@@ -32,12 +32,12 @@ from pybudget.linear._dcd_rows cimport (DualData, PairVar, Shrink, VISIT_DROP, V
                                         pair_target, pair_up, prefetch_ahead)
 from pybudget.linear._dcd_svm cimport (
     SvmProblem, svm_gradient, svm_violation, svm_step, svm_gain, svm_final, svm_pair_var,
-    svm_pair_set, svm_seen_loss,
+    svm_pair_set,
     svm_shrink_begin, svm_shrink_visit, svm_shrink_met, svm_shrink_roll, svm_shrink_reset,
     svm_shrink_shown)
 from pybudget.linear._dcd_svr cimport (
     SvrProblem, svr_gradient, svr_violation, svr_step, svr_gain, svr_final, svr_pair_var,
-    svr_pair_set, svr_seen_loss,
+    svr_pair_set,
     svr_shrink_begin, svr_shrink_visit, svr_shrink_met, svr_shrink_roll, svr_shrink_reset,
     svr_shrink_shown)
 from pybudget.linear._dcd_cs cimport (
@@ -327,7 +327,6 @@ cdef struct Whole:
     int unused
 
 cdef struct Lapped:
-    float* seen         # each sample's loss when last visited (record), or NULL
     int lap             # this call runs lap number `lap` of `laps` shares of a sweep
     int laps
     double window       # AVSF's reference gain averages over about this many steps
@@ -338,20 +337,6 @@ ctypedef fused Mode:
 
 
 cdef Whole WHOLE
-
-
-cdef inline void record(const Problem* P, const Lapped* M, const double* a, int i,
-                        double G) noexcept nogil:
-    """Keep sample i's primal loss at the margin of its gradient G in M.seen (when
-    kept): the ring's cheap, stale estimate of the primal (dask._steps.seen_gap)."""
-    if M.seen == NULL:
-        return
-    if Problem is SvmProblem:
-        M.seen[i] = <float>svm_seen_loss(P, a, i, G)
-    elif Problem is SvrProblem:
-        M.seen[i] = <float>svr_seen_loss(P, a, i, G)
-    elif Problem is LrProblem:
-        M.seen[i] = <float>lr_loss(P, i, G)
 
 
 cdef inline bint l1_met(State* S, double l1, double tol) noexcept nogil:
@@ -395,8 +380,6 @@ cdef double uniform_sweep(const Problem* P, State* S, const Mode* M) noexcept no
         i = order[s]
         prefetch_ahead(&P.r.X, order, s, hi, w, stride(P))
         G = gradient(P, w, a, i)
-        if Mode is Lapped:
-            record(P, M, a, i, G)
         pg = violation(P, a, i, G)
         if pg > v:
             v = pg
@@ -562,8 +545,6 @@ cdef int shrinking_sweep(const Problem* P, State* S, double tol,
         prefetch_ahead(&P.r.X, order, s, active, w, stride(P))
         steps += 1
         G = gradient(P, w, a, i)
-        if Mode is Lapped:
-            record(P, M, a, i, G)
         code = shrink_visit(P, a, i, G, &sh)
         if code == VISIT_DROP:
             active -= 1
@@ -670,8 +651,6 @@ cdef bint avsf_sweep(const Problem* P, State* S, double tol, const Mode* M) noex
         i = sched[s]
         prefetch_ahead(&P.r.X, sched, s, hi, w, stride(P))
         G = gradient(P, w, a, i)
-        if Mode is Lapped:
-            record(P, M, a, i, G)
         pg = violation(P, a, i, G)
         if pg > v:
             v = pg
@@ -1076,13 +1055,13 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
               double[::1] prefs, int[::1] perm, int n_active, RoundScalars[::1] scal,
               double[::1] qd, bint fresh, int selection, int sweeps, uint64_t seed,
               bint squared, bint check, str problem="svm", double epsilon=0.0,
-              comp=None, int lap=0, int laps=1, int n_total=0, float[::1] seen=None):
+              comp=None, int lap=0, int laps=1, int n_total=0):
     """``sweeps`` sweeps of a strategy, in place on alpha (u), w (v, entering as the global
     w) and the strategy state: prefs (AVSF preferences), perm and n_active (hard
     shrinking's active set first), scal (one ``_dcd_types.ROUND_SCALARS`` record: shrinking's
     thresholds and extremes, AVSF's dref, the logistic inner tolerance, where a shrinking
     lap continues), qd (curvatures, computed here when ``fresh``).  No strategy stops early
-    here: every rule runs at tolerance 0 (the caller stops on the duality gap).
+    here: every rule runs at tolerance 0 (the caller stops on its own exact check).
 
     With ``check``, a pass before the sweeps, at the entering w (cvec holds the
     unscaled C_i): the exact maximal violation and the weighted primal loss (returned
@@ -1097,9 +1076,7 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
     perm, is drawn in the first).  Every strategy's state between laps is in the
     arguments.  n_total: the rows of the whole problem when these are a part of it
     (AVSF's reference gain then averages over a sweep of the whole, as on one
-    machine).  ``seen`` (float32, one per row, or None): each visited row's weighted
-    primal loss at the margin its step saw is written there (the ring's stale estimate
-    of the primal)."""
+    machine)."""
     if problem not in PROBLEMS[:3]:
         raise ValueError(f"problem must be one of {PROBLEMS[:3]}, got {problem!r}")
     if not (0 <= lap < laps) or (laps > 1 and sweeps > 1) or scal.shape[0] != 1:
@@ -1107,8 +1084,6 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
                          "records of scalars: need 0 <= lap < laps, one sweep with laps, "
                          "one record")
     cdef int n = y.shape[0], i
-    if seen is not None and seen.shape[0] != n:
-        raise ValueError(f"seen has {seen.shape[0]} entries for {n} rows")
     if n == 0:
         return RoundOutcome(n_active=0, n_steps=0, kkt_violation=0.0, loss_sum=0.0)
     cdef DualData r = dual_data(X, y, upper, diag, cvec, bias, squared)
@@ -1141,7 +1116,6 @@ def dcd_round(X, const double[::1] y, const double[::1] upper, const double[::1]
     S.pp = &prefs[0]
     S.learned = &prefs[0]
     cdef Lapped M
-    M.seen = NULL if seen is None else &seen[0]
     M.lap, M.laps = lap, laps
     M.window = n_total if n_total > n else n
     S.psum = 0.0

@@ -145,9 +145,3 @@ cdef inline double svm_loss(const SvmProblem* P, int i, double m) noexcept nogil
     if loss <= 0.0:
         return 0.0
     return P.r.cvec[i] * (loss * loss if P.r.squared else loss)
-
-
-cdef inline double svm_seen_loss(const SvmProblem* P, const double* a, int i,
-                                 double G) noexcept nogil:
-    """svm_loss at the margin a sweep's gradient G (before the step) was taken at."""
-    return svm_loss(P, i, G + 1.0 - P.r.diag[i] * a[i])

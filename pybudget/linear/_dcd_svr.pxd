@@ -164,9 +164,3 @@ cdef inline double svr_loss(const SvrProblem* P, int i, double m) noexcept nogil
     if loss <= 0.0:
         return 0.0
     return P.r.cvec[i] * (loss * loss if P.r.squared else loss)
-
-
-cdef inline double svr_seen_loss(const SvrProblem* P, const double* b, int i,
-                                 double G) noexcept nogil:
-    """svr_loss at the prediction a sweep's gradient G (before the step) was taken at."""
-    return svr_loss(P, i, G + P.r.y[i] - P.r.diag[i] * b[i])

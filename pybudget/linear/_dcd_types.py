@@ -93,9 +93,7 @@ ROUND_SCALARS = np.dtype([(name, np.float64) for name in
 
 # What the ring carries per problem from one partition to the next (a 1-element array of
 # this dtype, shipped with the weights): the thresholds handed on and the extremes folded
-# over the round's partitions, AVSF's reference gain, the logistic inner tolerance, the
-# dual CD steps so far, and the round's sums of the losses the rows had when last
-# visited and of the dual's terms (the stale estimate of the gap).
+# over the round's partitions, AVSF's reference gain, the logistic inner tolerance and
+# the dual CD steps so far.
 RING_CARRY = np.dtype([(name, np.float64) for name in
-                       (*THRESHOLDS, "dref", "lr_tol", "steps", "seen_loss",
-                        "seen_terms")])
+                       (*THRESHOLDS, "dref", "lr_tol", "steps")])

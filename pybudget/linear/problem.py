@@ -211,8 +211,9 @@ def dual_cd(rows, y, cvec, plan, *, loss, tol, max_iter, seed, start=None, verbo
     prefs, perm = ((start.prefs, start.perm) if fresh
                    else (start.prefs.copy(), start.perm.copy()))
     n_active, dref = start.n_active, start.dref
-    if problem == "svr" and tol_rule == "max":
-        # (the liblinear rule is relative to the first sweep already)
+    if problem == "svr" and tol_rule == "max" and selection != "newton":
+        # (the liblinear rule is relative to the first sweep already, and the Newton
+        # route's tol is a relative gap)
         tol = tol * regression_tol_scale(y, epsilon)
     if selection == "pairs":
         # A step on z_i moves the bias term of every margin by bias^2 dz_i, and dz_i is

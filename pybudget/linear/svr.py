@@ -43,7 +43,8 @@ class LinearSVR(RegressorMixin, SVMBase):
         tolerance is relative too, to the first sweep's violations).
         ``kkt_violation_`` is reported in the units of the targets.  With
         ``tol_rule="liblinear"``, ``tol`` is relative to the first sweep's L1 norm of
-        the violations instead, see there.
+        the violations instead, see there.  On the primal Newton route
+        (``selection_ == "newton"``) ``tol`` is the relative duality gap, unscaled.
     tol_rule : {"max", "liblinear"}, default="max"
         The stopping rule.  "max": the largest violation as described under ``tol``,
         confirmed by an exact pass over all variables.  "liblinear": liblinear's own

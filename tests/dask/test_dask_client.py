@@ -25,9 +25,8 @@ def test_a_client_that_is_not_the_default(method):
             distributed.default_client()
         Xd = client.persist(da.from_array(X, chunks=(150, 50), asarray=False))
         yd = client.persist(da.from_array(y, chunks=150))
-        m = pbd.LinearSVC(client=client, method=method, random_state=0, tol=1e-2,
-                          max_iter=3000).fit(Xd, yd)
-    assert m.converged_.all() and m.duality_gap_.max() <= 1e-2
+        m = pbd.LinearSVC(client=client, method=method, random_state=0).fit(Xd, yd)
+    assert m.converged_.all() and m.kkt_violation_.max() <= 0.1
     if method == "whole":        # (one machine's bits: in order, either way)
         local = pybudget.LinearSVC(random_state=0).fit(X, y)
         np.testing.assert_array_equal(m.coef_, local.coef_)

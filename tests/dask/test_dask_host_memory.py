@@ -243,7 +243,7 @@ def fit_on(client, monkeypatch, inputs, seed=0):
     if inputs == "dask array":
         rules = pbd.ClusterRules(small_bytes=1000)
         X, y = blocks_on_workers(client, X, y)
-    m = pbd.LinearSVC(method="whole", tol=1.0, random_state=0, client=client,
+    m = pbd.LinearSVC(method="whole", random_state=0, client=client,
                       rules=rules).fit(X, y)
     return m, one
 
@@ -304,7 +304,7 @@ def test_a_worker_that_runs_no_problem_still_writes_its_partition(monkeypatch):
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as c:
         Xd, yd = blocks_on_workers(c, X, y)
-        m = pbd.LinearSVC(method="whole", tol=1.0, random_state=0, client=c,
+        m = pbd.LinearSVC(method="whole", random_state=0, client=c,
                           n_partitions=4,
                           rules=pbd.ClusterRules(small_bytes=1000)).fit(Xd, yd)
         assert gone_soon(before)

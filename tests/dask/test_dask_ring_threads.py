@@ -57,7 +57,7 @@ def placed(monkeypatch):
 def test_ring_runs_each_visit_on_the_workers_threads(two_by_two, spy, placed, laps,
                                                      monkeypatch):
     X, y = make_data(n=900, classes=4, seed=6)
-    kw = dict(C=0.5, tol=1e-3, random_state=0, method="ring", n_partitions=2, max_iter=300,
+    kw = dict(C=0.5, random_state=0, method="ring", n_partitions=2, max_iter=300,
               laps=laps, rules=SPREAD)
     seeded = []
     real_seed = _dask_ring.RingRuns._seed
