@@ -70,6 +70,7 @@ class WholeProblems:
                 addr, js = running.pop(fut)
                 if fut.status == "finished":
                     for j, out in zip(js, fut.result()):
+                        self.bytes["client"] += out.w.nbytes
                         W = _whole.put(W, len(problems), row[j], out)
                         outs[j] = out
                     last = time.monotonic()

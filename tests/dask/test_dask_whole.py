@@ -83,6 +83,8 @@ def test_whole_has_one_machine_bits_on_a_dask_array(client, loss, monkeypatch):
     np.testing.assert_array_equal(m.coef_, one.coef_)
     np.testing.assert_array_equal(m.intercept_, one.intercept_)
     assert len(ran_on) == 2
+    # (the weights come through the client: counted)
+    assert m.bytes_sent_["client"] >= (m.coef_.size + m.intercept_.size) * 8
 
 
 def test_tol_reaches_the_worker_processes(client):
