@@ -198,7 +198,8 @@ def save(model, path):
     Parameters
     ----------
     model : LinearSVC or BudgetSVC
-        A fitted estimator.
+        A fitted estimator; a ``pybudget.dask`` estimator is written as its one-machine
+        model (``to_local()``).
     path : str, os.PathLike or binary file object
         Where to write; a file object open for writing is written directly.
 
@@ -226,6 +227,8 @@ def save(model, path):
     >>> bool((load(path).predict(X) == clf.predict(X)).all())
     True
     """
+    if hasattr(model, "to_local"):      # (a cluster's estimator: its parameters are not
+        model = model.to_local()        # the model's, its coefficients are)
     kind = type(model).__name__
     if kind not in _LAYOUT or not isinstance(model, _estimators()[kind]):
         raise TypeError(f"save supports {', '.join(_LAYOUT)}; got {type(model).__name__}")

@@ -105,3 +105,17 @@ def test_max_iter_caps_the_rings_rounds_as_sweeps():
     assert m.n_rounds_ == m.n_iter_ == 7 and not m.converged_.any()
     assert any(issubclass(w.category, ConvergenceWarning) and "max_iter=7 rounds"
                in str(w.message) for w in got)
+
+
+@pytest.mark.parametrize("cls,local", PAIRS)
+def test_a_model_file_holds_the_one_machine_model(cls, local, tmp_path):
+    """pybudget.save writes a cluster's estimator as its one-machine model (its
+    cluster parameters are not the model's): load gives the local class back."""
+    X, y = make_data(n=300, d=10, classes=3, seed=6)
+    if cls is pbd.LinearSVR:
+        y = X @ np.linspace(-1, 1, X.shape[1])
+    m = cls(engine="threads", random_state=0).fit(X, y)
+    pybudget.save(m, tmp_path / "m.pbm")
+    back = pybudget.load(tmp_path / "m.pbm")
+    assert type(back) is local and back.get_params() == m.to_local().get_params()
+    np.testing.assert_array_equal(back.predict(X), m.predict(X))
