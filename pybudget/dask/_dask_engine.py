@@ -9,7 +9,7 @@ the scheduler (a pinned task would otherwise wait for it forever): the driver th
 PartitionsLost and asks for ``recover``, which rebuilds the lost partitions on the
 workers left, from their sources, and restores every partition from the checkpoint,
 whose copies are kept on two workers (``_worker.STATE.kept``); those two are in
-``_dask_checkpoints``.
+``_checkpoints``.
 """
 import math
 import threading
@@ -22,7 +22,7 @@ import numpy as np
 from pybudget._core._progress import peak_rss_mb
 from pybudget._core._reduce import add_in_order
 from pybudget.dask import _steps, _worker
-from pybudget.dask._dask_checkpoints import Checkpointing
+from pybudget.dask._checkpoints import Checkpointing
 from pybudget.dask._dask_ring import RingRuns
 from pybudget.dask._dask_whole import WholeProblems
 from pybudget.dask._engines import assemble, initial_weights, start_payload

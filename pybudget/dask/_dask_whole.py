@@ -8,7 +8,7 @@ import time
 import uuid
 
 from pybudget.dask import _host_memory, _whole, _worker
-from pybudget.dask._recovery import MAX_RECOVERIES
+from pybudget.dask._checkpoints import MAX_RECOVERIES
 from pybudget.dask._scheduler import POLL_SECONDS, worker_info
 from pybudget.dask.errors import ClusterError, HostCopyMissing, PartitionsLost
 

@@ -9,7 +9,7 @@ recent rate of decrease (at least every MAX_CHECK_INTERVAL rounds), since checki
 problem costs about half a sweep of it.  On the ring the round after a check is
 submitted with it, and the workers leave out the problems it passed
 (``_steps.passed_in``), so the ring never waits for the client.  Checkpoints are
-taken every ``checkpoint_every`` rounds (``_recovery``); after a lost partition the
+taken every ``checkpoint_every`` rounds (``_checkpoints``); after a lost partition the
 engine rebuilds it and the fit replays from the last checkpoint, which gives the same
 bits as a run without the loss.
 """
@@ -21,7 +21,7 @@ import numpy as np
 
 from pybudget.dask._laps import grown
 from pybudget.dask._plan import ClusterRules
-from pybudget.dask._recovery import Checkpoints
+from pybudget.dask._checkpoints import Checkpoints
 from pybudget.dask._steps import passed
 from pybudget.dask.errors import PartitionsLost
 

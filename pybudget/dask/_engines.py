@@ -6,7 +6,7 @@ so a fit gives the same bits on either:
 - ThreadsEngine (here): every partition in this process, on a pool of threads (the
   sweeps release the GIL).  For tests and comparisons.
 - DaskEngine (``_dask_engine``; its ring's runs in ``_dask_ring``, method "whole" in
-  ``_dask_whole``, its checkpoints and recovery in ``_dask_checkpoints``): each
+  ``_dask_whole``, its checkpoints and recovery in ``_checkpoints``): each
   partition built once on a Dask worker and kept there.
 """
 from typing import Protocol

@@ -27,7 +27,7 @@ import numpy as np
 from pybudget._core._parallel import map_threads
 from pybudget._core._reduce import fixed_dot
 from pybudget.dask._driver import FitResult
-from pybudget.dask._recovery import counted
+from pybudget.dask._checkpoints import counted
 from pybudget.dask.errors import PartitionsLost
 from pybudget.linear.primal import newton
 

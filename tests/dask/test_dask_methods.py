@@ -1,5 +1,5 @@
 """pybudget.dask's methods behind one interface (``_methods``) and the driver's
-checkpoints (``_recovery``): a new method is an object in ``METHODS`` and nothing else,
+checkpoints (``_checkpoints``): a new method is an object in ``METHODS`` and nothing else,
 and a lost partition costs a replay from the latest checkpoint, at most MAX_RECOVERIES
 times."""
 import copy
@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 import pybudget.dask as pbd
-from pybudget.dask import _methods, _recovery
+from pybudget.dask import _checkpoints, _methods
 from pybudget.dask._driver import _Driver
 from pybudget.dask.errors import CheckpointLost, ClusterError, PartitionsLost
 
@@ -80,19 +80,19 @@ def advanced(drv, t):
 def test_checkpoints_are_taken_every_so_many_rounds_once():
     eng = FakeEngine([])
     drv = _Driver(2, 1)
-    ck = _recovery.Checkpoints(eng, {}, drv, every=3)
+    ck = _checkpoints.Checkpoints(eng, {}, drv, every=3)
     for t in range(8):
         ck.take(advanced(drv, t))
         ck.take(advanced(drv, t))              # (a replayed round: no second copy)
     assert eng.snapshots == 2 and ck.latest[0].t == 6 and ck.latest[1] == ("token", 2)
-    never = _recovery.Checkpoints(eng, {}, drv, every=0)
+    never = _checkpoints.Checkpoints(eng, {}, drv, every=0)
     never.take(advanced(drv, 30))
     assert never.latest[1] is None and eng.snapshots == 2
 
 
 def test_a_recovery_replays_from_the_latest_checkpoint_with_fresh_copies():
     eng = FakeEngine([None])
-    ck = _recovery.Checkpoints(eng, {}, _Driver(1, 1), every=2)
+    ck = _checkpoints.Checkpoints(eng, {}, _Driver(1, 1), every=2)
     ck.take(advanced(_Driver(1, 1), 4))
     drv = ck.restore(PartitionsLost("worker gone"))
     assert drv.t == 4 and eng.recovered_to == [("token", 1)]
@@ -102,7 +102,7 @@ def test_a_recovery_replays_from_the_latest_checkpoint_with_fresh_copies():
 
 def test_a_lost_checkpoint_replays_from_the_start_and_is_not_a_new_loss():
     eng = FakeEngine([CheckpointLost("both copies lost"), None])
-    ck = _recovery.Checkpoints(eng, {}, _Driver(1, 1), every=2)
+    ck = _checkpoints.Checkpoints(eng, {}, _Driver(1, 1), every=2)
     ck.take(advanced(_Driver(1, 1), 4))
     drv = ck.restore(PartitionsLost("worker gone"))
     assert drv.t == 0 and eng.recovered_to == [("token", 1), None]
@@ -110,9 +110,9 @@ def test_a_lost_checkpoint_replays_from_the_start_and_is_not_a_new_loss():
 
 
 def test_too_many_losses_abandon_the_fit():
-    losses = [PartitionsLost(f"loss {i}") for i in range(_recovery.MAX_RECOVERIES)]
+    losses = [PartitionsLost(f"loss {i}") for i in range(_checkpoints.MAX_RECOVERIES)]
     eng = FakeEngine(losses)
-    ck = _recovery.Checkpoints(eng, {}, _Driver(1, 1), every=2)
+    ck = _checkpoints.Checkpoints(eng, {}, _Driver(1, 1), every=2)
     with pytest.raises(ClusterError, match="lost partitions 4 times; last: loss 2"):
         ck.restore(PartitionsLost("first"))
-    assert len(eng.recovered_to) == _recovery.MAX_RECOVERIES
+    assert len(eng.recovered_to) == _checkpoints.MAX_RECOVERIES

@@ -87,7 +87,7 @@ def test_newton_refuses_what_it_cannot_solve(kw, match):
 
 def test_recoveries_retry_a_loss_during_a_recovery_and_give_up_after_the_limit():
     from pybudget.dask import _newton
-    from pybudget.dask._recovery import MAX_RECOVERIES
+    from pybudget.dask._checkpoints import MAX_RECOVERIES
     from pybudget.dask.errors import ClusterError, PartitionsLost
 
     class Engine:

@@ -1,14 +1,69 @@
-"""DaskEngine's checkpoints and recovery (a mixin of ``_dask_engine.DaskEngine``, apart so
-that each file holds one concern; it works on the engine's tables).
+"""Checkpoints and the replay after a loss, in one place: the driver's side (when to
+take one, the replay: ``Checkpoints``; how many losses a fit survives: ``counted``) and
+the Dask engine's (where the copies live and how lost partitions come back:
+``Checkpointing``, a mixin of ``_dask_engine.DaskEngine``).
 
-A checkpoint is each partition's duals and the weights, held by two workers in
-``_worker.STATE.kept`` (never through the client, unless one worker is left).  ``recover``
-rebuilds the lost partitions from their sources on the workers left and restores every
-partition and the weights from a checkpoint; the driver's side (when to take one, the
-replay) is ``_recovery``.
+A checkpoint is the driver's state (a copy of ``_driver._Driver``) with the engine's
+token for the partitions' duals and the weights (``Engine.snapshot``; on a Dask cluster
+copies held by two workers in ``_worker.STATE.kept``, never through the client unless
+one worker is left).  After a lost partition the engine rebuilds it from its source on
+the workers left and puts every partition and the weights back to the latest
+checkpoint (``Engine.recover``), and the fit replays from there: the same bits as a run
+without the loss.
 """
+import copy
+
 from pybudget.dask import _steps, _worker
-from pybudget.dask.errors import CheckpointLost, PartitionsLost
+from pybudget.dask.errors import CheckpointLost, ClusterError, PartitionsLost
+
+MAX_RECOVERIES = 3        # lost partitions survived in one fit before giving up
+
+
+def counted(recoveries, lost):
+    """The recoveries of a fit after one more, for ``lost``; past MAX_RECOVERIES the fit
+    is abandoned (ClusterError)."""
+    recoveries += 1
+    if recoveries > MAX_RECOVERIES:
+        raise ClusterError(f"the fit lost partitions {recoveries} times; last: {lost}") from None
+    return recoveries
+
+
+class Checkpoints:
+    """The start, the latest checkpoint, and the recoveries of one fit."""
+
+    def __init__(self, engine, spec, drv, every):
+        self.engine, self.spec, self.every = engine, spec, every
+        # the first checkpoint is the start itself: a recovery to it sets up afresh
+        self.start = self.latest = (copy.deepcopy(drv), None)
+        self.recoveries = 0
+
+    def take(self, drv):
+        """A checkpoint before round drv.t when one is due (every ``every`` rounds)."""
+        if (self.every > 0 and drv.t > 0 and drv.t % self.every == 0
+                and self.latest[0].t != drv.t):
+            self.latest = (copy.deepcopy(drv), self.engine.snapshot())
+
+    def restore(self, lost):
+        """After ``lost`` (a PartitionsLost): the partitions rebuilt and put back to the
+        latest checkpoint; returns the driver's state to replay from."""
+        while True:                    # (a recovery can lose a worker too)
+            self.recoveries = counted(self.recoveries, lost)
+            try:
+                self.engine.recover(self.spec, self.latest[1])
+                # copies of the checkpoint on today's workers: the old ones may have
+                # lived on the worker lost (a second loss would have nothing to
+                # restore); a loss while they are made is a loss like any other
+                fresh = self.engine.snapshot() if self.latest[1] is not None else None
+                break
+            except CheckpointLost as again:
+                # (no new loss: the same recovery, from the start)
+                lost, self.latest = again, self.start
+                self.recoveries -= 1
+            except PartitionsLost as again:
+                lost = again
+        drv = copy.deepcopy(self.latest[0])
+        self.latest = (self.latest[0], fresh)
+        return drv
 
 
 class Checkpointing:
