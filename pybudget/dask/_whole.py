@@ -122,7 +122,7 @@ def plan_on(spec, rows, y, sw):
     cvec = spec.C * sw
     if not spec.regression:
         cvec = cvec * spec.class_weight[y]
-    return plan_for(rows, cvec, spec.loss, spec.selection)
+    return plan_for(rows, cvec, spec.loss, spec.selection, tol_rule=spec.tol_rule)
 
 
 def solve_problems(data, spec, js, tol, max_iter):

@@ -85,12 +85,18 @@ def test_what_a_cluster_does_not_do_is_refused_in_one_line(kw, match):
         pbd.LinearSVC(engine="threads", **kw).fit(X, y)
 
 
-def test_liblinears_regression_rule_runs_on_method_whole_only():
+@pytest.mark.parametrize("scaling", [1.0, 100.0])
+def test_liblinears_regression_rule_runs_on_method_whole_only(scaling):
+    """With tol_rule="liblinear" one machine keeps dual CD even for a dominant bias
+    (intercept_scaling 100 here); "whole" plans as it does."""
     X, _ = make_data(n=300, d=10, seed=3)
-    t = X @ np.ones(X.shape[1])
-    kw = dict(tol_rule="liblinear", engine="threads", random_state=0)
+    t = X @ np.ones(X.shape[1]) + 5
+    local = dict(tol_rule="liblinear", random_state=0, intercept_scaling=scaling,
+                 loss="squared_epsilon_insensitive")
+    kw = dict(local, engine="threads")
     whole = pbd.LinearSVR(method="whole", **kw).fit(X, t)
-    one = pybudget.LinearSVR(tol_rule="liblinear", random_state=0).fit(X, t)
+    one = pybudget.LinearSVR(**local).fit(X, t)
+    assert whole.selection_ == one.selection_
     np.testing.assert_array_equal(whole.coef_, one.coef_)
     with pytest.raises(ValueError, match="tol_rule='liblinear' is one machine's"):
         pbd.LinearSVR(method="ring", **kw).fit(X, t)
