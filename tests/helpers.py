@@ -148,25 +148,3 @@ def held(client, within=10.0):
         if not any(got.values()) or time.monotonic() > deadline:
             return got
         time.sleep(0.05)
-
-
-def placement_engine():
-    """A DaskEngine class that records where the partitions were built (``placed``:
-    partition -> worker), made on first use (pybudget.dask imports no Dask itself)."""
-    global _PLACEMENT
-    if _PLACEMENT is None:
-        from pybudget.dask._dask_engine import DaskEngine
-
-        class PlacementEngine(DaskEngine):
-            placed = None
-
-            def build(self, *args, **kwargs):
-                out = super().build(*args, **kwargs)
-                type(self).placed = dict(self.where)
-                return out
-
-        _PLACEMENT = PlacementEngine
-    return _PLACEMENT
-
-
-_PLACEMENT = None

@@ -379,6 +379,9 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
         live = set(self.workers())
         return sorted(a for a in addrs if a in live)
 
+    def placement(self):
+        return [self.where[p] for p in range(len(self.where))]
+
     def peak_memory(self):
         # (the live workers of the fit only: an idle worker's first call imports
         # pybudget, 2 s here)

@@ -80,6 +80,10 @@ class Engine(Protocol):
     def peak_memory(self) -> dict:
         """Peak resident memory (MiB) of each process holding partitions."""
 
+    def placement(self) -> list:
+        """Where each partition lives, in partition order (a worker's address; None in
+        this process)."""
+
     def close(self) -> None:
         """Drop the partitions."""
 
@@ -209,6 +213,9 @@ class ThreadsEngine:
 
     def peak_memory(self):
         return {"local": peak_rss_mb()}
+
+    def placement(self):
+        return [None] * len(self.parts)
 
     def close(self):
         self.parts = []

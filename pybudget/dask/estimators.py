@@ -242,12 +242,14 @@ class _ClusterEstimator:
                                       checkpoint_every=ckpt, laps=laps, max_laps=max_laps,
                                       callback=progress)
             peaks = engine.peak_memory()
+            placed = engine.placement()
         finally:
             engine.close()
         self.method_ = method
         self.laps_ = res.laps
         self._set_result(res, bias, d, classes, spec, len(srcs), time.perf_counter() - t0)
         self.worker_peak_memory_ = peaks
+        self.partition_workers_ = placed
         if not res.converged.all():
             warnings.warn(f"{type(self).__name__} reached max_iter={max_iter} "
                           f"{METHODS[method].unit} before tol={tol}; increase max_iter",
@@ -482,8 +484,9 @@ _CLUSTER_DOC = """
     and for each problem ``duality_gap_`` (relative) and ``primal_objective_``;
     ``bytes_sent_`` ({"client", "workers"}: bytes of arrays through the client and
     between workers), ``method_``, ``laps_``, ``n_partitions_``, ``n_checks_``,
-    ``recoveries_``, ``rounds_log_`` and ``worker_peak_memory_`` (MiB, by worker
-    address, at the end of fit).
+    ``recoveries_``, ``rounds_log_``, ``worker_peak_memory_`` (MiB, by worker
+    address, at the end of fit) and ``partition_workers_`` (the worker each partition
+    lived on at the end of fit, in partition order; None with ``engine="threads"``).
 """
 
 class _ClusterClassifier(_ClusterEstimator):

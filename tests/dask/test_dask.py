@@ -19,7 +19,7 @@ from pybudget.dask._partition import PartCheck, PartSummary, Partition, add_into
 from pybudget.dask._plan import FitSpec
 from pybudget.dask._sources import build_partition, row_bounds
 
-from helpers import chunked, held, make_data, placement_engine, ring_rules
+from helpers import chunked, held, make_data, ring_rules
 
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
@@ -360,10 +360,7 @@ def test_worker_addresses_from_a_scheduler_without_arguments(client, monkeypatch
     assert _scheduler.worker_addresses(client) == live
 
 
-PlacementEngine = placement_engine()
-
-
-def test_small_dask_array_is_gathered_on_one_worker(client, monkeypatch):
+def test_small_dask_array_is_gathered_on_one_worker(client):
     """A small Dask array whose chunks live on both workers once kept its
     partitions where the chunks were, and paid a hop per visit (a9a as a 4-chunk array,
     C = 1, tol 1e-3: 264 s, 139 rounds).  Its partitions are now gathered on one worker,
@@ -379,25 +376,23 @@ def test_small_dask_array_is_gathered_on_one_worker(client, monkeypatch):
                                       meta=sp.csr_matrix((0, X.shape[1]))))
     Xd = da.concatenate(blocks, axis=0)
     yd = client.persist(da.from_array(y, chunks=400))
-    monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
     m = pbd.LinearSVC(C=0.5, tol=1e-3, random_state=0, client=client).fit(Xd, yd)
-    assert len(set(PlacementEngine.placed.values())) == 1
+    assert len(set(m.partition_workers_)) == 1
     ref = pbd.LinearSVC(C=0.5, tol=1e-3, random_state=0, engine="threads").fit(Xd, yd)
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     assert held(client) == {w: 0 for w in held(client)}
 
 
-def test_small_data_is_placed_on_one_worker(client, monkeypatch):
+def test_small_data_is_placed_on_one_worker(client):
     """Small data: the ring's partitions on one worker (one task a round); above
     ``small_bytes``, contiguous runs over the workers; the same bits either way (the
     laps given: the rule also sets the laps of "auto")."""
     X, y = make_data(n=800)
-    monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
     kw = dict(C=0.1, tol=1e-3, random_state=0, client=client, n_partitions=4, laps=2)
     small = pbd.LinearSVC(**kw).fit(X, y)
-    assert len(set(PlacementEngine.placed.values())) == 1
+    assert len(set(small.partition_workers_)) == 1
     spread = pbd.LinearSVC(rules=SPREAD, **kw).fit(X, y)
-    where = PlacementEngine.placed
+    where = spread.partition_workers_
     assert where[0] == where[1] != where[2] == where[3]
     np.testing.assert_array_equal(small.coef_, spread.coef_)
     # the ring moved its weights between the workers only when spread
@@ -563,7 +558,7 @@ def test_sparse_hops_stop_when_the_visits_change_most_weights(client, monkeypatc
     np.testing.assert_array_equal(m.coef_, ref.coef_)
 
 
-def test_dask_array_partitions_are_built_where_their_chunks_live(client, monkeypatch):
+def test_dask_array_partitions_are_built_where_their_chunks_live(client):
     X, y = make_data(n=800)
     Xd, yd = chunked(X, y, 4)
     Xd, yd = client.persist([Xd, yd])
@@ -571,10 +566,10 @@ def test_dask_array_partitions_are_built_where_their_chunks_live(client, monkeyp
     who = client.who_has(Xd)
     # (Dask spreads them: homes alternate here, where the spread rule would give runs)
     homes = [sorted(who[key])[0] for (key,) in Xd.__dask_keys__()]
-    monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
     # (as large data: small arrays are gathered on one worker, the test above)
-    pbd.LinearSVC(C=0.1, tol=1e-2, random_state=0, client=client, rules=SPREAD).fit(Xd, yd)
-    assert [PlacementEngine.placed[p] for p in range(4)] == homes
+    m = pbd.LinearSVC(C=0.1, tol=1e-2, random_state=0, client=client,
+                      rules=SPREAD).fit(Xd, yd)
+    assert m.partition_workers_ == homes
 
 
 @pytest.mark.cluster

@@ -8,11 +8,9 @@ import pytest
 
 import pybudget.dask as pbd
 from pybudget.dask import _dask_ring, _steps
-from pybudget.dask import estimators as E
 
-from helpers import make_data, placement_engine, ring_rules
+from helpers import make_data, ring_rules
 
-PlacementEngine = placement_engine()
 
 pytestmark = pytest.mark.usefixtures("ring_by_default")
 
@@ -47,14 +45,8 @@ def spy(monkeypatch):
     return calls
 
 
-@pytest.fixture
-def placed(monkeypatch):
-    """An engine that records where the partitions went."""
-    monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
-
-
 @pytest.mark.parametrize("laps", [1, 4], ids=["weights", "sparse hops"])
-def test_ring_runs_each_visit_on_the_workers_threads(two_by_two, spy, placed, laps,
+def test_ring_runs_each_visit_on_the_workers_threads(two_by_two, spy, laps,
                                                      monkeypatch):
     X, y = make_data(n=900, classes=4, seed=6)
     kw = dict(C=0.5, random_state=0, method="ring", n_partitions=2, max_iter=300,
@@ -65,7 +57,7 @@ def test_ring_runs_each_visit_on_the_workers_threads(two_by_two, spy, placed, la
                         lambda self, groups: seeded.append(groups) or real_seed(self, groups))
     m = pbd.LinearSVC(client=two_by_two, **kw).fit(X, y)
     assert bool(seeded) == (laps > 1)
-    assert len(set(PlacementEngine.placed.values())) == 2
+    assert len(set(m.partition_workers_)) == 2
     assert spy and all(n == 2 for n, _ in spy)
     assert max(k for _, k in spy) == 2          # (4 problems in 2 groups)
     spy.clear()

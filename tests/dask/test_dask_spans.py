@@ -9,11 +9,9 @@ import pytest
 
 import pybudget.dask as pbd
 from pybudget.dask import _scheduler
-from pybudget.dask import estimators as E
 
-from helpers import make_data, placement_engine, ring_rules, tall
+from helpers import make_data, ring_rules, tall
 
-PlacementEngine = placement_engine()
 
 # (these tests are about the ring: conftest.ring_by_default)
 pytestmark = pytest.mark.usefixtures("ring_by_default")
@@ -29,10 +27,9 @@ def client(request):
 
 
 @pytest.fixture
-def spread(monkeypatch):
+def spread():
     """Rules that spread the partitions over the workers in contiguous runs, whatever
-    the size (and an engine that records where they went)."""
-    monkeypatch.setattr(E, "DaskEngine", PlacementEngine)
+    the size."""
     return ring_rules(small_bytes=1000)
 
 
@@ -43,7 +40,7 @@ def test_ring_spans_every_worker(client, spread):
               max_iter=300, rules=spread)
     m = pbd.LinearSVC(client=client, **kw).fit(X, y)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
-    assert len(set(PlacementEngine.placed.values())) == K
+    assert len(set(m.partition_workers_)) == K
     assert m.bytes_sent_["workers"] > 0
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     assert m.n_rounds_ == ref.n_rounds_
@@ -57,7 +54,8 @@ def test_newton_spans_every_worker(client, spread):
     kw = dict(method="newton", tol=1e-6, C=0.5, n_partitions=2 * K, rules=spread)
     m = pbd.LogisticRegression(client=client, **kw).fit(X, y)
     ref = pbd.LogisticRegression(engine="threads", **kw).fit(X, y)
-    assert len(set(PlacementEngine.placed.values())) == K
+    assert len(set(m.partition_workers_)) == K
+    assert ref.partition_workers_ == [None] * 2 * K
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     np.testing.assert_array_equal(m.intercept_, ref.intercept_)
     assert m.n_iter_ == ref.n_iter_ and m.recoveries_ == 0
