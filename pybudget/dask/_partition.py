@@ -298,10 +298,12 @@ class Partition:
         """dcd_round on problem j from weights v (changed in place); returns its
         RoundOutcome."""
         st, cost = self.problems[j], self.costs[j]
+        # (only a round's first lap draws an order or a schedule: the later laps and
+        # the check pass use no generator, so they skip the seed's ~15 us)
+        seed = round_seed(self.seed, j, self.part, rnd) if lap == 0 and sweeps else 0
         out = dcd_round(self.Xk, st.y, cost.upper, cost.diag, cost.cvec, self.bias,
                         st.u, v, st.prefs, st.perm, st.n_active, st.scal,
-                        cost.qd, False, self.selection, sweeps,
-                        round_seed(self.seed, j, self.part, rnd), self.squared, check,
+                        cost.qd, False, self.selection, sweeps, seed, self.squared, check,
                         self.kind, self.epsilon, st.comp, lap, laps, self.n_total)
         st.n_active = out.n_active
         return out
