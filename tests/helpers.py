@@ -1,5 +1,6 @@
 """Helpers the test modules share (one module: tests never import each other)."""
 import os
+import signal
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -148,3 +149,63 @@ def held(client, within=10.0):
         if not any(got.values()) or time.monotonic() > deadline:
             return got
         time.sleep(0.05)
+
+
+@contextmanager
+def tasks_run(client):
+    """Yields a list that holds, once the block has run, (name, worker) of every task
+    that ran on the cluster meanwhile, in the order they finished: Dask's own task
+    stream, a task's name its key's prefix (a pybudget.dask task is named after its
+    function)."""
+    import distributed
+    from dask.utils import key_split
+    out = []
+    with distributed.get_task_stream(client) as stream:
+        yield out
+    out.extend((key_split(t["key"]), t["worker"])
+               for t in sorted(stream.data, key=lambda t: t["startstops"][-1]["stop"]))
+
+
+def kill_on_task(client, name, tokens, nth=1, times=1, leave=False):
+    """Make workers die at a chosen task: a worker that starts its ``nth`` task named
+    ``name`` (counted by each worker process) is SIGKILLed (its nanny starts another),
+    or with ``leave`` closes with its nanny (none comes back); ``times`` deaths over the
+    cluster at most.  Each death leaves a file in the directory ``tokens``; returns a
+    function listing the workers that died, in order.  (A Dask worker plugin: public
+    API, no engine internals.)"""
+    import distributed
+
+    def claim(address):
+        """One of the ``times`` tokens, taken by creating its file, which names the
+        worker (False: none left)."""
+        for i in range(times):
+            try:
+                fd = os.open(os.path.join(tokens, f"death-{i}"), os.O_CREAT | os.O_EXCL
+                             | os.O_WRONLY)
+            except FileExistsError:
+                continue
+            os.write(fd, address.encode())
+            os.close(fd)
+            return True
+        return False
+
+    class TaskKiller(distributed.WorkerPlugin):
+        # (a local class: pickled by value, the workers need not import this module)
+        def setup(self, worker):
+            self.worker, self.seen = worker, 0
+
+        def transition(self, key, start, finish, **kwargs):
+            from dask.utils import key_split
+            if finish != "executing" or key_split(key) != name:
+                return
+            self.seen += 1
+            if self.seen < nth or not claim(self.worker.address):
+                return
+            if leave:
+                self.worker.loop.add_callback(self.worker.close, nanny=True)
+            else:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    client.register_plugin(TaskKiller(), name=f"kill-on-{name}")
+    return lambda: [(Path(tokens) / f"death-{i}").read_text() for i in range(times)
+                    if (Path(tokens) / f"death-{i}").exists()]

@@ -15,10 +15,11 @@ import scipy.sparse as sp
 import pybudget
 import pybudget.dask as pbd
 from pybudget.dask import _host_memory, _whole
-from pybudget.dask._dask_engine import DaskEngine
 from pybudget.dask._partition import PartSummary
 from pybudget.dask._plan import FitSpec
 from pybudget.dask.errors import HostCopyMissing
+
+from helpers import tasks_run
 
 distributed = pytest.importorskip("distributed")
 pytestmark = pytest.mark.skipif(not _host_memory.available(), reason="no /dev/shm")
@@ -37,27 +38,12 @@ def ours():
     return set(glob.glob(_host_memory.path("pybudget-*")))
 
 
-class Sent(list):
-    """Names of the functions sent, and where each went (``where``)."""
-    def __init__(self):
-        super().__init__()
-        self.where = {}
-
-
-def spy_on(monkeypatch, swap=None):
-    """The functions DaskEngine sends to the workers, in order (``swap``: send another
-    function in one's place)."""
-    sent, real = Sent(), DaskEngine._on
-
-    def spy(self, addr, fn, *args):
-        sent.append(fn.__name__)
-        sent.where.setdefault(fn.__name__, []).append(addr)
-        if swap and fn in swap:
-            fn = swap[fn]
-        return real(self, addr, fn, *args)
-
-    monkeypatch.setattr(DaskEngine, "_on", spy)
-    return sent
+def sent(ran):
+    """The names of the tasks that ran, and {name: [worker of each]} (``tasks_run``)."""
+    where = {}
+    for name, worker in ran:
+        where.setdefault(name, []).append(worker)
+    return [name for name, _ in ran], where
 
 
 def gone_soon(before):
@@ -255,17 +241,18 @@ def test_the_workers_of_a_host_share_one_copy_to_one_machines_bits(client, monke
     written by the worker holding it, and both workers map it: no rows between the
     workers, no task fetching a partition's rows first; one machine's bits; no file
     left."""
-    sent = spy_on(monkeypatch)
     before = ours()
-    m, one = fit_on(client, monkeypatch, inputs)
+    with tasks_run(client) as ran:
+        m, one = fit_on(client, monkeypatch, inputs)
+    names, where = sent(ran)
     np.testing.assert_array_equal(m.coef_, one.coef_)
     np.testing.assert_array_equal(m.intercept_, one.intercept_)
-    assert "all_rows" not in sent and "file_write" not in sent
-    assert "partition_rows_task" not in sent
-    assert len(set(sent.where["file_rows"])) == 2 and m.bytes_sent_["workers"] == 0
+    assert "all_rows" not in names and "file_write" not in names
+    assert "partition_rows_task" not in names
+    assert len(set(where["file_rows"])) == 2 and m.bytes_sent_["workers"] == 0
     # (a Dask array: each worker its own block; in memory: small, all on one worker)
-    assert len(set(sent.where["file_write_held"])) == (2 if inputs == "dask array" else 1)
-    assert sent.count("file_write_held") == m.n_partitions_
+    assert len(set(where["file_write_held"])) == (2 if inputs == "dask array" else 1)
+    assert names.count("file_write_held") == m.n_partitions_
     assert gone_soon(before)
 
 
@@ -278,16 +265,17 @@ def test_where_the_copy_cannot_be_shared_each_worker_copies(client, monkeypatch,
     its own copy, to the same bits."""
     if how == "not made":
         # (a name in no directory: the file cannot be made)
-        swap = {_whole.file_write_held: lambda name, *args: _whole.file_write_held(
-                    name + "/x", *args)}
+        real, fn = _whole.file_write_held, "file_write_held"
+        monkeypatch.setattr(_whole, fn, lambda name, *args: real(name + "/x", *args))
     else:
-        swap = {_whole.file_rows: lambda name, *args: _whole.file_rows(name + "-x", *args)}
-    sent = spy_on(monkeypatch, swap=swap)
+        real, fn = _whole.file_rows, "file_rows"
+        monkeypatch.setattr(_whole, fn, lambda name, *args: real(name + "-x", *args))
     before = ours()
-    m, one = fit_on(client, monkeypatch, inputs, seed=1)
+    with tasks_run(client) as ran:
+        m, one = fit_on(client, monkeypatch, inputs, seed=1)
     np.testing.assert_array_equal(m.coef_, one.coef_)
     np.testing.assert_array_equal(m.intercept_, one.intercept_)
-    assert sent.count("all_rows") == 2
+    assert sent(ran)[0].count("all_rows") == 2
     assert m.bytes_sent_["workers"] > 0
     assert gone_soon(before)
 
@@ -298,18 +286,19 @@ def test_a_worker_that_runs_no_problem_still_writes_its_partition(monkeypatch):
     that run problems share it; one machine's bits."""
     X, y = make_data(n=1600, classes=3, seed=2)
     one = pybudget.LinearSVC(random_state=0).fit(X, y)
-    sent = spy_on(monkeypatch)
     before = ours()
     with distributed.LocalCluster(n_workers=4, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as c:
         Xd, yd = blocks_on_workers(c, X, y)
-        m = pbd.LinearSVC(method="whole", random_state=0, client=c,
-                          n_partitions=4,
-                          rules=pbd.ClusterRules(small_bytes=1000)).fit(Xd, yd)
+        with tasks_run(c) as ran:
+            m = pbd.LinearSVC(method="whole", random_state=0, client=c,
+                              n_partitions=4,
+                              rules=pbd.ClusterRules(small_bytes=1000)).fit(Xd, yd)
         assert gone_soon(before)
+    where = sent(ran)[1]
     np.testing.assert_array_equal(m.coef_, one.coef_)
     np.testing.assert_array_equal(m.intercept_, one.intercept_)
-    assert len(set(sent.where["file_write_held"])) == 4
-    assert len(set(sent.where["solve_problems"])) == 3
-    assert len(set(sent.where["file_rows"])) == 3 and m.bytes_sent_["workers"] == 0
+    assert len(set(where["file_write_held"])) == 4
+    assert len(set(where["solve_problems"])) == 3
+    assert len(set(where["file_rows"])) == 3 and m.bytes_sent_["workers"] == 0

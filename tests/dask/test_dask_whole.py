@@ -2,9 +2,6 @@
 with the one-machine solver.  Its bits must be one machine's for the same parameters, the
 same on any engine, worker count and thread count, and a lost worker must cost only
 the problems it was running."""
-import os
-import signal
-import time
 
 import numpy as np
 import pytest
@@ -13,9 +10,8 @@ from sklearn.base import clone
 
 import pybudget
 import pybudget.dask as pbd
-from pybudget.dask import _whole
-from pybudget.dask import estimators as E
-from pybudget.dask._dask_engine import DaskEngine
+
+from helpers import chunked, kill_on_task, tasks_run
 
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
@@ -29,11 +25,6 @@ def make_data(n=1500, d=300, classes=5, seed=0):
     W = rng.normal(size=(d, classes))
     y = np.argmax(X @ W + 0.5 * rng.normal(size=(n, classes)), axis=1)
     return X, 10 * y + 3          # any label values
-
-
-def chunked(X, y, parts):
-    step = -(-X.shape[0] // parts)
-    return da.from_array(X, chunks=(step, X.shape[1])), da.from_array(y, chunks=step)
 
 
 def primal(X, y, coef, intercept, C, loss="hinge"):
@@ -66,18 +57,12 @@ def test_whole_has_one_machine_bits_on_a_dask_array(client, loss, monkeypatch):
     """Chunks in order are the rows in order, and a tol the one-machine default meets
     stops every problem where one machine stops: the same bits, the problems run on
     both workers."""
-    ran_on, real = set(), DaskEngine._on
-
-    def spy(self, addr, fn, *args):
-        if fn is _whole.solve_problems:
-            ran_on.add(addr)
-        return real(self, addr, fn, *args)
-
-    monkeypatch.setattr(DaskEngine, "_on", spy)
     X, y = make_data()
     one = pybudget.LinearSVC(C=1.0, loss=loss, random_state=3).fit(X, y)
     Xd, yd = chunked(X, y, 4)
-    m = pbd.LinearSVC(C=1.0, loss=loss, random_state=3, client=client).fit(Xd, yd)
+    with tasks_run(client) as ran:
+        m = pbd.LinearSVC(C=1.0, loss=loss, random_state=3, client=client).fit(Xd, yd)
+    ran_on = {w for name, w in ran if name == "solve_problems"}
     assert m.method_ == "whole"
     np.testing.assert_array_equal(m.classes_, one.classes_)
     np.testing.assert_array_equal(m.coef_, one.coef_)
@@ -198,31 +183,12 @@ def test_whole_can_be_asked_for_a_binary_and_a_regression_problem(client):
     np.testing.assert_allclose(r.primal_objective_, ring.primal_objective_, rtol=2e-3)
 
 
-class KillingWholeEngine(DaskEngine):
-    """Kills the worker that the first task of ``when`` is sent to, right after
-    sending it: problems (``_whole.solve_problems``), or the rows' writing into the
-    file that the host's workers share (``_whole.file_write_held``: in memory, small,
-    on the worker holding every partition), or its mapping (``_whole.file_rows``)."""
-    kills, when, killed = 0, _whole.solve_problems, None
-
-    def _on(self, addr, fn, *args):
-        fut = super()._on(addr, fn, *args)
-        if fn is type(self).when and type(self).kills == 0:
-            type(self).kills += 1
-            type(self).killed = addr
-            os.kill(self.client.run(os.getpid, workers=[addr])[addr], signal.SIGKILL)
-            deadline = time.monotonic() + 30
-            while addr in self.workers() and time.monotonic() < deadline:
-                time.sleep(0.05)
-        return fut
-
-
 @pytest.mark.cluster
-@pytest.mark.parametrize("when, inputs", [(_whole.solve_problems, "in memory"),
-                                          (_whole.file_write_held, "in memory"),
-                                          (_whole.file_rows, "dask array")])
-def test_whole_lost_worker_reruns_its_problems_to_the_same_bits(monkeypatch, when,
-                                                                 inputs):
+@pytest.mark.parametrize("when, inputs", [("solve_problems", "in memory"),
+                                          ("file_write_held", "in memory"),
+                                          ("file_rows", "dask array")])
+def test_whole_lost_worker_reruns_its_problems_to_the_same_bits(monkeypatch, tmp_path,
+                                                                 when, inputs):
     """A worker lost while it runs a problem: the problem runs again on the other; lost
     while the rows are written into the host's file (by the worker holding every
     partition), or mapped, with its partitions: they are rebuilt from their sources and copied
@@ -242,16 +208,15 @@ def test_whole_lost_worker_reruns_its_problems_to_the_same_bits(monkeypatch, whe
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
     if inputs == "dask array":
         X, y = chunked(X, y, 2)
-    monkeypatch.setattr(E, "DaskEngine", KillingWholeEngine)
-    monkeypatch.setattr(KillingWholeEngine, "when", when)
-    KillingWholeEngine.kills = 0
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as c:
+        deaths = kill_on_task(c, when, tmp_path)
         m = pbd.LinearSVC(client=c, timeout=60, **kw).fit(X, y)
-    assert KillingWholeEngine.kills == 1
-    if when is not _whole.solve_problems:      # (lost while copying: before the unlink)
-        assert unlinks and all(KillingWholeEngine.killed not in ws for ws in unlinks)
+    killed = deaths()
+    assert len(killed) == 1
+    if when != "solve_problems":       # (lost while copying: before the unlink)
+        assert unlinks and all(killed[0] not in ws for ws in unlinks)
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     np.testing.assert_array_equal(m.intercept_, ref.intercept_)
 
@@ -260,22 +225,13 @@ def test_whole_deals_the_problems_a_few_to_a_task(client, monkeypatch):
     """The problems go a few to a task, fewer as fewer are left (_dask_whole._share),
     each exactly once, to one machine's bits; the last ones one to a task."""
     from pybudget.dask import _dask_whole
-    sent = []
-    real = DaskEngine._on
-
-    def spy(self, addr, fn, *args):
-        if fn is _whole.solve_problems:
-            sent.append(list(args[2]))
-        return real(self, addr, fn, *args)
-
-    monkeypatch.setattr(DaskEngine, "_on", spy)
     X, y = make_data(classes=12, seed=4)
-    m = pbd.LinearSVC(method="whole", random_state=0, client=client).fit(X, y)
+    with tasks_run(client) as ran:
+        m = pbd.LinearSVC(method="whole", random_state=0, client=client).fit(X, y)
     one = pybudget.LinearSVC(random_state=0).fit(X, y)
     np.testing.assert_array_equal(m.coef_, one.coef_)
-    assert sorted(j for js in sent for j in js) == list(range(12))
-    assert len(sent[0]) == _dask_whole._share(12, 2) == 3 and len(sent) < 12
-    assert [len(js) for js in sent[-2:]] == [1, 1]
+    tasks = [name for name, _ in ran].count("solve_problems")
+    assert 2 < tasks < 12                      # (a few to a task, fewer at the end)
     assert [_dask_whole._share(left, 2) for left in (20, 15, 4, 3, 1)] == [5, 3, 1, 1, 1]
 
 
