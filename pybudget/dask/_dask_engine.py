@@ -20,7 +20,6 @@ from concurrent.futures import CancelledError
 import numpy as np
 
 from pybudget._core._progress import peak_rss_mb
-from pybudget._core._reduce import add_in_order
 from pybudget.dask import _steps, _worker
 from pybudget.dask._checkpoints import Checkpointing
 from pybudget.dask._dask_ring import RingRuns
@@ -262,11 +261,16 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
                                    self.regression, self.names[p]) for p in away])
         self._synced()
 
-    def scales(self, spec):
-        out = self._gather([self._submit(_worker.scales_task, p, self.job, p, spec)
-                            for p in self.where])
-        self._synced()
-        self.bytes["client"] += sum(a.nbytes + b.nbytes for a, b in out)
+    def each(self, fn, *args, parts=None):
+        # (not tracked: method "newton"'s problems call from several client threads,
+        # each waiting for its own; also=: another thread's recovery may move a
+        # partition while this call waits on its old worker)
+        where = dict(self.where)
+        parts = sorted(where) if parts is None else parts
+        out = self._gather([self._on(where[p], _worker.each_task, self.job, p, fn, *args)
+                            for p in parts], also={where[p] for p in parts})
+        with self.counting:
+            self.bytes["client"] += _array_bytes(args) * len(parts) + _array_bytes(out)
         return out
 
     def setup(self, spec):
@@ -344,30 +348,10 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
         self._finished(got)
         return assemble(self.done, n_problems, d)
 
-    def primal_setup(self, spec):
-        self._gather([self._submit(_worker.primal_setup_task, p, self.job, p, spec)
-                      for p in self.where])
-        self._synced()
-
-    def primal(self, what, j, *args):
-        # (not tracked: the problems' calls run from several client threads, and each
-        # waits for its own; also=: another thread's recovery may move a partition while
-        # this call waits on its old worker)
-        where = dict(self.where)
-        per = self._gather([self._on(where[p], _worker.primal_task, self.job, p, what, j,
-                                     *args) for p in where], also=set(where.values()))
-        sent = sum(a.nbytes for a in args if isinstance(a, np.ndarray)) * len(self.where)
-        got = sum(x.nbytes for r in per for x in (r if isinstance(r, tuple) else (r,))
-                  if isinstance(x, np.ndarray))
-        with self.counting:
-            self.bytes["client"] += sent + got
-        return add_in_order(per)
-
-    def primal_recover(self, spec):
+    def rebuild_lost(self):
         lost = self._rebuild_lost()[1]
-        self._gather([self._submit(_worker.primal_setup_task, p, self.job, p, spec)
-                      for p in lost])
         self._synced()
+        return lost
 
     def concurrency(self, n_problems):
         threads = sum(w.get("nthreads", 1) for w in worker_info(self.client).values())
@@ -402,6 +386,15 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
                                 wait=False)
         except Exception:       # a closing cluster: nothing left to drop
             pass
+
+
+def _array_bytes(values):
+    """The bytes of the numpy arrays in values (lists and tuples looked into)."""
+    if isinstance(values, np.ndarray):
+        return values.nbytes
+    if isinstance(values, (list, tuple)):
+        return sum(_array_bytes(v) for v in values)
+    return 0
 
 
 def _start(inits, problems, spec):

@@ -15,7 +15,6 @@ import numpy as np
 
 from pybudget._core._parallel import map_threads
 from pybudget._core._progress import peak_rss_mb
-from pybudget._core._reduce import add_in_order
 from pybudget.dask import _steps, _whole
 from pybudget.dask._partition import add_into, first_carry
 from pybudget.dask._sources import build_partition
@@ -33,9 +32,10 @@ class Engine(Protocol):
     def build(self, sources, regression, names, locality=None) -> list:
         """Build the partitions; returns their summaries."""
 
-    def scales(self, spec) -> list:
-        """Per partition (C_i (|x_i|^2 + bias^2) of its rows, its columns in use), for
-        selection="auto"."""
+    def each(self, fn, *args, parts=None) -> list:
+        """fn(partition, *args) where each partition lives (those in ``parts``, all when
+        None), the results in partition order.  fn is a function of a module (it
+        travels to the workers by name); safe to call from several threads at once."""
 
     def setup(self, spec) -> None:
         """Every problem's local state and its initial weights (as ring payloads)."""
@@ -58,15 +58,9 @@ class Engine(Protocol):
         """Method "whole" (``_whole``): every problem start to end with the one-machine
         solver where all rows are; (the problems' outputs, their weights stacked)."""
 
-    def primal_setup(self, spec) -> None:
-        """Method "newton": every problem's primal on every partition."""
-
-    def primal(self, what, j, *args):
-        """Method "newton": ``Partition.primal_<what>(j, *args)`` of every partition,
-        summed in partition order (``_core._reduce.add_in_order``)."""
-
-    def primal_recover(self, spec) -> None:
-        """Method "newton": the lost partitions rebuilt and set up (the others kept)."""
+    def rebuild_lost(self) -> list:
+        """The partitions whose workers left, rebuilt from their sources on the workers
+        left (their state afresh); returns them."""
 
     def concurrency(self, n_problems) -> int:
         """How many problems of method "newton" run at the same time."""
@@ -127,8 +121,9 @@ class ThreadsEngine:
         self.parts = [build_partition(p, s, regression, names[p]) for p, s in enumerate(sources)]
         return [P.summary(regression) for P in self.parts]
 
-    def scales(self, spec):
-        return [P.scales(spec) for P in self.parts]
+    def each(self, fn, *args, parts=None):
+        return [fn(self.parts[p], *args)
+                for p in (range(len(self.parts)) if parts is None else parts)]
 
     def setup(self, spec):
         inits = [P.setup(spec) for P in self.parts]
@@ -192,14 +187,7 @@ class ThreadsEngine:
     def weights(self, n_problems, d):
         return assemble(self.rows, n_problems, d)
 
-    def primal_setup(self, spec):
-        for P in self.parts:
-            P.primal_setup(spec)
-
-    def primal(self, what, j, *args):
-        return add_in_order([getattr(P, "primal_" + what)(j, *args) for P in self.parts])
-
-    def primal_recover(self, spec):
+    def rebuild_lost(self):
         raise ClusterError("the threads engine cannot lose a partition")
 
     def concurrency(self, n_problems):

@@ -25,9 +25,10 @@ import threading
 import numpy as np
 
 from pybudget._core._parallel import map_threads
-from pybudget._core._reduce import fixed_dot
+from pybudget._core._reduce import add_in_order, fixed_dot
 from pybudget.dask._driver import FitResult
 from pybudget.dask._checkpoints import counted
+from pybudget.dask._partition import Partition
 from pybudget.dask.errors import PartitionsLost
 from pybudget.linear.primal import newton
 
@@ -50,7 +51,8 @@ class _Recoveries:
             while True:                          # (a recovery can lose a worker too)
                 self.count = counted(self.count, lost)
                 try:
-                    self.engine.primal_recover(self.spec)
+                    lost = self.engine.rebuild_lost()
+                    self.engine.each(Partition.primal_setup, self.spec, parts=lost)
                     break
                 except PartitionsLost as again:
                     lost = again
@@ -69,7 +71,8 @@ class _ClusterPrimal:
         while True:
             sent_in = self.recoveries.generation
             try:
-                return self.engine.primal(what, self.j, *args)
+                return add_in_order(self.engine.each(Partition.primal, what, self.j,
+                                                     *args))
             except PartitionsLost as lost:
                 self.recoveries.after(lost, sent_in)
 
@@ -93,7 +96,7 @@ def fit(engine, spec, n_problems, d, tol, max_iter):
     """Every problem by Newton iterations on the engine's partitions: a FitResult
     (n_rounds: the most Newton iterations a problem took; n_steps: the Hessian-vector
     products)."""
-    engine.primal_setup(spec)
+    engine.each(Partition.primal_setup, spec)
     recoveries = _Recoveries(engine, spec)
 
     def solve(j):

@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pybudget._core import _validation as V
+from pybudget.dask.errors import PartitionMissing
 from pybudget.linear._dcd_types import RING_CARRY, ROUND_SCALARS, THRESHOLDS
 from pybudget.linear._dual_cd import SELECTIONS, dcd_round, fresh_carry, roll_carried
 from pybudget.linear.losses import LOSS
@@ -236,6 +237,12 @@ class Partition:
         self.primals = [_Primal(self.Xk, t, c, spec.loss, spec.bias, eps, Xsq,
                                 gather=False) for t, c in zip(targets, costs)]
         self.curvature = {}
+
+    def primal(self, what, j, *args):
+        """``primal_<what>(j, *args)`` (at, value or hessp): method "newton"'s call."""
+        if self.primals is None:     # (rebuilt after a loss, not set up yet: sent again)
+            raise PartitionMissing(f"partition {self.part} is not set up here")
+        return getattr(self, "primal_" + what)(j, *args)
 
     def primal_at(self, j, v, tag):
         """Problem j's loss sum, gradient part and Hessian diagonal part at v; keeps the

@@ -91,8 +91,9 @@ def partition_rows_task(job, part):
     return P.X, P.y, P.sw
 
 
-def scales_task(job, part, spec):
-    return _get(job, part).scales(spec)
+def each_task(job, part, fn, *args):
+    """fn(partition, *args): ``Engine.each`` on this worker."""
+    return fn(_get(job, part), *args)
 
 
 def setup_task(job, part, spec):
@@ -371,18 +372,6 @@ def rows_task(job, result, problems, copy):
 def take_received(job):
     """The bytes of sparse hops received here since the last call."""
     return STATE.received.pop(job, 0)
-
-
-def primal_setup_task(job, part, spec):
-    _get(job, part).primal_setup(spec)
-
-
-def primal_task(job, part, what, j, *args):
-    """Method "newton": ``Partition.primal_<what>`` (at, value or hessp)."""
-    P = _get(job, part)
-    if P.primals is None:         # rebuilt after a loss, not yet set up: sent again later
-        raise PartitionMissing(f"partition {part} of job {job} is not set up here")
-    return getattr(P, "primal_" + what)(j, *args)
 
 
 def barrier(payload):

@@ -21,6 +21,7 @@ from pybudget.dask._methods import METHODS
 from pybudget.dask._laps import first as first_laps
 from pybudget.dask._dask_engine import DaskEngine
 from pybudget.dask._engines import ThreadsEngine
+from pybudget.dask._partition import Partition
 from pybudget.dask._plan import ClusterRules, FitSpec
 from pybudget.dask._sources import (GeneratedShards, SvmlightShards, dask_pieces,
                                     memory_sources, rows_bytes)
@@ -284,7 +285,7 @@ class _ClusterEstimator:
             return "newton", "newton"
         if self.selection != "auto" or method == "whole":
             return method or "ring", self.selection
-        got = engine.scales(spec)
+        got = engine.each(Partition.scales, spec)
         scales = np.concatenate([a for a, _ in got])
         used = np.zeros(spec.d, dtype=bool)
         for _, columns in got:

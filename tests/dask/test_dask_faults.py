@@ -88,7 +88,7 @@ def test_killed_worker_mid_newton_fit_replays_to_the_same_bits(nanny_client, tmp
     Xd, yd = chunked(X, y, 4)
     kw = dict(method="newton", tol=1e-6, C=0.5)
     ref = pbd.LogisticRegression(engine="threads", **kw).fit(Xd, yd)
-    deaths = kill_on_task(nanny_client, "primal_task", tmp_path, nth=12)
+    deaths = kill_on_task(nanny_client, "each_task", tmp_path, nth=12)
     m = pbd.LogisticRegression(client=nanny_client, timeout=60, **kw).fit(Xd, yd)
     assert len(deaths()) == 1 and m.recoveries_ == 1
     np.testing.assert_array_equal(m.coef_, ref.coef_)

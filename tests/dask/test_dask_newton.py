@@ -94,10 +94,14 @@ def test_recoveries_retry_a_loss_during_a_recovery_and_give_up_after_the_limit()
         def __init__(self, fails):
             self.fails, self.calls = fails, 0
 
-        def primal_recover(self, spec):
+        def rebuild_lost(self):
             self.calls += 1
             if self.calls <= self.fails:
                 raise PartitionsLost("another worker left during the recovery")
+            return [1]
+
+        def each(self, fn, *args, parts=None):
+            assert parts == [1]
 
     once = _newton._Recoveries(Engine(fails=1), {})
     once.after(PartitionsLost("a worker left"), sent_in=0)
