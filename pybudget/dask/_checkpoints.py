@@ -1,15 +1,15 @@
 """Checkpoints and the replay after a loss, in one place: the driver's side (when to
 take one, the replay: ``Checkpoints``; how many losses a fit survives: ``counted``) and
-the Dask engine's (where the copies live and how lost partitions come back:
-``Checkpointing``, a mixin of ``_dask_engine.DaskEngine``).
+the Dask ring's (where the copies live and how the ring comes back:
+``Checkpointing``, a mixin of ``_dask_ring.DaskRing``).
 
-A checkpoint is the driver's state (a copy of ``_driver._Driver``) with the engine's
-token for the partitions' duals and the weights (``Engine.snapshot``; on a Dask cluster
+A checkpoint is the driver's state (a copy of ``_driver._Driver``) with the ring's
+token for the partitions' duals and the weights (``Ring.snapshot``; on a Dask cluster
 copies held by two workers in ``_worker.STATE.kept``, never through the client unless
 one worker is left).  After a lost partition the engine rebuilds it from its source on
-the workers left and puts every partition and the weights back to the latest
-checkpoint (``Engine.recover``), and the fit replays from there: the same bits as a run
-without the loss.
+the workers left (``Engine.rebuild_lost``), the ring puts every partition and the
+weights back to the latest checkpoint (``Ring.recover``), and the fit replays from
+there: the same bits as a run without the loss.
 """
 import copy
 
@@ -31,8 +31,8 @@ def counted(recoveries, lost):
 class Checkpoints:
     """The start, the latest checkpoint, and the recoveries of one fit."""
 
-    def __init__(self, engine, spec, drv, every):
-        self.engine, self.spec, self.every = engine, spec, every
+    def __init__(self, ring, spec, drv, every):
+        self.ring, self.spec, self.every = ring, spec, every
         # the first checkpoint is the start itself: a recovery to it sets up afresh
         self.start = self.latest = (copy.deepcopy(drv), None)
         self.recoveries = 0
@@ -41,7 +41,7 @@ class Checkpoints:
         """A checkpoint before round drv.t when one is due (every ``every`` rounds)."""
         if (self.every > 0 and drv.t > 0 and drv.t % self.every == 0
                 and self.latest[0].t != drv.t):
-            self.latest = (copy.deepcopy(drv), self.engine.snapshot())
+            self.latest = (copy.deepcopy(drv), self.ring.snapshot())
 
     def restore(self, lost):
         """After ``lost`` (a PartitionsLost): the partitions rebuilt and put back to the
@@ -49,11 +49,11 @@ class Checkpoints:
         while True:                    # (a recovery can lose a worker too)
             self.recoveries = counted(self.recoveries, lost)
             try:
-                self.engine.recover(self.spec, self.latest[1])
+                self.ring.recover(self.spec, self.latest[1])
                 # copies of the checkpoint on today's workers: the old ones may have
                 # lived on the worker lost (a second loss would have nothing to
                 # restore); a loss while they are made is a loss like any other
-                fresh = self.engine.snapshot() if self.latest[1] is not None else None
+                fresh = self.ring.snapshot() if self.latest[1] is not None else None
                 break
             except CheckpointLost as again:
                 # (no new loss: the same recovery, from the start)
@@ -67,7 +67,8 @@ class Checkpoints:
 
 
 class Checkpointing:
-    """snapshot, recover and their helpers, for DaskEngine."""
+    """snapshot, recover and their helpers, for ``_dask_ring.DaskRing`` (on the ring's
+    tables and its engine, ``self.eng``)."""
 
     def snapshot(self):
         """Each partition's duals and the weights, held by two workers (the partition's
@@ -75,38 +76,39 @@ class Checkpointing:
         client.  Not as replicated task results: Dask's active memory manager drops a
         result's extra replicas within seconds, and a result lost with its only holder
         is recomputed by Dask against the partitions as they are then."""
+        eng = self.eng
         n_problems = self.n_problems
         rows, loc = self._copies(self.rows, self.loc)
         pls = self._payloads(rows, rows)
         # after the ring's visits: small tokens where the payloads are, not the payloads
-        done = [self._on(loc[f.key], _worker.barrier, f)
+        done = [eng._on(loc[f.key], _worker.barrier, f)
                 for f in pls]
-        states = [self._submit(_worker.snapshot_task, p, self.job, p, range(n_problems),
-                               *self.after.get(p, ()), *done) for p in self.where]
-        live = self.workers()
+        states = [eng._submit(_worker.snapshot_task, p, eng.job, p, range(n_problems),
+                              *eng.after.get(p, ()), *done) for p in eng.where]
+        live = eng.workers()
         if len(live) > 1:
             number = self.kept_no = self.kept_no + 1
-            items = ([(("state", p), st, self.where[p]) for p, st in zip(self.where, states)]
+            items = ([(("state", p), st, eng.where[p]) for p, st in zip(eng.where, states)]
                      + [(("rows", i), f, loc[f.key]) for i, f in enumerate(pls)])
             peers = {a: live[(live.index(a) + 1) % len(live)] if a in live else live[0]
-                     for a in set(self.where.values()) | set(loc.values())}
-            keeps = [self._on(at, _worker.keep_task, self.job, number, name, fut)
+                     for a in set(eng.where.values()) | set(loc.values())}
+            keeps = [eng._on(at, _worker.keep_task, eng.job, number, name, fut)
                      for name, fut, home in items for at in {home, peers[home]}]
             # (the round's tasks, errors included, are waited for with them)
-            self._gather(keeps, also=set(peers.values()) | set(loc.values()))
-            self._synced()
-            self.client.run(_worker.drop_kept, self.job, number, on_error="ignore")
-            self.bytes["workers"] += self.state_bytes + len(rows) * self.row_bytes
+            eng._gather(keeps, also=set(peers.values()) | set(loc.values()))
+            eng._synced()
+            eng.client.run(_worker.drop_kept, eng.job, number, on_error="ignore")
+            eng.bytes["workers"] += self.state_bytes + len(rows) * self.row_bytes
             slots = {f.key: i for i, f in enumerate(pls)}
             return number, {j: slots[f.key] for j, f in rows.items()}, None
         # one worker (say, while a lost one restarts): no peer to copy to, and a copy
         # lost with its only holder could not be restored, so the client keeps this
         # checkpoint
-        got = self._gather(states)
-        self._synced()
-        payloads = dict(zip((f.key for f in pls), self._gather(pls)))
-        self.bytes["client"] += self.state_bytes + sum(_steps.payload_nbytes(pl)
-                                                       for pl in payloads.values())
+        got = eng._gather(states)
+        eng._synced()
+        payloads = dict(zip((f.key for f in pls), eng._gather(pls)))
+        eng.bytes["client"] += self.state_bytes + sum(_steps.payload_nbytes(pl)
+                                                      for pl in payloads.values())
         return got, {j: payloads[f.key] for j, f in rows.items()}, None
 
     @property
@@ -114,32 +116,33 @@ class Checkpointing:
         """Bytes of one copy of every partition's duals (u, preferences and order): 20
         per row per problem, an estimate from the arrays (the logistic complements' 8
         more are left out)."""
-        return 20 * self.n_rows * self.n_problems
+        return 20 * self.eng.n_rows * self.n_problems
 
     def recover(self, spec, token):
         """Rebuild the lost partitions on the workers left and put every partition and
         the weights back to the checkpoint (token None: the start, set up afresh)."""
+        eng = self.eng
         # (rows the ring left on the workers are stale: the checkpoint's come back)
-        self.client.run(_worker.drop_held, self.job, on_error="ignore")
+        eng.client.run(_worker.drop_held, eng.job, on_error="ignore")
         self.held, self.last_on = set(), {}
-        self.client.run(_worker.install, on_error="ignore")
-        live = self._rebuild_lost()[0]
+        eng.client.run(_worker.install, on_error="ignore")
+        live = eng._rebuild_lost()[0]
         if token is None:
-            self._synced()
+            eng._synced()
             self.setup(spec)
             return
         states, rows, loc = token
         if isinstance(states, int):          # kept by the workers: read where it is
             states, rows, loc = self._kept(states, rows)
-        self._gather([self._submit(_worker.restore_task, p, self.job, p, spec, states[p])
-                      for p in self.where], also=set(live))
-        self._synced()
+        eng._gather([eng._submit(_worker.restore_task, p, eng.job, p, spec, states[p])
+                     for p in eng.where], also=set(live))
+        eng._synced()
         if loc is None:               # kept by the client: back to a worker
             held, rows = {}, dict(rows)
             for j, pl in rows.items():
                 if id(pl) not in held:      # (a list: a dict would be scattered by key)
-                    held[id(pl)] = self.client.scatter([pl], workers=[live[0]],
-                                                       hash=False)[0]
+                    held[id(pl)] = eng.client.scatter([pl], workers=[live[0]],
+                                                      hash=False)[0]
                 rows[j] = held[id(pl)]
             loc = {f.key: live[0] for f in held.values()}
         self.replica_runs, self.latest = {}, {}     # (replicas lost or stale: seeded anew)
@@ -150,30 +153,13 @@ class Checkpointing:
         self.rows, self.loc = self._copies(rows, {k: a if a in live else live[0]
                                                   for k, a in loc.items()})
 
-    def _rebuild_lost(self):
-        """Rebuild the partitions whose workers are gone on the workers that answer,
-        from their sources; returns those workers and the partitions rebuilt."""
-        self._live_workers()
-        # the workers that answer (the scheduler may still list one that just died)
-        held = self.client.run(_worker.parts_here, self.job, on_error="ignore")
-        live = sorted(held)
-        if not live:
-            raise PartitionsLost("no worker answered")
-        lost = [p for p in self.where if p not in held.get(self.where[p], ())]
-        for p in lost:
-            self.where[p] = live[p % len(live)]
-        self.after = {}
-        if lost:
-            self._gather([self._submit(_worker.build_task, p, self.job, p, self.sources[p],
-                                       self.regression, self.names[p]) for p in lost])
-        return live, lost
-
     def _kept(self, number, slots):
         """(states, rows, loc) of checkpoint ``number`` as futures of tasks that read a
         surviving copy where it is held (a partition's state from its own worker when
         that one holds it)."""
+        eng = self.eng
         # (on_error="ignore": the workers that fail to answer are left out)
-        have = self.client.run(_worker.kept_here, self.job, number, on_error="ignore")
+        have = eng.client.run(_worker.kept_here, eng.job, number, on_error="ignore")
         holders = {}
         for addr, names in have.items():
             for name in names:
@@ -185,9 +171,9 @@ class Checkpointing:
                 raise CheckpointLost(f"both copies of checkpoint {number}'s {name} "
                                      "are lost")
             addr = prefer if prefer in at else at[0]
-            return self._on(addr, _worker.kept_task, self.job, number, name), addr
+            return eng._on(addr, _worker.kept_task, eng.job, number, name), addr
 
-        states = {p: read(("state", p), self.where[p])[0] for p in self.where}
+        states = {p: read(("state", p), eng.where[p])[0] for p in eng.where}
         payloads = {i: read(("rows", i), None) for i in sorted(set(slots.values()))}
         rows = {j: payloads[i][0] for j, i in slots.items()}
         return states, rows, {f.key: addr for f, addr in payloads.values()}

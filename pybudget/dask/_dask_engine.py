@@ -1,15 +1,13 @@
 """DaskEngine: ``_engines.Engine`` on the workers of a Dask cluster.
 
-Each partition is built once on a Dask worker and kept there (``_worker.STATE``).
-The weights live on the workers too: a ring run leaves its rows on its worker and the
-next run takes them from there (``_worker.Held``; the ring's runs are ``_dask_ring``).
-The client receives scalars (gaps, counters), the rows of the problems a check passed,
-and at the end the other weights.  A worker that leaves is noticed by polling
-the scheduler (a pinned task would otherwise wait for it forever): the driver then gets
-PartitionsLost and asks for ``recover``, which rebuilds the lost partitions on the
-workers left, from their sources, and restores every partition from the checkpoint,
-whose copies are kept on two workers (``_worker.STATE.kept``); those two are in
-``_checkpoints``.
+Each partition is built once on a Dask worker and kept there (``_worker.STATE``); a
+task runs where its partition lives (``_submit``, ``_on``) and the client gathers the
+results (``_gather``).  The methods run on top: the ring's weights and tables are a
+``_dask_ring.DaskRing`` (``ring``), method "whole" is ``_dask_whole``, method
+"newton" calls ``each``.  A worker that leaves is noticed by polling the scheduler (a
+pinned task would otherwise wait for it forever): the caller then gets PartitionsLost,
+and ``rebuild_lost`` builds the lost partitions again on the workers left, from their
+sources (the ring then restores its checkpoint: ``_checkpoints``).
 """
 import math
 import threading
@@ -20,18 +18,15 @@ from concurrent.futures import CancelledError
 import numpy as np
 
 from pybudget._core._progress import peak_rss_mb
-from pybudget.dask import _steps, _worker
-from pybudget.dask._checkpoints import Checkpointing
-from pybudget.dask._dask_ring import RingRuns
-from pybudget.dask._dask_whole import WholeProblems
-from pybudget.dask._engines import assemble, initial_weights, start_payload
-from pybudget.dask._partition import first_carry
+from pybudget.dask import _dask_whole, _worker
+from pybudget.dask._dask_ring import DaskRing
 from pybudget.dask._plan import ClusterRules
 from pybudget.dask._scheduler import POLL_SECONDS, worker_addresses, worker_info
 from pybudget.dask._sources import data_bytes, rows_bytes
 from pybudget.dask.errors import ClusterError, PartitionMissing, PartitionsLost
 
-class DaskEngine(RingRuns, WholeProblems, Checkpointing):
+
+class DaskEngine:
     """The partitions on the workers of a Dask cluster (see the module docstring)."""
 
     hold_rows = True     # the ring's dense hops: rows held by the workers (False: results)
@@ -47,13 +42,7 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
         self.sources = None
         self.bytes = {"client": 0, "workers": 0}
         self.after = {}          # partition -> futures of its tasks not yet waited for
-        self.rows = {}           # problem -> future of the payload holding its weights
-        self.done = {}           # problem -> its final row, here (the ring's passed ones)
-        self.n_problems = 0
-        self.row_bytes = 0
-        self.kept_no = 0         # the number of the latest checkpoint the workers keep
         self.used = set()        # workers that ran a task of the fit
-        self._ring_tables()
         self.counting = threading.Lock()     # (method "newton" counts from several threads)
 
     def workers(self):
@@ -273,86 +262,34 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
             self.bytes["client"] += _array_bytes(args) * len(parts) + _array_bytes(out)
         return out
 
-    def setup(self, spec):
-        self.spec = spec
-        self.client.run(_worker.install)      # (the ring's rows move through it)
-        inits = [self._submit(_worker.setup_task, p, self.job, p, spec) for p in self.where]
-        n_problems = self.n_problems = spec.n_problems
-        self.done, self.last_on = {}, {}
-        # each group's weights where its first visit is
-        groups = _steps.ring_groups(range(n_problems), len(self.where))
-        self.row_bytes = (spec.d + 1) * 8 + first_carry("svm", 0).nbytes
-        self.replica_runs, self.latest = {}, {}      # (the ring's tables: _dask_ring)
-        self.rows, self.loc = {}, {}
-        for start, problems in groups:
-            at = self.where[start]
-            fut = self._on(at, _start, inits, problems, spec)
-            self.rows.update({j: fut for j in problems})
-            self.loc[fut.key] = at
-        # (waited for by tokens: setup's errors surface here, the weights stay)
-        self._gather([self._on(self.loc[f.key], _worker.barrier, f)
-                      for f in self._payloads(range(n_problems))])
-        self._synced()
+    def ring(self, spec):
+        return DaskRing(self, spec)
 
-    def _finished(self, payloads):
-        """Keep final rows here (the passed problems', gathered with a check's sums, and
-        at the end the others)."""
-        for pl in payloads:
-            self.done.update(pl)
-            self.bytes["client"] += _steps.payload_nbytes(pl)
-
-    def _received(self):
-        """Add the bytes of the sparse hops, counted where they arrived (asked only
-        while the ring may have sent some since the last call)."""
-        if self.replica_runs or self.unpolled:
-            self.unpolled = False
-            got = self.client.run(_worker.take_received, self.job, on_error="ignore")
-            got = sum(v for v in got.values() if isinstance(v, int))
-            self.bytes["workers"] += got
-            self.as_sparse += got
-
-    def _payloads(self, problems, rows=None):
-        """The distinct payload futures holding these problems' weights (in ``rows``,
-        the engine's by default)."""
-        rows = self.rows if rows is None else rows
-        distinct = {}
-        for j in problems:
-            distinct.setdefault(rows[j].key, rows[j])
-        return list(distinct.values())
-
-    def _copies(self, rows, loc, copy=True):
-        """(rows, loc) of copies of the payloads with the weights themselves, each made
-        where its payload is (at loc[key]): the ring changes its payloads in place, so a
-        checkpoint keeps copies and a recovery hands the ring copies of the checkpoint
-        (``copy`` false: the weights as they are, for a ring that stops sending
-        changes)."""
-        fresh, new_loc = {}, {}
-        for f in self._payloads(rows, rows):
-            fresh[f.key] = self._on(loc[f.key], _worker.rows_task, self.job, f,
-                                    self._held(f, rows), copy)
-            new_loc[fresh[f.key].key] = loc[f.key]
-        return {j: fresh[f.key] for j, f in rows.items()}, new_loc
-
-    @staticmethod
-    def _held(fut, rows):
-        """The problems whose weights ``rows`` keeps in the payload of fut (a check
-        pass's result keeps those it passed; the others went on)."""
-        return [j for j, f in rows.items() if f.key == fut.key]
-
-    def weights(self, n_problems, d):
-        got = self._gather([self._on(self.loc[f.key], _worker.rows_task, self.job, f,
-                                     self._held(f, self.rows), False)
-                            for f in self._payloads(self.rows)])
-        self._synced()
-        self._received()
-        self._finished(got)
-        return assemble(self.done, n_problems, d)
+    def whole(self, spec, problems, tol, max_iter):
+        return _dask_whole.whole(self, spec, problems, tol, max_iter)
 
     def rebuild_lost(self):
         lost = self._rebuild_lost()[1]
         self._synced()
         return lost
 
+    def _rebuild_lost(self):
+        """Rebuild the partitions whose workers are gone on the workers that answer,
+        from their sources; returns those workers and the partitions rebuilt."""
+        self._live_workers()
+        # the workers that answer (the scheduler may still list one that just died)
+        held = self.client.run(_worker.parts_here, self.job, on_error="ignore")
+        live = sorted(held)
+        if not live:
+            raise PartitionsLost("no worker answered")
+        lost = [p for p in self.where if p not in held.get(self.where[p], ())]
+        for p in lost:
+            self.where[p] = live[p % len(live)]
+        self.after = {}
+        if lost:
+            self._gather([self._submit(_worker.build_task, p, self.job, p, self.sources[p],
+                                       self.regression, self.names[p]) for p in lost])
+        return live, lost
     def concurrency(self, n_problems):
         threads = sum(w.get("nthreads", 1) for w in worker_info(self.client).values())
         return max(1, min(threads, n_problems))
@@ -376,7 +313,6 @@ class DaskEngine(RingRuns, WholeProblems, Checkpointing):
 
     def close(self):
         self.sources = None          # (their futures: the chunks on the cluster)
-        self.rows = {}
         try:
             workers = self._alive(self.used)
             if workers:
@@ -395,8 +331,3 @@ def _array_bytes(values):
     if isinstance(values, (list, tuple)):
         return sum(_array_bytes(v) for v in values)
     return 0
-
-
-def _start(inits, problems, spec):
-    W = initial_weights(inits, problems, spec.d)
-    return start_payload(W, spec)

@@ -1,24 +1,31 @@
-"""The ring's runs on a Dask cluster (a mixin of ``_dask_engine.DaskEngine``, apart so
-that each file holds one concern; it works on the engine's tables).
+"""The ring on a Dask cluster: ``DaskRing``, every problem's weights and the ring's
+tables over a ``_dask_engine.DaskEngine``'s partitions (``Engine.ring``), its
+checkpoints and their restore (``_checkpoints.Checkpointing``).
 
-A group of problems travels the partitions in runs of consecutive visits on one worker,
-one task a run (``_worker.ring_task``); its weights stay on the worker that ran it
-(``_worker.Held``) and the next run takes them from there.  With more than one lap a
-round, the hops send the changes of the weights against every worker's replicas
-(sparse hops), until they take ``ClusterRules.sparse_give_up`` of the bytes of the
-weights.  The check
-pass travels the same way (``_worker.ring_check_task``).
+The weights live on the workers: a group of problems travels the partitions in runs of
+consecutive visits on one worker, one task a run (``_worker.ring_task``); its weights
+stay on the worker that ran it (``_worker.Held``) and the next run takes them from
+there.  The client receives scalars (gaps, counters), the rows of the problems a check
+passed, and at the end the other weights.  With more than one lap a round, the hops
+send the changes of the weights against every worker's replicas (sparse hops), until
+they take ``ClusterRules.sparse_give_up`` of the bytes of the weights.  The check pass
+travels the same way (``_worker.ring_check_task``).
 """
 import operator
 
 from pybudget.dask import _steps, _worker
+from pybudget.dask._checkpoints import Checkpointing
+from pybudget.dask._engines import assemble, initial_weights, start_payload
+from pybudget.dask._partition import first_carry
 
 
-class RingRuns:
-    """ring_round, ring_check and their helpers, for DaskEngine."""
+class DaskRing(Checkpointing):
+    """The ring's weights and tables on a DaskEngine's workers (see the module
+    docstring); set up at construction."""
 
-    def _ring_tables(self):
-        """The ring's own tables, empty (DaskEngine's constructor)."""
+    def __init__(self, eng, spec):
+        self.eng = eng
+        self.kept_no = 0         # the number of the latest checkpoint the workers keep
         self.replica_runs = {}   # sparse hops: group -> {worker: the run of its replicas}
         self.latest = {}         # group -> the number of its latest run
         self.run_no = 0          # the sparse hops' runs that changed weights so far
@@ -29,12 +36,93 @@ class RingRuns:
         self.tags = 0            # the ring's runs that leave their rows held (Held)
         self.last_on = {}        # worker -> the future of the latest run submitted there
         self.held = set()        # keys of the futures whose result is a Held
+        self.setup(spec)
+
+    def setup(self, spec):
+        """Every problem's local state and its initial weights, where each group's
+        first visit is."""
+        eng = self.eng
+        self.spec = spec
+        eng.client.run(_worker.install)      # (the ring's rows move through it)
+        inits = [eng._submit(_worker.setup_task, p, eng.job, p, spec) for p in eng.where]
+        n_problems = self.n_problems = spec.n_problems
+        self.done, self.last_on = {}, {}
+        # each group's weights where its first visit is
+        groups = _steps.ring_groups(range(n_problems), len(eng.where))
+        self.row_bytes = (spec.d + 1) * 8 + first_carry("svm", 0).nbytes
+        self.replica_runs, self.latest = {}, {}
+        self.rows, self.loc = {}, {}
+        for start, problems in groups:
+            at = eng.where[start]
+            fut = eng._on(at, _start, inits, problems, spec)
+            self.rows.update({j: fut for j in problems})
+            self.loc[fut.key] = at
+        # (waited for by tokens: setup's errors surface here, the weights stay)
+        eng._gather([eng._on(self.loc[f.key], _worker.barrier, f)
+                     for f in self._payloads(range(n_problems))])
+        eng._synced()
+
+    def _finished(self, payloads):
+        """Keep final rows here (the passed problems', gathered with a check's sums, and
+        at the end the others)."""
+        for pl in payloads:
+            self.done.update(pl)
+            self.eng.bytes["client"] += _steps.payload_nbytes(pl)
+
+    def _received(self):
+        """Add the bytes of the sparse hops, counted where they arrived (asked only
+        while the ring may have sent some since the last call)."""
+        eng = self.eng
+        if self.replica_runs or self.unpolled:
+            self.unpolled = False
+            got = eng.client.run(_worker.take_received, eng.job, on_error="ignore")
+            got = sum(v for v in got.values() if isinstance(v, int))
+            eng.bytes["workers"] += got
+            self.as_sparse += got
+
+    def _payloads(self, problems, rows=None):
+        """The distinct payload futures holding these problems' weights (in ``rows``,
+        the engine's by default)."""
+        rows = self.rows if rows is None else rows
+        distinct = {}
+        for j in problems:
+            distinct.setdefault(rows[j].key, rows[j])
+        return list(distinct.values())
+
+    def _copies(self, rows, loc, copy=True):
+        """(rows, loc) of copies of the payloads with the weights themselves, each made
+        where its payload is (at loc[key]): the ring changes its payloads in place, so a
+        checkpoint keeps copies and a recovery hands the ring copies of the checkpoint
+        (``copy`` false: the weights as they are, for a ring that stops sending
+        changes)."""
+        fresh, new_loc = {}, {}
+        for f in self._payloads(rows, rows):
+            fresh[f.key] = self.eng._on(loc[f.key], _worker.rows_task, self.eng.job, f,
+                                        self._held(f, rows), copy)
+            new_loc[fresh[f.key].key] = loc[f.key]
+        return {j: fresh[f.key] for j, f in rows.items()}, new_loc
+
+    @staticmethod
+    def _held(fut, rows):
+        """The problems whose weights ``rows`` keeps in the payload of fut (a check
+        pass's result keeps those it passed; the others went on)."""
+        return [j for j, f in rows.items() if f.key == fut.key]
+
+    def weights(self, n_problems, d):
+        eng = self.eng
+        got = eng._gather([eng._on(self.loc[f.key], _worker.rows_task, eng.job, f,
+                                   self._held(f, self.rows), False)
+                           for f in self._payloads(self.rows)])
+        eng._synced()
+        self._received()
+        self._finished(got)
+        return assemble(self.done, n_problems, d)
 
     def _runs(self, visits, part=lambda v: v):
         """Visits split into runs of consecutive ones on one worker (one task each)."""
         runs = [[visits[0]]]
         for v in visits[1:]:
-            if self.where[part(v)] == self.where[part(runs[-1][-1])]:
+            if self.eng.where[part(v)] == self.eng.where[part(runs[-1][-1])]:
                 runs[-1].append(v)
             else:
                 runs.append([v])
@@ -65,32 +153,33 @@ class RingRuns:
         visits, one task per run (a step each), with the extra arguments args(run
         number); a seeded group sends its changes (``_log``).  Returns the last task's
         future and the dense hops between workers."""
+        eng = self.eng
         start, problems = group
         fut = self.rows[problems[0]]
         at = self.loc[fut.key]
         hops = 0
         runs = self._runs(visits, part)
         for i, run in enumerate(runs):
-            here = self.where[part(run[0])]
+            here = eng.where[part(run[0])]
             log = self._log(start, at, here, task is _worker.ring_task)
             if log is not None and at != here:
                 self.as_dense += len(problems) * self.row_bytes
             if log is None:
                 hops += at != here
-                self._moved(len(problems) * self.row_bytes, at, here)
+                eng._moved(len(problems) * self.row_bytes, at, here)
             if at != here and fut.key not in self.held:
                 # (a payload itself is received by a task of its own: Dask keeps a
                 # result on its worker until its dependents finish, so the sender would
                 # hold its copy for the whole visit; this way only until it has arrived)
-                fut = self._on(here, _delivered, fut)
+                fut = eng._on(here, _delivered, fut)
             tag = None
-            if log is None and self.hold_rows:     # the rows stay on the worker (Held)
+            if log is None and eng.hold_rows:     # the rows stay on the worker (Held)
                 self.tags += 1
                 # (">": the next run takes them from another worker: _worker's pacing)
-                to_peer = i + 1 < len(runs) and self.where[part(runs[i + 1][0])] != here
+                to_peer = i + 1 < len(runs) and eng.where[part(runs[i + 1][0])] != here
                 tag = f"{self.tags}{'>' if to_peer else ''}"
-            fut = self._submit(task, part(run[0]), self.job, run, fut, problems,
-                               *args(i), log, tag, self.last_on.get(here), track=False)
+            fut = eng._submit(task, part(run[0]), eng.job, run, fut, problems,
+                              *args(i), log, tag, self.last_on.get(here), track=False)
             self.last_on[here] = fut
             if tag is not None:
                 self.held.add(fut.key)
@@ -121,20 +210,21 @@ class RingRuns:
     def _seed(self, groups):
         """Seed every worker's replicas of these groups' weights (from payloads of the
         weights themselves), so that their hops send changes from now on."""
-        workers = sorted(set(self.where.values()))
+        eng = self.eng
+        workers = sorted(set(eng.where.values()))
         seeds = []
         for start, problems in groups:
             fut = self.rows[problems[0]]
             for w in workers:
-                self._moved(len(problems) * self.row_bytes, self.loc[fut.key], w)
-                seeds.append(self._on(w, _worker.seed_task, self.job, fut, problems))
+                eng._moved(len(problems) * self.row_bytes, self.loc[fut.key], w)
+                seeds.append(eng._on(w, _worker.seed_task, eng.job, fut, problems))
             self.replica_runs[start] = dict.fromkeys(workers, self.run_no)
             self.as_dense = self.as_sparse = 0
             self.latest[start] = self.run_no
         # (waited for: a run on a worker must find its replicas there)
-        self._gather(seeds)
+        eng._gather(seeds)
 
-    def ring_round(self, rnd, groups, sweeps, laps, stop=None, due=None):
+    def round(self, rnd, groups, sweeps, laps, stop=None, due=None):
         sums = self._ring_round(rnd, groups, sweeps, laps, stop, due)
         self._prune()
         return sums
@@ -150,18 +240,20 @@ class RingRuns:
         """Forget the workers' replicas (the sparse hops') of these problems (None: all),
         each worker once the futures ``after`` and its runs so far are done; its next
         run follows the drop."""
-        for w in sorted(set(self.where.values())):
+        eng = self.eng
+        for w in sorted(set(eng.where.values())):
             prev = [self.last_on[w]] if w in self.last_on else []
-            self.last_on[w] = self._on(w, _worker.drop_replicas, self.job, problems,
-                                       *after, *prev)
+            self.last_on[w] = eng._on(w, _worker.drop_replicas, eng.job, problems,
+                                      *after, *prev)
 
     def _ring_round(self, rnd, groups, sweeps, laps, stop, due):
-        K = len(self.where)
+        eng = self.eng
+        K = len(eng.where)
         checks = self._check_pass(groups, due, stop) if stop is not None else None
         # sparse hops when a visit covers part of a partition's rows: they change a
         # share of the weights then (and one lap's hops would each send all of them)
         fresh = [g for g in groups if g[0] not in self.replica_runs]
-        if laps > self.sparse_off and fresh and len(set(self.where.values())) > 1:
+        if laps > self.sparse_off and fresh and len(set(eng.where.values())) > 1:
             self._seed(fresh)
         # (the hops before this round's: their bytes have arrived by the check's end)
         planned = self.as_dense
@@ -184,24 +276,25 @@ class RingRuns:
             finished = [j for j in problems if j in done]
             for j in finished:
                 del self.rows[j]
-            self.bytes["workers"] -= len(finished) * self.row_bytes * n
+            eng.bytes["workers"] -= len(finished) * self.row_bytes * n
             if start in self.replica_runs:
                 passed += finished
-        if self.replica_runs and planned and self.as_sparse >= self.rules.sparse_give_up * planned:
+        give_up = eng.rules.sparse_give_up * planned
+        if self.replica_runs and planned and self.as_sparse >= give_up:
             # the visits change most of the weights: finding which costs more than it
             # saves; the weights again, until the laps grow (smaller visits)
             self.rows, self.loc = self._copies(self.rows, self.loc, copy=False)
             self.replica_runs, self.latest, self.sparse_off = {}, {}, laps
             self.unpolled = True         # (the round sent with the check: changes too)
             # the replicas go once the copies have read them (tokens, not the weights)
-            self._drop_replicas(None, [self._on(self.loc[f.key], _worker.barrier, f)
+            self._drop_replicas(None, [eng._on(self.loc[f.key], _worker.barrier, f)
                                        for f in self._payloads(self.rows)])
         elif passed:
             # (the round sent with the check leaves the passed problems out)
             self._drop_replicas(passed)
         return sums
 
-    def ring_check(self, groups, due=None):
+    def check(self, groups, due=None):
         return self._check_sums(self._check_pass(groups, due))
 
     def _check_pass(self, groups, due=None, stop=None):
@@ -209,7 +302,8 @@ class RingRuns:
         (all when None): {start: (its last future, the future of what the client
         needs of it, the problems due)}; with ``stop``, what the client needs includes
         the rows of the problems that passed (final: they leave the workers)."""
-        K = len(self.where)
+        eng = self.eng
+        K = len(eng.where)
         todo = [((start, problems), checked) for (start, problems), (_, checked)
                 in zip(groups, _steps.checked_groups(groups, due)) if checked]
         ends = self._travels([(group, _steps.check_order(group[0], K), lambda p: p,
@@ -217,17 +311,18 @@ class RingRuns:
                               for group, checked in todo])
         out = {}
         for ((start, _), checked), (fut, _) in zip(todo, ends):
-            out[start] = (fut, self._on(self.loc[fut.key], _worker.check_found, self.job,
-                                        fut, stop), checked)
+            out[start] = (fut, eng._on(self.loc[fut.key], _worker.check_found, eng.job,
+                                       fut, stop), checked)
         return out
 
     def _check_sums(self, checks):
         """The check result ({j: _steps.CheckResult}) of the passes."""
-        got = self._gather([small for _, small, _ in checks.values()])
-        self._synced()
+        eng = self.eng
+        got = eng._gather([small for _, small, _ in checks.values()])
+        eng._synced()
         self._received()
         self._finished([c.rows for c in got])
-        per = _steps.found_by_partition([c.found for c in got], len(self.where))
+        per = _steps.found_by_partition([c.found for c in got], len(eng.where))
         stats = {}
         for c in got:
             stats.update(c.stats)
@@ -238,3 +333,8 @@ class RingRuns:
 def _delivered(payload):
     """The payload, now on this worker (the sender's copy is released)."""
     return payload
+
+
+def _start(inits, problems, spec):
+    W = initial_weights(inits, problems, spec.d)
+    return start_payload(W, spec)

@@ -119,13 +119,13 @@ def _stall_ahead(hist, t, stop):
 
 
 class _Fit:
-    """What a method's round works with: the engine, the spec, the partitions' count
+    """What a method's round works with: the engine, its ring, the spec, the partitions' count
     K, the local sweeps, ``stop`` (tol in the problems' unit), and ``check`` (the
     driver's answer to a check's sums).
     The driver's state (``_Driver``) is not here: a replay replaces it."""
 
-    def __init__(self, engine, spec, sweeps, tol, callback):
-        self.engine, self.spec, self.sweeps = engine, spec, sweeps
+    def __init__(self, engine, ring, spec, sweeps, tol, callback):
+        self.engine, self.ring, self.spec, self.sweeps = engine, ring, spec, sweeps
         self.stop = tol * spec.kkt_unit
         self.K = spec.n_parts
         self.callback = callback
@@ -163,11 +163,11 @@ def run(engine, spec, n_problems, d, method, *, tol, max_rounds, sweeps, checkpo
     """Run ``method`` (a ``_methods`` object with rounds) on the engine's partitions
     (built already); returns a FitResult.  The ring starts with ``laps`` laps a round
     and may go up to ``max_laps``."""
-    engine.setup(spec)
+    ring = engine.ring(spec)
     drv = _Driver(n_problems, laps=laps, max_laps=max_laps,
                   stall_rounds=spec.rules.stall_rounds)
-    fit = _Fit(engine, spec, sweeps, tol, callback)
-    ckpts = Checkpoints(engine, spec, drv, checkpoint_every)
+    fit = _Fit(engine, ring, spec, sweeps, tol, callback)
+    ckpts = Checkpoints(ring, spec, drv, checkpoint_every)
     while drv.active and drv.t < max_rounds:
         try:
             ckpts.take(drv)
@@ -185,7 +185,7 @@ def run(engine, spec, n_problems, d, method, *, tol, max_rounds, sweeps, checkpo
         sums = method.last_check(fit, drv)
         for j in drv.active:
             drv.final[j] = (sums[j].gap(), drv.t)
-    W = engine.weights(n_problems, d)
+    W = ring.weights(n_problems, d)
     if not np.isfinite(W).all():
         raise ValueError(f"C={spec.C:g} is too large for this data: the weights "
                          "overflowed")

@@ -3,11 +3,11 @@
 Both engines implement ``Engine`` with the same ``_steps`` functions in the same order,
 so a fit gives the same bits on either:
 
-- ThreadsEngine (here): every partition in this process, on a pool of threads (the
-  sweeps release the GIL).  For tests and comparisons.
-- DaskEngine (``_dask_engine``; its ring's runs in ``_dask_ring``, method "whole" in
-  ``_dask_whole``, its checkpoints and recovery in ``_checkpoints``): each
-  partition built once on a Dask worker and kept there.
+- ThreadsEngine (here; its ring: ThreadsRing): every partition in this process, on
+  a pool of threads (the sweeps release the GIL).  For tests and comparisons.
+- DaskEngine (``_dask_engine``; its ring: ``_dask_ring.DaskRing``, with its
+  checkpoints in ``_checkpoints``; method "whole": ``_dask_whole``): each partition
+  built once on a Dask worker and kept there.
 """
 from typing import Protocol
 
@@ -24,8 +24,9 @@ from pybudget.linear.losses import PROBLEM_OF
 
 
 class Engine(Protocol):
-    """What the driver (``_driver.run``) asks of an engine.  Problems are ints; every
-    result is summed over the partitions in partition order."""
+    """Where the partitions live, and the one way to reach them (``each``); the methods
+    run on top (the ring's weights: ``ring``, a ``Ring``; method "whole": ``whole``).
+    Problems are ints."""
 
     bytes: dict     # {"client": bytes through the client, "workers": between workers}
 
@@ -37,22 +38,9 @@ class Engine(Protocol):
         None), the results in partition order.  fn is a function of a module (it
         travels to the workers by name); safe to call from several threads at once."""
 
-    def setup(self, spec) -> None:
-        """Every problem's local state and its initial weights (as ring payloads)."""
-
-    def ring_round(self, rnd, groups, sweeps, laps, stop=None, due=None) -> dict | None:
-        """One ring round of each group (start partition, problems): ``laps`` laps.
-        With ``stop`` (tol in the problems' unit): after a check pass of the problems in
-        ``due`` (all when None; ``ring_check``, whose result it returns), of the
-        problems whose KKT violation is above it."""
-
-    def ring_check(self, groups, due=None) -> dict:
-        """{j: _steps.CheckResult} at the current weights of the problems in ``due``
-        (all when None), by each group's pass along the ring
-        (``_steps.check_order``)."""
-
-    def weights(self, n_problems, d) -> np.ndarray:
-        """The weights, (n_problems, d + 1)."""
+    def ring(self, spec) -> "Ring":
+        """The ring's weights and state, set up: every problem's local state and its
+        initial weights."""
 
     def whole(self, spec, problems, tol, max_iter) -> tuple:
         """Method "whole" (``_whole``): every problem start to end with the one-machine
@@ -65,12 +53,6 @@ class Engine(Protocol):
     def concurrency(self, n_problems) -> int:
         """How many problems of method "newton" run at the same time."""
 
-    def snapshot(self):
-        """A checkpoint of the partitions' duals and the weights."""
-
-    def recover(self, spec, token) -> None:
-        """Back to the checkpoint, lost partitions rebuilt."""
-
     def peak_memory(self) -> dict:
         """Peak resident memory (MiB) of each process holding partitions."""
 
@@ -80,6 +62,32 @@ class Engine(Protocol):
 
     def close(self) -> None:
         """Drop the partitions."""
+
+
+class Ring(Protocol):
+    """The ring's weights on an engine's partitions (``Engine.ring``), as the driver
+    (``_driver.run``) uses them.  Every result is summed over the partitions in
+    partition order."""
+
+    def round(self, rnd, groups, sweeps, laps, stop=None, due=None) -> dict | None:
+        """One ring round of each group (start partition, problems): ``laps`` laps.
+        With ``stop`` (tol in the problems' unit): after a check pass of the problems in
+        ``due`` (all when None; ``check``, whose result it returns), of the problems
+        whose KKT violation is above it."""
+
+    def check(self, groups, due=None) -> dict:
+        """{j: _steps.CheckResult} at the current weights of the problems in ``due``
+        (all when None), by each group's pass along the ring
+        (``_steps.check_order``)."""
+
+    def weights(self, n_problems, d) -> np.ndarray:
+        """The weights, (n_problems, d + 1)."""
+
+    def snapshot(self):
+        """A checkpoint of the partitions' duals and the weights."""
+
+    def recover(self, spec, token) -> None:
+        """Back to the checkpoint, lost partitions rebuilt."""
 
 
 def initial_weights(inits, problems, d):
@@ -125,32 +133,57 @@ class ThreadsEngine:
         return [fn(self.parts[p], *args)
                 for p in (range(len(self.parts)) if parts is None else parts)]
 
-    def setup(self, spec):
-        inits = [P.setup(spec) for P in self.parts]
-        W = initial_weights(inits, range(len(inits[0])), spec.d)
-        self.rows = start_payload(W, spec)
+    def ring(self, spec):
+        return ThreadsRing(self, spec)
 
-    def _map(self, fn, args):
+    def map(self, fn, args):
+        """fn(*a) for each a in args, on this engine's threads."""
         return map_threads(fn, args, self.n_threads)
-
-    def _per_group(self, groups):
-        """The threads each travelling group's visits get: the threads the groups leave
-        over (as a Dask worker gives a ring run all of its threads)."""
-        return max(1, self.n_threads // max(1, len(groups)))
 
     def whole(self, spec, problems, tol, max_iter):
         """Method "whole" (``_whole``): all rows here, the problems on the threads;
         (their outputs, their weights stacked)."""
         data = _whole.all_rows(spec, *[(P.X, P.y, P.sw) for P in self.parts])
-        outs = self._map(lambda j: _whole.solve_problem(data, spec, j, tol, max_iter),
-                         [(j,) for j in problems])
+        outs = self.map(lambda j: _whole.solve_problem(data, spec, j, tol, max_iter),
+                        [(j,) for j in problems])
         return outs, _whole.weights(outs)
 
-    def ring_round(self, rnd, groups, sweeps, laps, stop=None, due=None):
+    def rebuild_lost(self):
+        raise ClusterError("the threads engine cannot lose a partition")
+
+    def concurrency(self, n_problems):
+        return min(self.n_threads, n_problems)
+
+    def peak_memory(self):
+        return {"local": peak_rss_mb()}
+
+    def placement(self):
+        return [None] * len(self.parts)
+
+    def close(self):
+        self.parts = []
+
+
+class ThreadsRing:
+    """The ring's weights on a ThreadsEngine's partitions: every group's travel on a
+    thread of the engine."""
+
+    def __init__(self, eng, spec):
+        self.eng, self.parts = eng, eng.parts
+        inits = [P.setup(spec) for P in self.parts]
+        W = initial_weights(inits, range(len(inits[0])), spec.d)
+        self.rows = start_payload(W, spec)
+
+    def _per_group(self, groups):
+        """The threads each travelling group's visits get: the threads the groups leave
+        over (as a Dask worker gives a ring run all of its threads)."""
+        return max(1, self.eng.n_threads // max(1, len(groups)))
+
+    def round(self, rnd, groups, sweeps, laps, stop=None, due=None):
         K = len(self.parts)
         sums = None
         if stop is not None:
-            sums = self.ring_check(groups, due)
+            sums = self.check(groups, due)
             done = _steps.passed(sums, stop)
             groups = [(s, [j for j in g if j not in done]) for s, g in groups]
 
@@ -164,11 +197,11 @@ class ThreadsEngine:
                                        lap, laps, threads=threads)
             return pl
 
-        for pl in self._map(travel, groups):
+        for pl in self.eng.map(travel, groups):
             self.rows.update(pl)
         return sums
 
-    def ring_check(self, groups, due=None):
+    def check(self, groups, due=None):
         K = len(self.parts)
         groups = [g for g in _steps.checked_groups(groups, due) if g[1]]
         threads = self._per_group(groups)
@@ -180,30 +213,15 @@ class ThreadsEngine:
                                              threads=threads)
             return carried.found
 
-        per = _steps.found_by_partition(self._map(travel, groups), K)
+        per = _steps.found_by_partition(self.eng.map(travel, groups), K)
         problems = [j for _, group in groups for j in group]
         return _steps.checked(per, _steps.weight_stats([self.rows], problems), problems)
 
     def weights(self, n_problems, d):
         return assemble(self.rows, n_problems, d)
 
-    def rebuild_lost(self):
-        raise ClusterError("the threads engine cannot lose a partition")
-
-    def concurrency(self, n_problems):
-        return min(self.n_threads, n_problems)
-
     def snapshot(self):
         return None         # (nothing here can be lost: no copy to keep)
 
     def recover(self, spec, token):
         raise ClusterError("the threads engine cannot lose a partition")
-
-    def peak_memory(self):
-        return {"local": peak_rss_mb()}
-
-    def placement(self):
-        return [None] * len(self.parts)
-
-    def close(self):
-        self.parts = []

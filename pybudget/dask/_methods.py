@@ -18,7 +18,7 @@ Every method (``Method``) has a ``name`` and ``fit(engine, spec, n_problems, d,
 The ring runs on the driver (``_driver.run``: the stopping rule, the checks' schedule,
 checkpoints and replay) and gives it two more things:
 
-- ``round(fit, drv)``: run round ``drv.t`` of ``drv.active`` on ``fit.engine``, with a
+- ``round(fit, drv)``: run round ``drv.t`` of ``drv.active`` on ``fit.ring``, with a
   check of the problems due (``drv.due()``), passed to ``fit.check(drv, sums)``, which
   finishes those that passed and returns those still open; the round sets
   ``drv.active`` to them and adds its coordinate steps to ``drv.n_steps``;
@@ -26,8 +26,9 @@ checkpoints and replay) and gives it two more things:
   round: {problem: _steps.CheckResult}.
 
 A new method is a class here, in ``METHODS``; what a partition computes for it goes in
-``_steps`` (the same function on either engine gives the same bits), the engines' calls
-in the ``Engine`` protocol and both engines (docs/architecture.md).
+``_steps`` (the same function on either engine gives the same bits); it reaches the
+partitions by ``Engine.each``, or, for a ring round of another kind, by ``Ring`` on
+both engines (docs/architecture.md).
 """
 from pybudget.dask import _driver, _newton, _whole
 from pybudget.dask._steps import ring_groups
@@ -51,19 +52,19 @@ class Ring(Method):
         groups = ring_groups(drv.active, fit.K)
         due = drv.due()
         if not due:
-            fit.engine.ring_round(drv.t, groups, fit.sweeps, drv.laps)
+            fit.ring.round(drv.t, groups, fit.sweeps, drv.laps)
             return
         # the check pass of the due problems and this round together: the round visits
         # the problems that the check leaves open (decided on the workers from the same
         # sums as fit.check), so the ring does not wait for the client; the laps
         # doubled by this check apply from the next round
-        sums = fit.engine.ring_round(drv.t, groups, fit.sweeps, drv.laps, fit.stop, due)
+        sums = fit.ring.round(drv.t, groups, fit.sweeps, drv.laps, fit.stop, due)
         still = fit.check(drv, sums)
         drv.n_steps += sum(sums[j].steps for j in drv.active if j not in still)
         drv.active = still
 
     def last_check(self, fit, drv):
-        sums = fit.engine.ring_check(ring_groups(drv.active, fit.K))
+        sums = fit.ring.check(ring_groups(drv.active, fit.K))
         drv.n_steps += sum(sums[j].steps for j in drv.active)
         return sums
 

@@ -13,8 +13,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 import pybudget
 import pybudget.dask as pbd
-from pybudget.dask import _dask_engine, _driver, _engines, _laps, _scheduler, _steps, _worker
-from pybudget.dask import estimators as E
+from pybudget.dask import (_dask_engine, _dask_ring, _driver, _engines, _laps, _scheduler,
+                           _steps, _worker)
 from pybudget.dask._partition import PartCheck, PartSummary, Partition, add_into, encode
 from pybudget.dask._plan import FitSpec
 from pybudget.dask._sources import build_partition, row_bounds
@@ -284,18 +284,18 @@ def test_dask_equals_threads_bit_for_bit(client):
     assert held(client) == {w: 0 for w in held(client)}     # nothing left on the workers
 
 
-class HeldRows(_dask_engine.DaskEngine):
+class HeldRows(_dask_ring.DaskRing):
     """Records, after each round that went with a check, each payload the engine keeps
     (the problems in it, the problems whose rows point to it)."""
     held = []
 
-    def ring_round(self, *a, **k):
-        out = super().ring_round(*a, **k)
+    def round(self, *a, **k):
+        out = super().round(*a, **k)
         if out is not None:
             futs = self._payloads(self.rows)
             distributed.wait(futs)
             # (rows a run left on its worker: _worker.Held)
-            on = self.client.run(lambda: [k[1:] for k in _worker.STATE.held])
+            on = self.eng.client.run(lambda: [k[1:] for k in _worker.STATE.held])
             rows = {tuple(k) for keys in on.values() for k in keys}
             for f in futs:
                 res = _steps.payload_of(f.result())
@@ -314,7 +314,7 @@ def test_a_check_and_its_round_leave_the_passed_problems_alone(client, monkeypat
     X, y = make_data(n=1600, classes=4, seed=5)
     Xd, yd = chunked(X, y, 2)                # (groups of two problems)
     kw = dict(C=1.0, random_state=0, max_iter=500, method="ring")
-    monkeypatch.setattr(E, "DaskEngine", HeldRows)
+    monkeypatch.setattr(_dask_engine, "DaskRing", HeldRows)
     HeldRows.held = []
     a = pbd.LinearSVC(client=client, **kw).fit(Xd, yd)
     assert len(HeldRows.held) > 10
@@ -437,7 +437,7 @@ def test_spread_ring_with_laps_sends_changes(client, monkeypatch):
               method="ring", rules=SPREAD)
     sparse = pbd.LinearSVC(client=client, **kw).fit(X, y)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
-    monkeypatch.setattr(_dask_engine.DaskEngine, "_seed", lambda self, groups: None)
+    monkeypatch.setattr(_dask_ring.DaskRing, "_seed", lambda self, groups: None)
     dense = pbd.LinearSVC(client=client, **kw).fit(X, y)
     for m in (sparse, dense):
         np.testing.assert_array_equal(m.coef_, ref.coef_)
@@ -538,18 +538,19 @@ def test_sparse_hops_stop_when_the_visits_change_most_weights(client, monkeypatc
     X, y = make_data(n=2000, d=300, density=0.1)
     seeds = []
 
-    class Spy(_dask_engine.DaskEngine):
+    class Spy(_dask_ring.DaskRing):
         def _seed(self, groups):
             seeds.append(len(groups))
             return super()._seed(groups)
 
-        def close(self):
+        def weights(self, n_problems, d):
+            out = super().weights(n_problems, d)
             Spy.off = self.sparse_off
             # (every sparse hop's bytes were counted: none left on the workers)
-            Spy.left = sum(self.client.run(_worker.take_received, self.job).values())
-            return super().close()
+            Spy.left = sum(self.eng.client.run(_worker.take_received, self.eng.job).values())
+            return out
 
-    monkeypatch.setattr(E, "DaskEngine", Spy)
+    monkeypatch.setattr(_dask_engine, "DaskRing", Spy)
     kw = dict(C=1.0, tol=1e-6, random_state=0, laps=4, max_iter=12, n_partitions=4,
               method="ring", rules=SPREAD)
     m = pbd.LinearSVC(client=client, **kw).fit(X, y)
@@ -824,4 +825,4 @@ def test_cluster_error_is_public():
     _driver; it is pybudget.dask.ClusterError, the one the engines raise."""
     assert "ClusterError" in pbd.__all__ and issubclass(pbd.ClusterError, RuntimeError)
     with pytest.raises(pbd.ClusterError, match="cannot lose"):
-        _engines.ThreadsEngine().recover({}, None)
+        _engines.ThreadsEngine().rebuild_lost()

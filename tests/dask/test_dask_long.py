@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 import pybudget.dask as pbd
-from pybudget.dask import _dask_engine, _driver, _worker
-from pybudget.dask import estimators as E
+from pybudget.dask import _dask_engine, _dask_ring, _driver, _worker
 from pybudget.dask.errors import ClusterError
 
 from helpers import make_data, ring_rules
@@ -25,22 +24,24 @@ def worker_tables(engine):
     return out
 
 
-class Recording(_dask_engine.DaskEngine):
+class Recording(_dask_ring.DaskRing):
     """Records, every EVERY rounds once the round's tasks are done, the sizes of the
     client's and the workers' tables."""
     EVERY = 250
     sizes = []
 
-    def ring_round(self, rnd, *args, **kwargs):
-        out = super().ring_round(rnd, *args, **kwargs)
+    def round(self, rnd, *args, **kwargs):
+        out = super().round(rnd, *args, **kwargs)
         if rnd % self.EVERY == self.EVERY - 1:
-            self._gather([self._on(self.loc[f.key], _worker.barrier, f)
-                          for f in self._payloads(self.rows)])
+            eng = self.eng
+            eng._gather([eng._on(self.loc[f.key], _worker.barrier, f)
+                         for f in self._payloads(self.rows)])
             # (and each worker's latest task: a replicas' drop on a worker that holds no
             # payload runs after the round, and a read before it would still count them)
-            self._gather([self._on(w, _worker.barrier, f) for w, f in self.last_on.items()])
+            eng._gather([eng._on(w, _worker.barrier, f) for w, f in self.last_on.items()])
             Recording.sizes.append({"held": len(self.held), "loc": len(self.loc),
-                                    "sparse hops": bool(self.replica_runs), **worker_tables(self)})
+                                    "sparse hops": bool(self.replica_runs),
+                                    **worker_tables(eng)})
         return out
 
 
@@ -52,7 +53,7 @@ def test_2000_rounds_keep_every_table_bounded(client, monkeypatch):
     (Before, held and loc gained an entry every round.)"""
     X, y = make_data(n=200, d=400, density=0.05, seed=3)
     y = np.where(np.random.default_rng(0).random(len(y)) < 0.3, 1 - y, y)    # noisy
-    monkeypatch.setattr(E, "DaskEngine", Recording)
+    monkeypatch.setattr(_dask_engine, "DaskRing", Recording)
     monkeypatch.setattr(Recording, "EVERY", 250)
     # (checks every 50 rounds: a check waits for the workers, and the stalled gap's
     # schedule would check every round)
@@ -75,7 +76,7 @@ def test_replicas_dropped_when_the_sparse_hops_stop(client, monkeypatch):
     check it sends the weights again, and the workers' replicas go (they stayed until
     the fit's end before)."""
     X, y = make_data(n=1500, seed=11)
-    monkeypatch.setattr(E, "DaskEngine", Recording)
+    monkeypatch.setattr(_dask_engine, "DaskRing", Recording)
     monkeypatch.setattr(Recording, "EVERY", 1)
     Recording.sizes = []
     m = pbd.LinearSVC(C=0.1, tol=1e-3, laps=2, n_partitions=4, random_state=0,

@@ -52,8 +52,8 @@ def test_ring_runs_each_visit_on_the_workers_threads(two_by_two, spy, laps,
     kw = dict(C=0.5, random_state=0, method="ring", n_partitions=2, max_iter=300,
               laps=laps, rules=SPREAD)
     seeded = []
-    real_seed = _dask_ring.RingRuns._seed
-    monkeypatch.setattr(_dask_ring.RingRuns, "_seed",
+    real_seed = _dask_ring.DaskRing._seed
+    monkeypatch.setattr(_dask_ring.DaskRing, "_seed",
                         lambda self, groups: seeded.append(groups) or real_seed(self, groups))
     m = pbd.LinearSVC(client=two_by_two, **kw).fit(X, y)
     assert bool(seeded) == (laps > 1)
