@@ -29,8 +29,6 @@ from pybudget.dask.errors import ClusterError, PartitionMissing, PartitionsLost
 class DaskEngine:
     """The partitions on the workers of a Dask cluster (see the module docstring)."""
 
-    hold_rows = True     # the ring's dense hops: rows held by the workers (False: results)
-
     def __init__(self, client, rules=None, timeout=600.0, worker_grace=30.0):
         self.client = client
         # (placement and the sparse hops decide by these)

@@ -31,7 +31,7 @@ class DaskRing(Checkpointing):
         self.run_no = 0          # the sparse hops' runs that changed weights so far
         self.as_dense = 0        # bytes the sparse hops would have taken as weights,
         self.as_sparse = 0       # and what they took (counted where they arrived)
-        self.sparse_off = 1      # laps up to which the ring sends weights
+        self.sparse_off = eng.rules.sparse_laps - 1   # laps up to which it sends weights
         self.unpolled = False    # sparse hops may have arrived since the last poll
         self.tags = 0            # the ring's runs that leave their rows held (Held)
         self.last_on = {}        # worker -> the future of the latest run submitted there
@@ -173,7 +173,7 @@ class DaskRing(Checkpointing):
                 # hold its copy for the whole visit; this way only until it has arrived)
                 fut = eng._on(here, _delivered, fut)
             tag = None
-            if log is None and eng.hold_rows:     # the rows stay on the worker (Held)
+            if log is None:      # the rows stay on the worker (Held)
                 self.tags += 1
                 # (">": the next run takes them from another worker: _worker's pacing)
                 to_peer = i + 1 < len(runs) and eng.where[part(runs[i + 1][0])] != here

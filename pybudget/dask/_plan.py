@@ -38,6 +38,10 @@ class ClusterRules:
             took 155/95/70/51 rounds against one machine's 35-49 sweeps.
         stall_rounds: rounds before the laps may double (when the checks predict more
             than twice the rounds run: the block order stalls with a bias feature).
+        sparse_laps: the ring sends the changes of the weights (sparse hops) from this
+            many laps a round on, where its partitions span workers: a visit of a whole
+            partition changes much of the weights, and finding which costs more than
+            sending them (``math.inf``: never).
         sparse_give_up: the ring's sparse hops stop when, at a check, they have taken
             this share of the bytes of the weights they replaced.
     Threads on the workers
@@ -58,6 +62,7 @@ class ClusterRules:
     min_visit_rows: int = 256
     min_visit_nnz: int = 32768
     stall_rounds: int = 10
+    sparse_laps: float = 2
     sparse_give_up: float = 0.5
     visit_thread_nnz: int = 100_000
 

@@ -2,8 +2,10 @@
 
 The engines and worker counts must give the same bits; bad input must fail in one line
 and leave nothing behind (lost workers: test_dask_faults.py)."""
+import math
 import pickle
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -19,7 +21,7 @@ from pybudget.dask._partition import PartCheck, PartSummary, Partition, add_into
 from pybudget.dask._plan import FitSpec
 from pybudget.dask._sources import build_partition, row_bounds
 
-from helpers import chunked, held, make_data, ring_rules
+from helpers import chunked, held, make_data, ring_rules, tasks_run
 
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
@@ -428,17 +430,17 @@ def test_changes_rebuild_every_replica_bit_for_bit():
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_spread_ring_with_laps_sends_changes(client, monkeypatch):
+def test_spread_ring_with_laps_sends_changes(client):
     """Spread over the workers with several laps a round, a visit changes a share of
     the weights and the ring sends the changes: the same bits as the threads engine
-    and as sending the weights, in a fraction of the bytes."""
+    and as sending the weights (sparse_laps=inf), in a fraction of the bytes."""
     X, y = make_data(n=2000, d=20000, density=10 / 20000, classes=3)
     kw = dict(C=1.0, tol=1e-6, random_state=0, laps=4, max_iter=12, n_partitions=4,
-              method="ring", rules=SPREAD)
-    sparse = pbd.LinearSVC(client=client, **kw).fit(X, y)
-    ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
-    monkeypatch.setattr(_dask_ring.DaskRing, "_seed", lambda self, groups: None)
-    dense = pbd.LinearSVC(client=client, **kw).fit(X, y)
+              method="ring")
+    sparse = pbd.LinearSVC(client=client, rules=SPREAD, **kw).fit(X, y)
+    ref = pbd.LinearSVC(engine="threads", rules=SPREAD, **kw).fit(X, y)
+    dense = pbd.LinearSVC(client=client, rules=replace(SPREAD, sparse_laps=math.inf),
+                          **kw).fit(X, y)
     for m in (sparse, dense):
         np.testing.assert_array_equal(m.coef_, ref.coef_)
         np.testing.assert_array_equal(m.intercept_, ref.intercept_)
@@ -488,11 +490,10 @@ def test_rows_move_between_workers_outside_the_task_results(client, monkeypatch)
 
 
 @pytest.mark.parametrize("laps", [1, 4])
-def test_held_rows_and_task_results_give_the_same_bits(client, monkeypatch, laps):
+def test_held_rows_give_the_threads_engines_bits(client, laps):
     """Spread partitions, problems passing at different checks (their rows leave with
     the check's sums) and, with laps, sparse hops seeded from held rows: the same bits
-    with the rows held by the workers as with the weights sent as task results, and as
-    the threads engine."""
+    as the threads engine, nothing left held."""
     X, y = make_data(n=800, classes=4, seed=5)
     # (tol 3e-2: 32 rounds, the four problems still passing at different checks; at
     # 1e-2, 54-56 rounds of hops made this the suite's slowest test)
@@ -500,15 +501,10 @@ def test_held_rows_and_task_results_give_the_same_bits(client, monkeypatch, laps
               method="ring", rules=SPREAD)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
     assert len({e["active"] for e in ref.rounds_log_} - {0}) >= 2
-    fits = []
-    for hold in (True, False):
-        monkeypatch.setattr(_dask_engine.DaskEngine, "hold_rows", hold)
-        fits.append(pbd.LinearSVC(client=client, **kw).fit(X, y))
-        assert sum(held(client).values()) == 0
-    for m in fits:
-        np.testing.assert_array_equal(m.coef_, ref.coef_)
-        np.testing.assert_array_equal(m.intercept_, ref.intercept_)
-        assert m.bytes_sent_ == fits[0].bytes_sent_
+    m = pbd.LinearSVC(client=client, **kw).fit(X, y)
+    assert sum(held(client).values()) == 0
+    np.testing.assert_array_equal(m.coef_, ref.coef_)
+    np.testing.assert_array_equal(m.intercept_, ref.intercept_)
 
 
 def test_pacing_waits_only_for_rows_bound_for_another_worker(monkeypatch):
@@ -536,13 +532,7 @@ def test_sparse_hops_stop_when_the_visits_change_most_weights(client, monkeypatc
     the weights, so the ring goes back to sending them after its first check (until
     the laps grow); the same bits throughout."""
     X, y = make_data(n=2000, d=300, density=0.1)
-    seeds = []
-
     class Spy(_dask_ring.DaskRing):
-        def _seed(self, groups):
-            seeds.append(len(groups))
-            return super()._seed(groups)
-
         def weights(self, n_problems, d):
             out = super().weights(n_problems, d)
             Spy.off = self.sparse_off
@@ -553,9 +543,12 @@ def test_sparse_hops_stop_when_the_visits_change_most_weights(client, monkeypatc
     monkeypatch.setattr(_dask_engine, "DaskRing", Spy)
     kw = dict(C=1.0, tol=1e-6, random_state=0, laps=4, max_iter=12, n_partitions=4,
               method="ring", rules=SPREAD)
-    m = pbd.LinearSVC(client=client, **kw).fit(X, y)
+    with tasks_run(client) as ran:
+        m = pbd.LinearSVC(client=client, **kw).fit(X, y)
     ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
-    assert seeds == [1] and Spy.off == 4 and Spy.left == 0
+    # (seeded once, on both workers)
+    assert [name for name, _ in ran].count("seed_task") == 2
+    assert Spy.off == 4 and Spy.left == 0
     np.testing.assert_array_equal(m.coef_, ref.coef_)
 
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import pybudget.dask as pbd
-from pybudget.dask import _dask_ring, _steps
+from pybudget.dask import _steps
 
-from helpers import make_data, ring_rules
+from helpers import make_data, ring_rules, tasks_run
 
 
 pytestmark = pytest.mark.usefixtures("ring_by_default")
@@ -46,17 +46,13 @@ def spy(monkeypatch):
 
 
 @pytest.mark.parametrize("laps", [1, 4], ids=["weights", "sparse hops"])
-def test_ring_runs_each_visit_on_the_workers_threads(two_by_two, spy, laps,
-                                                     monkeypatch):
+def test_ring_runs_each_visit_on_the_workers_threads(two_by_two, spy, laps):
     X, y = make_data(n=900, classes=4, seed=6)
     kw = dict(C=0.5, random_state=0, method="ring", n_partitions=2, max_iter=300,
               laps=laps, rules=SPREAD)
-    seeded = []
-    real_seed = _dask_ring.DaskRing._seed
-    monkeypatch.setattr(_dask_ring.DaskRing, "_seed",
-                        lambda self, groups: seeded.append(groups) or real_seed(self, groups))
-    m = pbd.LinearSVC(client=two_by_two, **kw).fit(X, y)
-    assert bool(seeded) == (laps > 1)
+    with tasks_run(two_by_two) as ran:
+        m = pbd.LinearSVC(client=two_by_two, **kw).fit(X, y)
+    assert ("seed_task" in [name for name, _ in ran]) == (laps > 1)
     assert len(set(m.partition_workers_)) == 2
     assert spy and all(n == 2 for n, _ in spy)
     assert max(k for _, k in spy) == 2          # (4 problems in 2 groups)
