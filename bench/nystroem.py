@@ -6,7 +6,7 @@ solvers on its dense features, scikit-learn's ``LinearSVC`` (``dual=False``: lib
 primal Newton on the squared hinge; ``dual=True``: its dual CD on the hinge) and
 pybudget's ``LinearSVC`` (hinge and squared hinge, ``selection="auto"``); LIBSVM's exact
 SVM (libsvm-official) as the ceiling, once per data set; and ``BudgetSVC`` with budget B
-(BSGD and BSCA, defaults and ``refit=True``).  The same data, C and gamma
+(BSGD and BSCA, defaults, ``refit=True`` and ``refit="hinge"``).  The same data, C and gamma
 (bench/budget.py's PARAMS), B in ``--budgets``, seeds ``--seeds`` (the seed of the
 landmarks and of the budgeted solvers).
 
@@ -46,8 +46,10 @@ NYSTROEM = {"nystroem+sk-primal": "scikit-learn LinearSVC(dual=False), squared h
             "nystroem+pb-hinge": "pybudget LinearSVC(loss='hinge')",
             "nystroem+pb-sqhinge": "pybudget LinearSVC(loss='squared_hinge')"}
 BUDGET = {"budget-bsgd": {}, "budget-bsgd-refit": {"refit": True},
-          "budget-bsca": {"solver": "bsca"}, "budget-bsca-refit": {"solver": "bsca",
-                                                                  "refit": True}}
+          "budget-bsgd-refit-hinge": {"refit": "hinge"},
+          "budget-bsca": {"solver": "bsca"},
+          "budget-bsca-refit": {"solver": "bsca", "refit": True},
+          "budget-bsca-refit-hinge": {"solver": "bsca", "refit": "hinge"}}
 METHODS = [*NYSTROEM, *BUDGET]
 # scikit-learn's dual CD on the hinge reached its iteration cap at C = 32 already in the
 # quick run (a ConvergenceWarning): on request only

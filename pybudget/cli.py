@@ -715,7 +715,10 @@ def build_parser():
     ker.add_argument("--refit", action="store_const", const=True, default=None,
                      help="solve the coefficients on the final support vectors exactly "
                           "once after the epochs (the Nystroem problem on the budget's "
-                          "own centres; n x budget kernel values in memory)")
+                          "own centres, squared hinge; n x budget kernel values in memory)")
+    ker.add_argument("--refit-hinge", dest="refit", action="store_const", const="hinge",
+                     help="--refit with the hinge (smoothed within 0.5 of the margin) in "
+                          "place of the squared hinge")
     ker.add_argument("--averaging", choices=AVERAGING, default=None,
                      help="iterate averaging (default %s: the mean of the last "
                           "min(n/2, 4*budget) iterates; all, last-half: BSGD only)"

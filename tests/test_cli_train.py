@@ -86,6 +86,7 @@ def test_squared_hinge_by_liblinear_type(files, capsys):
     (["--solver", "bsca", "--budget", "20", "--checkpoints", "4"], "bsca"),
     (["--kernel", "rbf", "--budget", "20", "--no-offset", "--averaging", "none"], "bsgd"),
     (["--solver", "bsca", "--budget", "20", "--refit"], "bsca"),
+    (["--solver", "bsgd", "--budget", "20", "--refit-hinge"], "bsgd"),
     (["--kernel", "rbf", "--budget", "20", "--storage", "sparse"], "bsgd"),
 ])
 def test_kernel_models(files, capsys, opts, solver):
@@ -97,7 +98,7 @@ def test_kernel_models(files, capsys, opts, solver):
     assert isinstance(est, BudgetSVC) and est.solver == solver
     assert est.support_vectors_.shape[0] <= est.budget
     assert (est.checkpoint_ is not None) == ("--checkpoints" in opts)
-    assert est.refit == ("--refit" in opts)
+    assert est.refit == ("hinge" if "--refit-hinge" in opts else "--refit" in opts)
     assert sp.issparse(est.support_vectors_) == ("--storage" in opts)
     code, out, _ = run(["predict", test, model, d / "k.pred"], capsys)
     assert code == 0

@@ -21,7 +21,7 @@ from pybudget.budget._budget import BudgetModel
 from pybudget.budget._maintain import MAINTENANCE, MULTI, SEARCHES, Maintainer
 from pybudget.budget._decision import decision_values
 from pybudget.budget._offset import draw_sample, model_offset, reservoir_update
-from pybudget.budget._refit import refit_model
+from pybudget.budget._refit import LOSSES as REFIT_LOSSES, refit_model
 from pybudget.budget._team_rules import team_for
 
 SOLVERS = ("bsgd", "bsca")
@@ -120,8 +120,21 @@ class BudgetParams:
     averaging: str
     checkpoints: int
     offset: bool
-    refit: bool
+    refit: object          # False, or the loss the refit minimises (_refit.LOSSES)
     storage: str = "auto"
+
+
+def refit_loss(refit):
+    """``refit`` as the loss the refit minimises, or False: True means "squared_hinge"."""
+    if isinstance(refit, (bool, np.bool_)):
+        return "squared_hinge" if refit else False
+    if not isinstance(refit, str):
+        raise TypeError(f"refit must be True, False or one of {sorted(REFIT_LOSSES)}, "
+                        f"got {refit!r}")
+    if refit not in REFIT_LOSSES:
+        raise ValueError(f"refit must be True, False or one of {sorted(REFIT_LOSSES)}, "
+                         f"got {refit!r}")
+    return refit
 
 
 def check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_size,
@@ -148,7 +161,7 @@ def check_budget_params(C, gamma, budget, solver, epochs, maintenance, merge_siz
     V.choice("averaging", averaging, AVERAGING)
     checkpoints = V.positive_int("checkpoints", checkpoints, minimum=0)
     offset = V.boolean("offset", offset)
-    refit = V.boolean("refit", refit)
+    refit = refit_loss(refit)
     V.choice("storage", storage, STORAGES)
     if averaging == "auto":   # the tail average, unless checkpoints pick one model out
         averaging = "none" if checkpoints else "tail"
@@ -395,7 +408,7 @@ def _fit(X, codes, classes, p, seed, verbose=0, n_jobs=1):
         t0 = time.perf_counter()
         res.dual_coef, res.intercept, infos = refit_model(
             X, codes, Z, res.dual_coef, res.intercept, gamma, p.C, p.offset,
-            blocks=out.get("blocks"))     # (BSCA's problems' own SVs; BSGD's shared)
+            blocks=out.get("blocks"), loss=p.refit)   # (blocks: BSCA's problems' own SVs)
         res.time += time.perf_counter() - t0
         if verbose:
             report(f"refit: {', '.join(str(i.n_iter) for i in infos)} Newton "
@@ -556,15 +569,19 @@ class BudgetSVC(SVMClassifierBase):
         0 and the minimiser with the fewest misclassified sample rows (0 if none has
         fewer than 0).  ``partial_fit`` refits it at the end of every call on a
         reservoir sample of all rows seen.
-    refit : bool, default=False
+    refit : bool or {"squared_hinge", "hinge"}, default=False
         After the stochastic epochs, solve the coefficients on the final support
         vectors exactly once: with the support vectors S fixed, minimise
-        ``1/2 a' K_SS a + C sum_i max(0, 1 - y_i (k(x_i, S) a + b))^2`` over the
-        coefficients a and (with ``offset=True``; else b = 0) an unregularised offset b,
-        on all training rows at the same C.  This is the Nystroem problem with the
-        budget's own centres as landmarks (features k(x, S) K_SS^(-1/2)) with the
-        squared hinge loss, solved in the coefficients by Newton's method with exact
-        line searches from the stochastic solver's coefficients
+        ``1/2 a' K_SS a + C sum_i L(y_i (k(x_i, S) a + b))`` over the coefficients a
+        and (with ``offset=True``; else b = 0) an unregularised offset b, on all
+        training rows at the same C.  L: the squared hinge ``max(0, 1 - m)^2``
+        (True, "squared_hinge"), or the hinge smoothed over margins within 0.5 of 1
+        ("hinge": Chapelle's Huber hinge, quadratic there so that Newton's method
+        solves it); which is more accurate depends on the data, as for LinearSVC's
+        ``loss``.  This is the Nystroem problem with the budget's own centres as
+        landmarks (features k(x, S) K_SS^(-1/2)), solved in the coefficients by
+        Newton's method with exact line searches from the stochastic solver's
+        coefficients
         (``pybudget.budget._refit``); it replaces ``dual_coef_`` and ``intercept_``
         and keeps the support vectors, so the model, its prediction and its files are
         those of any BudgetSVC.  More than two classes: one-vs-rest problems on the

@@ -46,11 +46,6 @@ def encode(dw):
     return ("dense", dw)
 
 
-def payload_bytes(msg):
-    """Bytes of the arrays of an encoded weight change."""
-    return sum(a.nbytes for a in msg[1:])
-
-
 def add_into(w, msg, scale=1.0):
     """w += scale * the decoded change (in place; the sparse form touches only its
     entries, so both forms give the same bits)."""

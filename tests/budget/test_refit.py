@@ -1,5 +1,6 @@
-"""BudgetSVC(refit=True): the final exact solve of the coefficients on the budget's own
-support vectors, against independent solutions of the same Nystroem problem
+"""BudgetSVC(refit=...): the final exact solve of the coefficients on the budget's own
+support vectors, with the squared hinge (refit=True) and the smoothed hinge
+(refit="hinge"), against independent solutions of the same Nystroem problem
 (scikit-learn's LinearSVC and scipy's L-BFGS on the whitened features phi(x) =
 k(x, S) K_SS^(-1/2)) and its optimality conditions written in numpy; the parameter's
 validation, clone, pickle and model files."""
@@ -15,7 +16,7 @@ from sklearn.svm import LinearSVC as SkLinearSVC
 
 from pybudget import BudgetSVC, load, save, solve_budget
 from pybudget.budget._decision import center_kernel, kernel_matrix
-from pybudget.budget._refit import refit_binary
+from pybudget.budget._refit import HUBER, refit_binary
 
 C, GAMMA = 4.0, 0.2
 
@@ -44,9 +45,42 @@ def _features(X, S):
     return k(X, S) @ (U / np.sqrt(s)) @ U.T, (U / np.sqrt(s)) @ U.T
 
 
-def _objective(a, b, K, Kss, y):
-    slack = np.maximum(0.0, 1.0 - y * (K @ a + b))
-    return 0.5 * a @ Kss @ a + C * slack @ slack
+LOSSES = [True, "hinge"]          # refit's values: the squared hinge, the smoothed hinge
+
+
+def _loss(m, refit):
+    """The refit's loss at margins m and its derivative (numpy, from the formulas)."""
+    if refit is True:
+        r = np.maximum(0.0, 1.0 - m)
+        return r * r, -2.0 * r
+    h = HUBER
+    value = np.where(m > 1 + h, 0.0, np.where(m < 1 - h, 1.0 - m, (1 + h - m) ** 2 / (4 * h)))
+    slope = np.where(m > 1 + h, 0.0, np.where(m < 1 - h, -1.0, -(1 + h - m) / (2 * h)))
+    return value, slope
+
+
+def _objective(a, b, K, Kss, y, refit=True):
+    return 0.5 * a @ Kss @ a + C * _loss(y * (K @ a + b), refit)[0].sum()
+
+
+def _lbfgs(F, y, refit, offset=True):
+    """The same problem in phi coordinates, (w, b, objective), by scipy's L-BFGS."""
+    def fun(v):
+        w, b = v[:-1], (v[-1] if offset else 0.0)
+        value, slope = _loss(y * (F @ w + b), refit)
+        g = y * slope
+        return (0.5 * w @ w + C * value.sum(),
+                np.append(w + C * F.T @ g, C * g.sum() if offset else 0.0))
+
+    opt = minimize(fun, np.zeros(F.shape[1] + 1), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 20000, "ftol": 1e-15, "gtol": 1e-10})
+    return opt.x[:-1], (opt.x[-1] if offset else 0.0), opt.fun
+
+
+def _gradient(a, b, K, Kss, ys, refit):
+    """(the objective's gradient in a, in b, the scale of its loss part) in numpy."""
+    g = ys * _loss(ys * (K @ a + b), refit)[1]
+    return Kss @ a + C * K.T @ g, C * g.sum(), C * np.abs(K.T @ g).max()
 
 
 def test_refit_matches_liblinear_without_offset(binary):
@@ -67,50 +101,57 @@ def test_refit_matches_liblinear_without_offset(binary):
                                rtol=1e-6, atol=1e-6)
 
 
-def test_refit_matches_lbfgs_with_offset(binary):
+def test_refit_hinge_matches_lbfgs_without_offset(binary):
+    """offset=False, the smoothed hinge: the coefficients mapped into phi coordinates
+    (w = K_SS^(1/2) a) are L-BFGS's."""
+    X, y = binary
+    ys = np.where(y == 1, 1.0, -1.0)
+    clf = BudgetSVC(C=C, gamma=GAMMA, budget=40, offset=False, refit="hinge",
+                    random_state=0).fit(X, y)
+    F, Kmhalf = _features(X, clf.support_vectors_)
+    w, _, _ = _lbfgs(F, ys, "hinge", offset=False)
+    a_ref = Kmhalf @ w
+    np.testing.assert_allclose(clf.dual_coef_.ravel(), a_ref, rtol=1e-4,
+                               atol=1e-4 * np.abs(a_ref).max())
+    assert np.all(clf.intercept_ == 0.0)
+    np.testing.assert_allclose(clf.decision_function(X), F @ w, atol=1e-4)
+
+
+@pytest.mark.parametrize("refit", LOSSES)
+def test_refit_matches_lbfgs_with_offset(binary, refit):
     """offset=True: an unregularised offset; scipy's L-BFGS on (w, b) in phi
     coordinates reaches the same objective and decision values."""
     X, y = binary
     ys = np.where(y == 1, 1.0, -1.0)
-    clf = BudgetSVC(C=C, gamma=GAMMA, budget=40, refit=True, random_state=1).fit(X, y)
+    clf = BudgetSVC(C=C, gamma=GAMMA, budget=40, refit=refit, random_state=1).fit(X, y)
     S = clf.support_vectors_
     F, _ = _features(X, S)
-
-    def fun(v):
-        w, b = v[:-1], v[-1]
-        slack = np.maximum(0.0, 1.0 - ys * (F @ w + b))
-        grad = np.append(w, 0.0) - 2 * C * np.append(F.T @ (ys * slack), (ys * slack).sum())
-        return 0.5 * w @ w + C * slack @ slack, grad
-
-    opt = minimize(fun, np.zeros(F.shape[1] + 1), jac=True, method="L-BFGS-B",
-                   options={"maxiter": 20000, "ftol": 1e-15, "gtol": 1e-10})
+    w, b, best = _lbfgs(F, ys, refit)
     K = kernel_matrix(X, S, GAMMA)
     Kss = center_kernel(S, GAMMA)
-    ours = _objective(clf.dual_coef_.ravel(), clf.intercept_[0], K, Kss, ys)
-    assert ours <= opt.fun * (1 + 1e-9)
-    assert ours == pytest.approx(opt.fun, rel=1e-7)
-    ref = F @ opt.x[:-1] + opt.x[-1]
-    np.testing.assert_allclose(clf.decision_function(X), ref, atol=1e-4)
+    ours = _objective(clf.dual_coef_.ravel(), clf.intercept_[0], K, Kss, ys, refit)
+    assert ours <= best * (1 + 1e-9)
+    assert ours == pytest.approx(best, rel=1e-7)
+    np.testing.assert_allclose(clf.decision_function(X), F @ w + b, atol=1e-4)
 
 
-def test_kkt_conditions(binary):
+@pytest.mark.parametrize("refit", LOSSES)
+def test_kkt_conditions(binary, refit):
     """The returned (a, b) zero the gradient of the objective (numpy)."""
     X, y = binary
     ys = np.where(y == 1, 1.0, -1.0)
-    clf = BudgetSVC(C=C, gamma=GAMMA, budget=30, solver="bsca", refit=True,
+    clf = BudgetSVC(C=C, gamma=GAMMA, budget=30, solver="bsca", refit=refit,
                     random_state=2).fit(X, y)
     a, b = clf.dual_coef_.ravel(), clf.intercept_[0]
     S = clf.support_vectors_
-    K, Kss = kernel_matrix(X, S, GAMMA), center_kernel(S, GAMMA)
-    slack = np.maximum(0.0, 1.0 - ys * (K @ a + b))
-    g_a = Kss @ a - 2 * C * K.T @ (ys * slack)
-    g_b = -2 * C * (ys * slack).sum()
-    scale = 2 * C * np.abs(K.T @ (ys * slack)).max()
+    g_a, g_b, scale = _gradient(a, b, kernel_matrix(X, S, GAMMA), center_kernel(S, GAMMA),
+                                ys, refit)
     assert np.abs(g_a).max() <= 1e-7 * scale
-    assert abs(g_b) <= 1e-7 * 2 * C * np.abs(slack).sum()
+    assert abs(g_b) <= 1e-7 * C * len(ys)
 
 
-def test_refit_improves_objective_from_any_start(binary):
+@pytest.mark.parametrize("refit", LOSSES)
+def test_refit_improves_objective_from_any_start(binary, refit):
     """refit_binary from zero and from the stochastic coefficients: the same optimum."""
     X, y = binary
     ys = np.where(y == 1, 1.0, -1.0)
@@ -118,12 +159,13 @@ def test_refit_improves_objective_from_any_start(binary):
     S = clf.support_vectors_
     K, Kss = kernel_matrix(X, S, GAMMA), center_kernel(S, GAMMA)
     a0, b0 = clf.dual_coef_.ravel(), clf.intercept_[0]
-    a1, b1, i1 = refit_binary(K, Kss, ys, C, a0, b0)
-    a2, b2, i2 = refit_binary(K, Kss, ys, C, np.zeros_like(a0), 0.0)
+    loss = "squared_hinge" if refit is True else refit
+    a1, b1, i1 = refit_binary(K, Kss, ys, C, a0, b0, loss=loss)
+    a2, b2, i2 = refit_binary(K, Kss, ys, C, np.zeros_like(a0), 0.0, loss=loss)
     assert i1.converged and i2.converged
-    assert _objective(a1, b1, K, Kss, ys) <= _objective(a0, b0, K, Kss, ys)
-    assert _objective(a1, b1, K, Kss, ys) == pytest.approx(_objective(a2, b2, K, Kss, ys),
-                                                           rel=1e-9)
+    f1 = _objective(a1, b1, K, Kss, ys, refit)
+    assert f1 <= _objective(a0, b0, K, Kss, ys, refit)
+    assert f1 == pytest.approx(_objective(a2, b2, K, Kss, ys, refit), rel=1e-9)
     np.testing.assert_allclose(K @ a1 + b1, K @ a2 + b2, atol=1e-6)
 
 
@@ -142,10 +184,11 @@ def test_coincident_centres():
     np.testing.assert_allclose(K @ a + b, ref.decision_function(F), atol=1e-3)
 
 
+@pytest.mark.parametrize("refit", LOSSES)
 @pytest.mark.parametrize("solver", ["bsgd", "bsca"])
-def test_multiclass_sparse_and_dense(multi, solver):
+def test_multiclass_sparse_and_dense(multi, solver, refit):
     X, y = multi
-    kw = dict(C=C, gamma=GAMMA, budget=30, solver=solver, refit=True, random_state=0)
+    kw = dict(C=C, gamma=GAMMA, budget=30, solver=solver, refit=refit, random_state=0)
     dense = BudgetSVC(**kw).fit(X, y)
     sparse = BudgetSVC(**kw).fit(sp.csr_matrix(X), y)
     plain = BudgetSVC(**dict(kw, refit=False)).fit(X, y)
@@ -163,9 +206,8 @@ def test_multiclass_sparse_and_dense(multi, solver):
         Kss = center_kernel(S[cols], GAMMA)
         ys = np.where(y == dense.classes_[k], 1.0, -1.0)
         a, b = dense.dual_coef_[k, cols], dense.intercept_[k]
-        slack = np.maximum(0.0, 1.0 - ys * (Kk @ a + b))
-        g = Kss @ a - 2 * C * Kk.T @ (ys * slack)
-        assert np.abs(g).max() <= 1e-7 * 2 * C * np.abs(Kk.T @ (ys * slack)).max()
+        g, _, scale = _gradient(a, b, Kk, Kss, ys, refit)
+        assert np.abs(g).max() <= 1e-7 * scale
     assert dense.score(X, y) >= plain.score(X, y) - 0.05
 
 
@@ -186,19 +228,30 @@ def test_default_unchanged(binary):
     np.testing.assert_array_equal(a.intercept_, b.intercept_)
 
 
-@pytest.mark.parametrize("bad", ["yes", 1, 0, None, "True"])
+@pytest.mark.parametrize("bad", ["yes", 1, 0, None, "True", "logistic"])
 def test_invalid_values_rejected(binary, bad):
     X, y = binary
-    with pytest.raises(TypeError, match="refit must be True or False"):
+    error = ValueError if isinstance(bad, str) else TypeError
+    with pytest.raises(error, match="refit must be True, False or one of"):
         BudgetSVC(budget=10, refit=bad).fit(X, y)
-    with pytest.raises(TypeError, match="refit must be True or False"):
+    with pytest.raises(error, match="refit must be True, False or one of"):
         solve_budget(X, y, budget=10, refit=bad)
+
+
+def test_refit_true_is_the_squared_hinge(binary):
+    X, y = binary
+    kw = dict(C=C, gamma=GAMMA, budget=25, random_state=0)
+    a = BudgetSVC(refit=True, **kw).fit(X, y)
+    b = BudgetSVC(refit="squared_hinge", **kw).fit(X, y)
+    c = BudgetSVC(refit="hinge", **kw).fit(X, y)
+    np.testing.assert_array_equal(a.dual_coef_, b.dual_coef_)
+    assert not np.array_equal(a.dual_coef_, c.dual_coef_)
 
 
 def test_clone_pickle_and_model_file(binary, tmp_path):
     X, y = binary
-    clf = BudgetSVC(C=C, gamma=GAMMA, budget=25, refit=True, random_state=0)
-    assert clf.get_params()["refit"] is True
+    clf = BudgetSVC(C=C, gamma=GAMMA, budget=25, refit="hinge", random_state=0)
+    assert clf.get_params()["refit"] == "hinge"
     assert clone(clf).get_params() == clf.get_params()
     clf.fit(X, y)
     back = pickle.loads(pickle.dumps(clf))
@@ -206,7 +259,7 @@ def test_clone_pickle_and_model_file(binary, tmp_path):
     path = tmp_path / "refit.pbm"
     save(clf, path)
     loaded = load(path)
-    assert loaded.refit is True
+    assert loaded.refit == "hinge"
     np.testing.assert_array_equal(loaded.decision_function(X), clf.decision_function(X))
     np.testing.assert_array_equal(loaded.dual_coef_, clf.dual_coef_)
 
