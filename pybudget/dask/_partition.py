@@ -46,13 +46,13 @@ def encode(dw):
     return ("dense", dw)
 
 
-def add_into(w, msg, scale=1.0):
-    """w += scale * the decoded change (in place; the sparse form touches only its
-    entries, so both forms give the same bits)."""
+def add_into(w, msg):
+    """w += the decoded change (in place; the sparse form touches only its entries, so
+    both forms give the same bits)."""
     if msg[0] == "sparse":
-        w[msg[1]] += msg[2] if scale == 1.0 else scale * msg[2]
+        w[msg[1]] += msg[2]
     else:
-        w += msg[1] if scale == 1.0 else scale * msg[1]
+        w += msg[1]
 
 
 def first_lr_tol(selection):
