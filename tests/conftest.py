@@ -31,14 +31,5 @@ def client():
 
 
 @pytest.fixture
-def ring_by_default(monkeypatch):
-    """For the tests of the ring: method="auto" means the ring also on small data,
-    where it means "whole" (tested in tests/dask/test_dask_whole.py)."""
-    from pybudget.dask import estimators
-    from helpers import ring_rules
-    monkeypatch.setattr(estimators, "DEFAULT_RULES", ring_rules())
-
-
-@pytest.fixture
 def problem():
     return make_problem()

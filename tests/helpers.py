@@ -1,4 +1,6 @@
-"""Helpers the test modules share (one module: tests never import each other)."""
+"""Helpers the test modules share (one module: tests never import
+each other)."""
+import functools
 import os
 import signal
 import threading
@@ -105,9 +107,20 @@ def pool_rendezvous(parties):
 def ring_rules(**kw):
     """pybudget.dask rules under which method="auto" never means "whole" (the rows are
     never small enough to copy to each worker), with the fields kw changed: the tests
-    of the ring and of "newton" (conftest.ring_by_default makes them the default)."""
+    of the ring and of "newton"."""
     from pybudget.dask import ClusterRules
     return ClusterRules(whole_bytes=-1, **kw)
+
+
+def ring_estimators():
+    """pybudget.dask's LinearSVC, LogisticRegression and LinearSVR with
+    ``rules=ring_rules()`` unless a call passes its own rules: method="auto" on the
+    tests' small data is then the ring (or "newton"), not "whole" as with the shipped
+    rules (tests/dask/test_dask_whole.py)."""
+    import pybudget.dask as pbd
+    rules = ring_rules()
+    return tuple(functools.partial(cls, rules=rules) for cls in
+                 (pbd.LinearSVC, pbd.LogisticRegression, pbd.LinearSVR))
 
 
 def make_data(n=1200, d=60, seed=0, classes=2, density=0.15):

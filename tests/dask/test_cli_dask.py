@@ -17,9 +17,6 @@ distributed = pytest.importorskip("distributed")
 pbd = pytest.importorskip("pybudget.dask")
 from pybudget.dask import estimators as E  # noqa: E402
 
-# (these tests are about the ring: conftest.ring_by_default)
-pytestmark = pytest.mark.usefixtures("ring_by_default")
-
 ROUND = re.compile(r"^\[pybudget\] round (\d+): KKT violation ([0-9.e+-]+), relative "
                    r"duality gap [0-9.e+-]+ \(largest of \d+ checked\), \d+ problems "
                    r"left, bytes through the "
@@ -71,13 +68,15 @@ def reference(cls, pattern, **kw):
 
 def test_scheduler_train_predict_info(shards, scheduler, capsys, tmp_path, monkeypatch):
     d, pattern, test = shards
-    # (the shards are small: the rule lowered, they spread over both workers)
+    # (the shards are small: the rule lowered, they spread over both workers; the CLI
+    # takes no rules, the estimators' default rules are patched)
     monkeypatch.setattr(E, "DEFAULT_RULES", replace(E.DEFAULT_RULES, small_bytes=1000))
     model = tmp_path / "cluster.pbm"
-    code, out, err = run(["train", "--scheduler", scheduler, *FAST, pattern, model], capsys)
+    code, out, err = run(["train", "--scheduler", scheduler, "--method", "ring", *FAST,
+                          pattern, model], capsys)
     assert code == 0 and out == "", err
     assert f"connected to the Dask scheduler at {scheduler}, 2 workers" in err
-    assert "on 4 shard(s), method auto" in err
+    assert "on 4 shard(s), method ring" in err
     rounds = ROUND.findall(err)
     # (the ring checks after a round)
     assert len(rounds) >= 2 and int(rounds[0][0]) == 1
@@ -87,7 +86,7 @@ def test_scheduler_train_predict_info(shards, scheduler, capsys, tmp_path, monke
     assert int(between) > 0 or int(n_rounds) < 10
     assert "model written to" in err
 
-    ref = reference(pbd.LinearSVC, pattern, C=0.1, fit_intercept=True)
+    ref = reference(pbd.LinearSVC, pattern, C=0.1, fit_intercept=True, method="ring")
     est = load(model)
     assert type(est) is LinearSVC and est.C == 0.1 and est.random_state == 0
     assert int(n_rounds) == ref.n_rounds_ and float(kkt) == pytest.approx(
@@ -105,11 +104,9 @@ def test_scheduler_train_predict_info(shards, scheduler, capsys, tmp_path, monke
     assert run(["info", model], capsys)[0] == 0
 
 
-def test_default_method_on_small_shards_is_whole(shards, scheduler, capsys, tmp_path,
-                                                 monkeypatch):
+def test_default_method_on_small_shards_is_whole(shards, scheduler, capsys, tmp_path):
     """Without --method, small shards are trained by method "whole" (the one-machine
     solver on a worker): the model is the Python API's."""
-    monkeypatch.setattr(E, "DEFAULT_RULES", pbd.ClusterRules())     # (as shipped)
     _, pattern, _ = shards
     model = tmp_path / "whole.pbm"
     code, out, err = run(["train", "--scheduler", scheduler, *FAST, pattern, model], capsys)
@@ -129,9 +126,9 @@ def test_scheduler_other_problems(shards, scheduler, capsys, tmp_path, opts, cls
     _, pattern, _ = shards
     model = tmp_path / "m.pbm"
     code, _, err = run(["train", "-q", "--scheduler", scheduler, "-c", "0.1", "-e", "0.05",
-                        *opts, pattern, model], capsys)
+                        "--method", "ring", *opts, pattern, model], capsys)
     assert code == 0 and err == ""     # -q: no progress
-    kw = {"C": 0.1, "tol": 0.05, "fit_intercept": False}
+    kw = {"C": 0.1, "tol": 0.05, "fit_intercept": False, "method": "ring"}
     if cls is pbd.LinearSVC:
         kw.update(loss="squared_hinge", laps=1)
     elif cls is pbd.LogisticRegression:
@@ -264,5 +261,5 @@ def test_local_cluster_by_subprocess(shards, tmp_path):
     # the checkpoint of round 10 copies the duals to the other)
     assert rounds and all(len(mem.split(", ")) == 1 for t, _, mem in rounds if int(t) < 10)
     assert TRAINED.search(res.stderr) and "Traceback" not in res.stderr
-    ref = reference(pbd.LinearSVC, pattern, C=0.1, fit_intercept=True)
+    ref = reference(pbd.LinearSVC, pattern, C=0.1, fit_intercept=True, method="ring")
     np.testing.assert_array_equal(load(model).coef_, ref.coef_)

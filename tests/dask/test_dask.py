@@ -21,17 +21,17 @@ from pybudget.dask._partition import PartCheck, PartSummary, Partition, add_into
 from pybudget.dask._plan import FitSpec
 from pybudget.dask._sources import build_partition, row_bounds
 
-from helpers import chunked, held, make_data, ring_rules, tasks_run
+from helpers import chunked, held, make_data, ring_estimators, ring_rules, tasks_run
 
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
 
-# (these tests are about the ring: conftest.ring_by_default)
-pytestmark = pytest.mark.usefixtures("ring_by_default")
+# (the tests of the ring: "auto" never means "whole" on their small data)
+LinearSVC, LogisticRegression, LinearSVR = ring_estimators()
 
 # rules that take the small data here as large: the partitions spread over the workers
-# (in runs: 2 + 2 for 4 partitions), the laps limited by the bytes they move, and (as
-# ring_by_default) "auto" not "whole"
+# (in runs: 2 + 2 for 4 partitions), the laps limited by the bytes they move, and "auto"
+# not "whole"
 SPREAD = ring_rules(small_bytes=1000)
 
 
@@ -56,8 +56,8 @@ def test_one_partition_is_serial_dual_cd(loss):
     X, y = make_data()
     ref = pybudget.solve_linear(X, y, C=1.0, loss=loss, tol=1e-8, max_iter=20000,
                                 fit_intercept=True, random_state=0)
-    m = pbd.LinearSVC(C=1.0, loss=loss, tol=1e-6, n_partitions=1, engine="threads",
-                      random_state=0, max_iter=5000).fit(X, y)
+    m = LinearSVC(C=1.0, loss=loss, tol=1e-6, n_partitions=1, engine="threads",
+                  random_state=0, max_iter=5000).fit(X, y)
     assert m.converged_.all() and m.duality_gap_[0] <= 1e-6
     assert abs(m.primal_objective_[0] - ref.primal_objective) <= 2e-6 * ref.primal_objective
     # the reported gap is the gap of the returned weights
@@ -70,18 +70,18 @@ def test_one_partition_is_serial_dual_cd(loss):
 
 @pytest.mark.parametrize("selection", ["uniform", "shrinking", "avsf"])
 @pytest.mark.parametrize("est,kw", [
-    (pbd.LinearSVC, {"loss": "hinge"}),
-    (pbd.LinearSVC, {"loss": "squared_hinge", "fit_intercept": False}),
-    (pbd.LogisticRegression, {}),
-    (pbd.LinearSVR, {"epsilon": 0.1}),
+    (LinearSVC, {"loss": "hinge"}),
+    (LinearSVC, {"loss": "squared_hinge", "fit_intercept": False}),
+    (LogisticRegression, {}),
+    (LinearSVR, {"epsilon": 0.1}),
 ])
 def test_four_partitions_reach_the_one_machine_optimum(selection, est, kw):
     X, y = make_data(n=900, d=40)
-    if est is pbd.LinearSVR:
+    if est is LinearSVR:
         y = X @ np.linspace(-1, 1, X.shape[1]) + np.cos(np.arange(X.shape[0]))
         loss, local = kw.get("loss", "epsilon_insensitive"), {"epsilon": 0.1}
     else:
-        loss = "logistic" if est is pbd.LogisticRegression else kw["loss"]
+        loss = "logistic" if est is LogisticRegression else kw["loss"]
         local = {}
     bias = kw.get("fit_intercept", True)
     ref = pybudget.solve_linear(X, y, C=0.5, loss=loss, tol=1e-9, max_iter=50000,
@@ -102,8 +102,8 @@ def test_four_partitions_reach_the_one_machine_optimum(selection, est, kw):
 def test_multiclass_one_vs_rest_matches_one_machine_predictions():
     X, y = make_data(n=1500, classes=4, seed=3)
     labels = np.array(["d", "c", "b", "a"])[y]           # any label values
-    m = pbd.LinearSVC(C=1.0, tol=1e-4, engine="threads", random_state=0, method="ring",
-                      max_iter=5000).fit(X, labels)
+    m = LinearSVC(C=1.0, tol=1e-4, engine="threads", random_state=0, method="ring",
+                  max_iter=5000).fit(X, labels)
     one = pybudget.LinearSVC(C=1.0, tol=1e-4, random_state=0, max_iter=20000).fit(X, labels)
     np.testing.assert_array_equal(m.classes_, one.classes_)
     assert m.coef_.shape == (4, X.shape[1]) and m.duality_gap_.shape == (4,)
@@ -118,14 +118,14 @@ def test_class_and_sample_weights_are_the_one_machine_problem():
     cw = {0: 2.0, 1: 0.5}
     one = pybudget.LinearSVC(C=1.0, tol=1e-6, class_weight=cw, max_iter=50000,
                              random_state=0).fit(X, y, sample_weight=sw)
-    m = pbd.LinearSVC(C=1.0, tol=1e-4, class_weight=cw, engine="threads", random_state=0,
-                      max_iter=20000).fit(X, y, sample_weight=sw)
+    m = LinearSVC(C=1.0, tol=1e-4, class_weight=cw, engine="threads", random_state=0,
+                  max_iter=20000).fit(X, y, sample_weight=sw)
     assert m.converged_.all()
     # the dual objective of the one-machine solution is a lower bound of our primal
     assert m.primal_objective_[0] >= one.dual_objective_[0] * (1 - 1e-9)
     assert m.primal_objective_[0] - one.dual_objective_[0] <= 1.1e-4 * m.primal_objective_[0]
     # and without the weights the problem differs
-    plain = pbd.LinearSVC(C=1.0, tol=1e-4, engine="threads", random_state=0).fit(X, y)
+    plain = LinearSVC(C=1.0, tol=1e-4, engine="threads", random_state=0).fit(X, y)
     assert abs(plain.primal_objective_[0] - m.primal_objective_[0]) > 1e-2 * m.primal_objective_[0]
 
 
@@ -133,7 +133,7 @@ def test_local_sweeps_and_max_iter_warn():
     X, y = make_data()
     with pytest.warns(pybudget.ConvergenceWarning if hasattr(pybudget, "ConvergenceWarning")
                       else Warning, match="max_iter=2 rounds"):
-        m = pbd.LinearSVC(tol=1e-9, max_iter=2, engine="threads", random_state=0).fit(X, y)
+        m = LinearSVC(tol=1e-9, max_iter=2, engine="threads", random_state=0).fit(X, y)
     assert m.n_rounds_ == 2 and not m.converged_[0]
     # the final gap is still exact (a check-only pass certifies the final weights)
     assert m.duality_gap_[0] > 1e-9
@@ -142,8 +142,8 @@ def test_local_sweeps_and_max_iter_warn():
     kw = dict(tol=1e-9, max_iter=2, engine="threads", random_state=0, selection="uniform")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m3 = pbd.LinearSVC(local_sweeps=3, **kw).fit(X, y)
-        m1 = pbd.LinearSVC(local_sweeps=1, laps=1, **kw).fit(X, y)
+        m3 = LinearSVC(local_sweeps=3, **kw).fit(X, y)
+        m1 = LinearSVC(local_sweeps=1, laps=1, **kw).fit(X, y)
     assert m3.laps_ == m1.laps_ == 1
     assert m3.n_steps_ == 3 * m1.n_steps_ == 3 * 2 * X.shape[0]
 
@@ -192,21 +192,21 @@ def test_laps_share_out_one_sweep():
     order = np.argsort(y, kind="stable")     # sorted by class: the hard case
     X, y = X[order], y[order]
     kw = dict(engine="threads", random_state=0, n_partitions=4, selection="uniform")
-    one = pbd.LinearSVC(laps=1, max_iter=3, **kw)
-    four = pbd.LinearSVC(max_iter=3, **kw)
+    one = LinearSVC(laps=1, max_iter=3, **kw)
+    four = LinearSVC(max_iter=3, **kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         one.fit(X, y)
         four.fit(X, y)
     assert four.laps_ == 16 and one.laps_ == 1      # (64 visits a round)
     assert four.n_steps_ == one.n_steps_
-    one = pbd.LinearSVC(laps=1, **kw).fit(X, y)
-    four = pbd.LinearSVC(**kw).fit(X, y)
+    one = LinearSVC(laps=1, **kw).fit(X, y)
+    four = LinearSVC(**kw).fit(X, y)
     assert four.n_rounds_ < one.n_rounds_
     with pytest.raises(ValueError, match="laps=2 with local_sweeps=2"):
-        pbd.LinearSVC(laps=2, local_sweeps=2, engine="threads").fit(X, y)
+        LinearSVC(laps=2, local_sweeps=2, engine="threads").fit(X, y)
     with pytest.raises(ValueError, match="laps"):
-        pbd.LinearSVC(laps=0, engine="threads").fit(X, y)
+        LinearSVC(laps=0, engine="threads").fit(X, y)
 
 
 def test_laps_double_when_the_checks_stall():
@@ -263,8 +263,8 @@ def test_auto_laps_grow_on_a_stalling_ring(monkeypatch):
     Xd, yd = chunked(X, y, 2)
     kw = dict(loss="squared_hinge", tol=1e-5, max_iter=400, engine="threads",
               random_state=0, rules=SPREAD)
-    auto = pbd.LinearSVC(**kw).fit(Xd, yd)
-    one = pbd.LinearSVC(laps=1, **kw).fit(Xd, yd)
+    auto = LinearSVC(**kw).fit(Xd, yd)
+    one = LinearSVC(laps=1, **kw).fit(Xd, yd)
     laps = [e["laps"] for e in auto.rounds_log_]
     assert laps[0] == 1 and auto.laps_ == 4 and laps == sorted(laps)
     assert {e["laps"] for e in one.rounds_log_} == {1} and one.laps_ == 1
@@ -277,8 +277,8 @@ def test_dask_equals_threads_bit_for_bit(client):
     X, y = make_data(classes=3)
     Xd, yd = chunked(X, y, 4)
     kw = dict(C=0.1, tol=1e-2, random_state=7, method="ring")
-    a = pbd.LinearSVC(client=client, **kw).fit(Xd, yd)
-    b = pbd.LinearSVC(engine="threads", **kw).fit(Xd, yd)
+    a = LinearSVC(client=client, **kw).fit(Xd, yd)
+    b = LinearSVC(engine="threads", **kw).fit(Xd, yd)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_array_equal(a.intercept_, b.intercept_)
     np.testing.assert_array_equal(a.duality_gap_, b.duality_gap_)
@@ -318,10 +318,10 @@ def test_a_check_and_its_round_leave_the_passed_problems_alone(client, monkeypat
     kw = dict(C=1.0, random_state=0, max_iter=500, method="ring")
     monkeypatch.setattr(_dask_engine, "DaskRing", HeldRows)
     HeldRows.held = []
-    a = pbd.LinearSVC(client=client, **kw).fit(Xd, yd)
+    a = LinearSVC(client=client, **kw).fit(Xd, yd)
     assert len(HeldRows.held) > 10
     assert all(inside == pointing for inside, pointing in HeldRows.held)
-    b = pbd.LinearSVC(engine="threads", **kw).fit(Xd, yd)
+    b = LinearSVC(engine="threads", **kw).fit(Xd, yd)
     active = [e["active"] for e in b.rounds_log_]
     assert len(set(active) - {0}) >= 2        # problems passed at different checks
     # checks of some of the open problems only (each on its own schedule)
@@ -343,7 +343,7 @@ def test_workers_are_asked_afresh_not_from_the_client_cache(client, monkeypatch)
     monkeypatch.setattr(client, "scheduler_info", lambda *a, **k: {"workers": {}})
     assert _scheduler.worker_addresses(client) == live
     X, y = make_data()
-    m = pbd.LinearSVC(C=0.1, tol=1e-2, random_state=7, client=client).fit(*chunked(X, y, 4))
+    m = LinearSVC(C=0.1, tol=1e-2, random_state=7, client=client).fit(*chunked(X, y, 4))
     assert m.recoveries_ == 0 and m.converged_.all()
 
 
@@ -378,9 +378,9 @@ def test_small_dask_array_is_gathered_on_one_worker(client):
                                       meta=sp.csr_matrix((0, X.shape[1]))))
     Xd = da.concatenate(blocks, axis=0)
     yd = client.persist(da.from_array(y, chunks=400))
-    m = pbd.LinearSVC(C=0.5, tol=1e-3, random_state=0, client=client).fit(Xd, yd)
+    m = LinearSVC(C=0.5, tol=1e-3, random_state=0, client=client).fit(Xd, yd)
     assert len(set(m.partition_workers_)) == 1
-    ref = pbd.LinearSVC(C=0.5, tol=1e-3, random_state=0, engine="threads").fit(Xd, yd)
+    ref = LinearSVC(C=0.5, tol=1e-3, random_state=0, engine="threads").fit(Xd, yd)
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     assert held(client) == {w: 0 for w in held(client)}
 
@@ -391,9 +391,9 @@ def test_small_data_is_placed_on_one_worker(client):
     laps given: the rule also sets the laps of "auto")."""
     X, y = make_data(n=800)
     kw = dict(C=0.1, tol=1e-3, random_state=0, client=client, n_partitions=4, laps=2)
-    small = pbd.LinearSVC(**kw).fit(X, y)
+    small = LinearSVC(**kw).fit(X, y)
     assert len(set(small.partition_workers_)) == 1
-    spread = pbd.LinearSVC(rules=SPREAD, **kw).fit(X, y)
+    spread = LinearSVC(rules=SPREAD, **kw).fit(X, y)
     where = spread.partition_workers_
     assert where[0] == where[1] != where[2] == where[3]
     np.testing.assert_array_equal(small.coef_, spread.coef_)
@@ -437,10 +437,10 @@ def test_spread_ring_with_laps_sends_changes(client):
     X, y = make_data(n=2000, d=20000, density=10 / 20000, classes=3)
     kw = dict(C=1.0, tol=1e-6, random_state=0, laps=4, max_iter=12, n_partitions=4,
               method="ring")
-    sparse = pbd.LinearSVC(client=client, rules=SPREAD, **kw).fit(X, y)
-    ref = pbd.LinearSVC(engine="threads", rules=SPREAD, **kw).fit(X, y)
-    dense = pbd.LinearSVC(client=client, rules=replace(SPREAD, sparse_laps=math.inf),
-                          **kw).fit(X, y)
+    sparse = LinearSVC(client=client, rules=SPREAD, **kw).fit(X, y)
+    ref = LinearSVC(engine="threads", rules=SPREAD, **kw).fit(X, y)
+    dense = LinearSVC(client=client, rules=replace(SPREAD, sparse_laps=math.inf),
+                      **kw).fit(X, y)
     for m in (sparse, dense):
         np.testing.assert_array_equal(m.coef_, ref.coef_)
         np.testing.assert_array_equal(m.intercept_, ref.intercept_)
@@ -468,8 +468,8 @@ def test_rows_move_between_workers_outside_the_task_results(client, monkeypatch)
 
     monkeypatch.setattr(client, "submit", spy)
     kw = dict(tol=1e-2, random_state=0, n_partitions=4, method="ring", rules=SPREAD)
-    m = pbd.LinearSVC(client=client, **kw).fit(X, y)
-    ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
+    m = LinearSVC(client=client, **kw).fit(X, y)
+    ref = LinearSVC(engine="threads", **kw).fit(X, y)
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     visits = [(w, deps) for fn, w, deps, _ in pinned.values()
               if fn in (_worker.ring_task, _worker.ring_check_task)]
@@ -499,9 +499,9 @@ def test_held_rows_give_the_threads_engines_bits(client, laps):
     # 1e-2, 54-56 rounds of hops made this the suite's slowest test)
     kw = dict(C=1.0, tol=3e-2, random_state=0, max_iter=300, n_partitions=4, laps=laps,
               method="ring", rules=SPREAD)
-    ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
+    ref = LinearSVC(engine="threads", **kw).fit(X, y)
     assert len({e["active"] for e in ref.rounds_log_} - {0}) >= 2
-    m = pbd.LinearSVC(client=client, **kw).fit(X, y)
+    m = LinearSVC(client=client, **kw).fit(X, y)
     assert sum(held(client).values()) == 0
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     np.testing.assert_array_equal(m.intercept_, ref.intercept_)
@@ -544,8 +544,8 @@ def test_sparse_hops_stop_when_the_visits_change_most_weights(client, monkeypatc
     kw = dict(C=1.0, tol=1e-6, random_state=0, laps=4, max_iter=12, n_partitions=4,
               method="ring", rules=SPREAD)
     with tasks_run(client) as ran:
-        m = pbd.LinearSVC(client=client, **kw).fit(X, y)
-    ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
+        m = LinearSVC(client=client, **kw).fit(X, y)
+    ref = LinearSVC(engine="threads", **kw).fit(X, y)
     # (seeded once, on both workers)
     assert [name for name, _ in ran].count("seed_task") == 2
     assert Spy.off == 4 and Spy.left == 0
@@ -561,8 +561,8 @@ def test_dask_array_partitions_are_built_where_their_chunks_live(client):
     # (Dask spreads them: homes alternate here, where the spread rule would give runs)
     homes = [sorted(who[key])[0] for (key,) in Xd.__dask_keys__()]
     # (as large data: small arrays are gathered on one worker, the test above)
-    m = pbd.LinearSVC(C=0.1, tol=1e-2, random_state=0, client=client,
-                      rules=SPREAD).fit(Xd, yd)
+    m = LinearSVC(C=0.1, tol=1e-2, random_state=0, client=client,
+                  rules=SPREAD).fit(Xd, yd)
     assert m.partition_workers_ == homes
 
 
@@ -575,8 +575,8 @@ def test_same_bits_with_one_two_three_workers_and_run_to_run():
                                       processes=False, dashboard_address=None) as cl, \
                 distributed.Client(cl) as c:
             Xd, yd = chunked(X, y, 5)
-            m = pbd.LinearSVC(C=0.1, tol=1e-2, random_state=3, client=c,
-                              selection="shrinking").fit(Xd, yd)
+            m = LinearSVC(C=0.1, tol=1e-2, random_state=3, client=c,
+                          selection="shrinking").fit(Xd, yd)
             coefs.append(np.concatenate([m.coef_.ravel(), m.intercept_]))
     for c in coefs[1:]:
         np.testing.assert_array_equal(c, coefs[0])
@@ -585,7 +585,7 @@ def test_same_bits_with_one_two_three_workers_and_run_to_run():
 def test_partitions_do_not_depend_on_chunks():
     """n_partitions re-cuts the rows: 3 chunks or 7 chunks, the same partitions."""
     X, y = make_data(n=700)
-    m = [pbd.LinearSVC(tol=1e-4, n_partitions=4, random_state=0, engine="threads")
+    m = [LinearSVC(tol=1e-4, n_partitions=4, random_state=0, engine="threads")
          .fit(*chunked(X, y, k)) for k in (3, 7)]
     np.testing.assert_array_equal(m[0].coef_, m[1].coef_)
     assert row_bounds(10, 4) == [0, 2, 5, 7, 10]
@@ -602,7 +602,7 @@ def test_chunks_with_different_column_counts_name_the_chunk(client):
                                          meta=sp.csr_matrix((0, 60))),
                          da.from_delayed(bad, shape=(100, 60), dtype=float,
                                          meta=sp.csr_matrix((0, 60)))])
-    clf = pbd.LinearSVC(client=client)
+    clf = LinearSVC(client=client)
     with pytest.raises(ValueError, match=r"partition 1 \(chunks 1\): 50 columns, expected 60"):
         clf.fit(Xd, da.from_array(y, chunks=100))
     assert not hasattr(clf, "coef_")
@@ -615,25 +615,25 @@ def test_nan_or_inf_names_the_chunk(client, where, value):
     X, y = X.toarray(), y.astype(float)
     (X if where == "X" else y)[250] = value
     with pytest.raises(ValueError, match=r"partition 2 \(chunks 2\)") as e:
-        pbd.LinearSVC(client=client).fit(*chunked(X, y, 3))
+        LinearSVC(client=client).fit(*chunked(X, y, 3))
     assert "\n" not in str(e.value)
 
 
 def test_one_class_and_unknown_class_weight_label():
     X, y = make_data(n=200)
     with pytest.raises(ValueError, match="1 class"):
-        pbd.LinearSVC(engine="threads").fit(X, np.zeros(200))
+        LinearSVC(engine="threads").fit(X, np.zeros(200))
     with pytest.raises(ValueError, match="class_weight has label 5"):
-        pbd.LinearSVC(engine="threads", class_weight={5: 1.0}).fit(X, y)
+        LinearSVC(engine="threads", class_weight={5: 1.0}).fit(X, y)
 
 
 def test_empty_partitions_take_no_part():
     X, y = make_data(n=6, d=4, density=0.9)
     y = np.array([0, 1, 0, 1, 0, 1])
-    m = pbd.LinearSVC(n_partitions=10, engine="threads", random_state=0).fit(X, y)
+    m = LinearSVC(n_partitions=10, engine="threads", random_state=0).fit(X, y)
     assert m.converged_.all() and m.n_partitions_ == 10
     with pytest.raises(ValueError, match="no rows"):
-        pbd.LinearSVC(engine="threads").fit(*chunked(X[:0], y[:0], 1))
+        LinearSVC(engine="threads").fit(*chunked(X[:0], y[:0], 1))
 
 
 def test_shard_that_is_not_libsvm(client, tmp_path):
@@ -641,7 +641,7 @@ def test_shard_that_is_not_libsvm(client, tmp_path):
     good.write_text("1 1:0.5 2:1\n-1 1:-0.5\n")
     bad.write_text("this is, not, libsvm\n")
     with pytest.raises(ValueError, match=r"cannot read '.*b\.svm' as a LIBSVM file"):
-        pbd.LinearSVC(client=client).fit(pbd.read_svmlight([good, bad]))
+        LinearSVC(client=client).fit(pbd.read_svmlight([good, bad]))
     with pytest.raises(ValueError, match="no files match"):
         pbd.read_svmlight(str(tmp_path / "none-*.svm"))
 
@@ -652,7 +652,7 @@ def test_shard_that_is_not_libsvm(client, tmp_path):
 def test_bad_parameters(param, value):
     X, y = make_data(n=100)
     with pytest.raises((ValueError, TypeError), match=param):
-        pbd.LinearSVC(engine="threads", **{param: value}).fit(X, y)
+        LinearSVC(engine="threads", **{param: value}).fit(X, y)
 
 
 def test_no_client_is_a_clear_error(monkeypatch):
@@ -662,7 +662,7 @@ def test_no_client_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(distributed, "get_client", no_client)
     X, y = make_data(n=100)
     with pytest.raises(ValueError, match="no Dask client"):
-        pbd.LinearSVC().fit(X, y)
+        LinearSVC().fit(X, y)
 
 
 # ---- estimator conventions ----------------------------------------------------------------
@@ -670,7 +670,7 @@ def test_no_client_is_a_clear_error(monkeypatch):
 def test_to_local_save_predict_and_dask_prediction(client, tmp_path):
     X, y = make_data(n=800, classes=3)
     Xd, yd = chunked(X, y, 4)
-    m = pbd.LinearSVC(C=0.1, tol=1e-2, random_state=0, client=client).fit(Xd, yd)
+    m = LinearSVC(C=0.1, tol=1e-2, random_state=0, client=client).fit(Xd, yd)
     local = m.to_local()
     assert isinstance(local, pybudget.LinearSVC)
     pybudget.save(local, tmp_path / "m.pbm")
@@ -681,7 +681,7 @@ def test_to_local_save_predict_and_dask_prediction(client, tmp_path):
     np.testing.assert_array_equal(pd.compute(), local.predict(X))
     assert m.decision_function(Xd).compute().shape == (800, 3)
     assert m.score(Xd, yd) == pytest.approx(local.score(X, y))
-    lr = pbd.LogisticRegression(C=0.1, tol=1e-3, random_state=0, client=client).fit(Xd, yd)
+    lr = LogisticRegression(C=0.1, tol=1e-3, random_state=0, client=client).fit(Xd, yd)
     proba = lr.predict_proba(Xd).compute()
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     np.testing.assert_allclose(proba, lr.to_local().predict_proba(X))
@@ -691,7 +691,7 @@ def test_svr_dask(client):
     X, _ = make_data(n=600)
     y = X @ np.linspace(-1, 1, X.shape[1])
     Xd, yd = chunked(X, y, 3)
-    m = pbd.LinearSVR(C=1.0, tol=1e-3, random_state=0, client=client).fit(Xd, yd)
+    m = LinearSVR(C=1.0, tol=1e-3, random_state=0, client=client).fit(Xd, yd)
     assert m.coef_.shape == (X.shape[1],)
     assert m.score(Xd, yd) > 0.9
     np.testing.assert_allclose(m.predict(Xd).compute(), m.to_local().predict(X))
@@ -699,7 +699,7 @@ def test_svr_dask(client):
 
 def test_clone_get_params_pickle():
     X, y = make_data(n=300)
-    m = pbd.LinearSVC(C=3.0, engine="threads", random_state=0, local_sweeps=2)
+    m = LinearSVC(C=3.0, engine="threads", random_state=0, local_sweeps=2)
     c = clone(m)
     assert c.get_params() == m.get_params()
     m.fit(X, y)
@@ -789,7 +789,7 @@ def test_overflowing_values_are_refused():
     X, y = make_data(n=200)
     big = X.copy()
     big.data[:5] = 1e200
-    clf = pbd.LinearSVC(engine="threads")
+    clf = LinearSVC(engine="threads")
     with pytest.raises(ValueError, match="too large for float64"):
         clf.fit(big, y)
     assert not hasattr(clf, "coef_")
@@ -803,8 +803,8 @@ WEIGHT_EQUIVALENCE = {
 }
 
 
-@pytest.mark.parametrize("cls", [pbd.LinearSVC, pbd.LogisticRegression, pbd.LinearSVR],
-                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", [LinearSVC, LogisticRegression, LinearSVR],
+                         ids=lambda c: c.func.__name__)
 def test_check_estimator_threads_engine(cls):
     from sklearn.utils.estimator_checks import check_estimator
     with warnings.catch_warnings():

@@ -10,12 +10,12 @@ import pytest
 import pybudget.dask as pbd
 from pybudget.dask._sources import row_bounds
 
-from helpers import chunked, kill_on_task, make_data, ring_rules, tall, tasks_run
+from helpers import chunked, kill_on_task, make_data, ring_estimators, ring_rules, tall, tasks_run
 
 distributed = pytest.importorskip("distributed")
 
-# (these tests are about the ring: conftest.ring_by_default)
-pytestmark = pytest.mark.usefixtures("ring_by_default")
+# (the tests of the ring: "auto" never means "whole" on their small data)
+LinearSVC, LogisticRegression, LinearSVR = ring_estimators()
 
 
 @pytest.fixture
@@ -42,12 +42,12 @@ def test_killed_worker_mid_fit_replays_to_the_same_bits(nanny_client, tmp_path, 
     recovery that waits on a lost copy fails fast.)"""
     X, y = make_data(n=1500, seed=11)
     Xd, yd = chunked(X, y, 4)
-    ref = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, engine="threads",
-                        checkpoint_every=4).fit(Xd, yd)
+    ref = LinearSVC(C=0.1, tol=1e-3, random_state=0, engine="threads",
+                    checkpoint_every=4).fit(Xd, yd)
     assert ref.converged_.all() and ref.n_rounds_ > 10
     deaths = kill_on_task(nanny_client, task, tmp_path, nth=nth, times=times)
-    m = pbd.LinearSVC(C=0.1, tol=1e-3, random_state=0, client=nanny_client,
-                      checkpoint_every=4, timeout=60).fit(Xd, yd)
+    m = LinearSVC(C=0.1, tol=1e-3, random_state=0, client=nanny_client,
+                  checkpoint_every=4, timeout=60).fit(Xd, yd)
     assert len(deaths()) == times and m.recoveries_ >= times
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     np.testing.assert_array_equal(m.duality_gap_, ref.duality_gap_)
@@ -66,11 +66,11 @@ def test_killed_worker_with_sparse_hops_replays_to_the_same_bits(nanny_client, t
     rules = ring_rules(small_bytes=1000, sparse_give_up=math.inf)
     kw = dict(C=0.1, tol=1e-3, random_state=0, checkpoint_every=4, laps=4, n_partitions=4,
               rules=rules)
-    ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
+    ref = LinearSVC(engine="threads", **kw).fit(X, y)
     assert ref.converged_.all() and ref.n_rounds_ > 8
     deaths = kill_on_task(nanny_client, "ring_task", tmp_path, nth=6)
     with tasks_run(nanny_client) as ran:
-        m = pbd.LinearSVC(client=nanny_client, timeout=60, **kw).fit(X, y)
+        m = LinearSVC(client=nanny_client, timeout=60, **kw).fit(X, y)
     assert len(deaths()) == 1 and m.recoveries_ >= 1
     # seeded at the start and again after the loss
     assert [name for name, _ in ran].count("seed_task") >= 2 * len(set(m.partition_workers_))
@@ -87,9 +87,9 @@ def test_killed_worker_mid_newton_fit_replays_to_the_same_bits(nanny_client, tmp
     X, y = tall(n=3000, classes=3, seed=2)
     Xd, yd = chunked(X, y, 4)
     kw = dict(method="newton", tol=1e-6, C=0.5)
-    ref = pbd.LogisticRegression(engine="threads", **kw).fit(Xd, yd)
+    ref = LogisticRegression(engine="threads", **kw).fit(Xd, yd)
     deaths = kill_on_task(nanny_client, "each_task", tmp_path, nth=12)
-    m = pbd.LogisticRegression(client=nanny_client, timeout=60, **kw).fit(Xd, yd)
+    m = LogisticRegression(client=nanny_client, timeout=60, **kw).fit(Xd, yd)
     assert len(deaths()) == 1 and m.recoveries_ == 1
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     np.testing.assert_array_equal(m.intercept_, ref.intercept_)
@@ -102,10 +102,10 @@ def test_svmlight_shards_are_reread_after_a_loss(nanny_client, tmp_path):
         dump_svmlight_file(X[a:b], y[a:b], str(tmp_path / f"part-{p}.svm"),
                            zero_based=False)
     shards = pbd.read_svmlight(str(tmp_path / "part-*.svm"), n_features=X.shape[1])
-    ref = pbd.LinearSVC(C=0.1, tol=1e-2, random_state=0, engine="threads").fit(shards)
+    ref = LinearSVC(C=0.1, tol=1e-2, random_state=0, engine="threads").fit(shards)
     (tmp_path / "deaths").mkdir()
     deaths = kill_on_task(nanny_client, "ring_task", tmp_path / "deaths", nth=3)
-    m = pbd.LinearSVC(C=0.1, tol=1e-2, random_state=0, client=nanny_client).fit(shards)
+    m = LinearSVC(C=0.1, tol=1e-2, random_state=0, client=nanny_client).fit(shards)
     assert len(deaths()) == 1 and m.recoveries_ == 1
     np.testing.assert_array_equal(m.coef_, ref.coef_)
 
@@ -113,7 +113,7 @@ def test_svmlight_shards_are_reread_after_a_loss(nanny_client, tmp_path):
 def test_a_worker_lost_every_round_is_a_clear_error(nanny_client, tmp_path):
     X, y = make_data(n=600)
     deaths = kill_on_task(nanny_client, "ring_task", tmp_path, nth=1, times=10)
-    clf = pbd.LinearSVC(tol=1e-9, random_state=0, client=nanny_client, max_iter=50)
+    clf = LinearSVC(tol=1e-9, random_state=0, client=nanny_client, max_iter=50)
     with pytest.raises(RuntimeError, match="lost partitions 4 times"):
         clf.fit(*chunked(X, y, 2))
     assert not hasattr(clf, "coef_") and len(deaths()) >= 4
@@ -127,6 +127,6 @@ def test_no_worker_left_raises_within_the_timeout(tmp_path):
         kill_on_task(c, "ring_task", tmp_path, nth=2, leave=True)
         t0 = time.monotonic()
         with pytest.raises(RuntimeError, match="no Dask worker left: none joined within 5 s"):
-            pbd.LinearSVC(tol=1e-12, max_iter=10**6, client=c, timeout=5.0,
-                          random_state=0).fit(*chunked(X, y, 2))
+            LinearSVC(tol=1e-12, max_iter=10**6, client=c, timeout=5.0,
+                      random_state=0).fit(*chunked(X, y, 2))
         assert time.monotonic() - t0 < 30

@@ -5,19 +5,16 @@ import json
 import subprocess
 import sys
 import warnings
-from dataclasses import replace
 
 import numpy as np
 import pytest
 
 import pybudget.dask as pbd
-from pybudget.dask import estimators as E
 from pybudget.dask._sources import generate_rows
 
-distributed = pytest.importorskip("distributed")
+from helpers import ring_rules
 
-# (these tests are about the ring: conftest.ring_by_default)
-pytestmark = pytest.mark.usefixtures("ring_by_default")
+distributed = pytest.importorskip("distributed")
 
 
 def test_generated_rows_are_fixed_by_seed_and_partition():
@@ -49,7 +46,7 @@ def test_generated_fit_on_memory_limited_workers_equals_threads(monkeypatch):
     g = pbd.make_classification(40_000, 5_000, nnz_per_row=30, n_partitions=4)
     # (C = 0.1 as the bench's big run; at C = 1 this problem stalls on the ring near a gap
     # of 1.4e-3, docs/benchmarks.md section 10)
-    ref = pbd.LinearSVC(C=0.1, random_state=0, engine="threads").fit(g)
+    ref = pbd.LinearSVC(C=0.1, random_state=0, engine="threads", rules=ring_rules()).fit(g)
     assert ref.converged_.all() and ref.method_ == "ring"
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   memory_limit="800MiB", dashboard_address=None) as cl, \
@@ -57,7 +54,7 @@ def test_generated_fit_on_memory_limited_workers_equals_threads(monkeypatch):
         # (15 MB of rows: small, which would put every partition on one worker; the
         # rule lowered, they spread over both, and the ring's weights go between them)
         m = pbd.LinearSVC(C=0.1, random_state=0, client=c,
-                          rules=replace(E.DEFAULT_RULES, small_bytes=1_000_000)).fit(g)
+                          rules=ring_rules(small_bytes=1_000_000)).fit(g)
         np.testing.assert_array_equal(m.coef_, ref.coef_)
         assert m.bytes_sent_["workers"] > 0
         # the client got the weights (and the auto statistic), never the rows

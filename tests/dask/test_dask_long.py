@@ -5,14 +5,13 @@ import time
 import numpy as np
 import pytest
 
-import pybudget.dask as pbd
 from pybudget.dask import _dask_engine, _dask_ring, _driver, _worker
 from pybudget.dask.errors import ClusterError
 
-from helpers import make_data, ring_rules
+from helpers import make_data, ring_estimators, ring_rules
 
-# (these tests are about the ring: conftest.ring_by_default)
-pytestmark = pytest.mark.usefixtures("ring_by_default")
+# (the tests of the ring: "auto" never means "whole" on their small data)
+LinearSVC, LogisticRegression, LinearSVR = ring_estimators()
 
 
 def worker_tables(engine):
@@ -61,8 +60,8 @@ def test_2000_rounds_keep_every_table_bounded(client, monkeypatch):
                         lambda self, gaps, tol: self.next_check.update(
                             dict.fromkeys(gaps, self.t + 50)))
     Recording.sizes = []
-    m = pbd.LinearSVC(C=1e4, tol=1e-300, max_iter=2000, n_partitions=2,
-                      checkpoint_every=50, random_state=0, client=client).fit(X, y)
+    m = LinearSVC(C=1e4, tol=1e-300, max_iter=2000, n_partitions=2,
+                  checkpoint_every=50, random_state=0, client=client).fit(X, y)
     assert m.n_rounds_ == 2000 and len(Recording.sizes) == 8
     assert all(s == Recording.sizes[0] for s in Recording.sizes), Recording.sizes
     assert Recording.sizes[0]["held"] <= 1 and Recording.sizes[0]["loc"] <= 1, Recording.sizes
@@ -79,9 +78,9 @@ def test_replicas_dropped_when_the_sparse_hops_stop(client, monkeypatch):
     monkeypatch.setattr(_dask_engine, "DaskRing", Recording)
     monkeypatch.setattr(Recording, "EVERY", 1)
     Recording.sizes = []
-    m = pbd.LinearSVC(C=0.1, tol=1e-3, laps=2, n_partitions=4, random_state=0,
-                      client=client,       # (spread in runs: 2 + 2)
-                      rules=ring_rules(small_bytes=1000)).fit(X, y)
+    m = LinearSVC(C=0.1, tol=1e-3, laps=2, n_partitions=4, random_state=0,
+                  client=client,       # (spread in runs: 2 + 2)
+                  rules=ring_rules(small_bytes=1000)).fit(X, y)
     assert m.converged_.all() and len(Recording.sizes) >= m.n_rounds_
     assert Recording.sizes[0]["sparse hops"] and Recording.sizes[0]["replicas"] == 2
     stopped = [s for s in Recording.sizes if not s["sparse hops"]]

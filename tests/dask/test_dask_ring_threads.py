@@ -9,10 +9,10 @@ import pytest
 import pybudget.dask as pbd
 from pybudget.dask import _steps
 
-from helpers import make_data, ring_rules, tasks_run
+from helpers import make_data, ring_estimators, ring_rules, tasks_run
 
-
-pytestmark = pytest.mark.usefixtures("ring_by_default")
+# (the tests of the ring: "auto" never means "whole" on their small data)
+LinearSVC, LogisticRegression, LinearSVR = ring_estimators()
 
 # (the data here is small: threads for every visit; the partitions on both workers,
 # whatever the size)
@@ -51,15 +51,15 @@ def test_ring_runs_each_visit_on_the_workers_threads(two_by_two, spy, laps):
     kw = dict(C=0.5, random_state=0, method="ring", n_partitions=2, max_iter=300,
               laps=laps, rules=SPREAD)
     with tasks_run(two_by_two) as ran:
-        m = pbd.LinearSVC(client=two_by_two, **kw).fit(X, y)
+        m = LinearSVC(client=two_by_two, **kw).fit(X, y)
     assert ("seed_task" in [name for name, _ in ran]) == (laps > 1)
     assert len(set(m.partition_workers_)) == 2
     assert spy and all(n == 2 for n, _ in spy)
     assert max(k for _, k in spy) == 2          # (4 problems in 2 groups)
     spy.clear()
-    one = pbd.LinearSVC(engine="threads", n_jobs=1, **kw).fit(X, y)
+    one = LinearSVC(engine="threads", n_jobs=1, **kw).fit(X, y)
     assert not spy
-    four = pbd.LinearSVC(engine="threads", n_jobs=4, **kw).fit(X, y)  # two a group
+    four = LinearSVC(engine="threads", n_jobs=4, **kw).fit(X, y)  # two a group
     assert spy and all(n >= 2 for n, _ in spy)
     for ref in (one, four):
         np.testing.assert_array_equal(m.coef_, ref.coef_)
@@ -87,6 +87,6 @@ def test_a_visit_error_on_a_thread_reaches_the_fit(spy, monkeypatch):
 
     monkeypatch.setattr(_partition.Partition, "visit", broken)
     with pytest.raises(FloatingPointError, match="broke"):
-        pbd.LinearSVC(engine="threads", n_jobs=4, method="ring", n_partitions=2,
-                      random_state=0, rules=THREADED).fit(X, y)
+        LinearSVC(engine="threads", n_jobs=4, method="ring", n_partitions=2,
+                  random_state=0, rules=THREADED).fit(X, y)
     assert spy and all(n == 2 for n, _ in spy)     # (it failed on the visits' threads)

@@ -7,14 +7,13 @@ import distributed
 import numpy as np
 import pytest
 
-import pybudget.dask as pbd
 from pybudget.dask import _scheduler
 
-from helpers import make_data, ring_rules, tall
+from helpers import make_data, ring_estimators, ring_rules, tall
 
 
-# (these tests are about the ring: conftest.ring_by_default)
-pytestmark = pytest.mark.usefixtures("ring_by_default")
+# (the tests of the ring: "auto" never means "whole" on their small data)
+LinearSVC, LogisticRegression, LinearSVR = ring_estimators()
 
 
 @pytest.fixture(scope="module", params=[2, 3], ids=["2 workers", "3 workers"])
@@ -38,8 +37,8 @@ def test_ring_spans_every_worker(client, spread):
     X, y = make_data(n=900, classes=3, seed=4)
     kw = dict(C=0.1, tol=1e-2, random_state=0, method="ring", n_partitions=2 * K,
               max_iter=300, rules=spread)
-    m = pbd.LinearSVC(client=client, **kw).fit(X, y)
-    ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
+    m = LinearSVC(client=client, **kw).fit(X, y)
+    ref = LinearSVC(engine="threads", **kw).fit(X, y)
     assert len(set(m.partition_workers_)) == K
     assert m.bytes_sent_["workers"] > 0
     np.testing.assert_array_equal(m.coef_, ref.coef_)
@@ -52,8 +51,8 @@ def test_newton_spans_every_worker(client, spread):
     K = len(_scheduler.worker_addresses(client))
     X, y = tall(n=4000, classes=3, seed=5)
     kw = dict(method="newton", tol=1e-6, C=0.5, n_partitions=2 * K, rules=spread)
-    m = pbd.LogisticRegression(client=client, **kw).fit(X, y)
-    ref = pbd.LogisticRegression(engine="threads", **kw).fit(X, y)
+    m = LogisticRegression(client=client, **kw).fit(X, y)
+    ref = LogisticRegression(engine="threads", **kw).fit(X, y)
     assert len(set(m.partition_workers_)) == K
     assert ref.partition_workers_ == [None] * 2 * K
     np.testing.assert_array_equal(m.coef_, ref.coef_)
@@ -70,10 +69,10 @@ def test_no_recovery_under_load(client, spread):
     import sys
     X, y = make_data(n=1500, classes=2, seed=8)
     kw = dict(C=0.1, tol=1e-3, random_state=0, n_partitions=4, laps=2, rules=spread)
-    ref = pbd.LinearSVC(engine="threads", **kw).fit(X, y)
+    ref = LinearSVC(engine="threads", **kw).fit(X, y)
     spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     try:
-        m = pbd.LinearSVC(client=client, **kw).fit(X, y)
+        m = LinearSVC(client=client, **kw).fit(X, y)
     finally:
         for p in spin:
             p.kill()
