@@ -63,7 +63,7 @@ cdef class BsgdSteps(EpochSteps):
 def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
              int budget, int merge_size, double lam, int epochs, long t_start,
              uint64_t seed, long avg_start=0, progress=None, long check_every=0,
-             checkpoint=None, tuple team=(1, 0, 0)):
+             checkpoint=None, tuple team=(1, 0, 0), perm=None, bint visit=False):
     """Run `epochs` BSGD epochs on canonical CSR X (codes: 0/1 for binary with the model's
     n_coef == 1, else the class index), continuing the model in `mdl` and the global step
     count t_start.  avg_start > t_start: average the iterates from that global step on
@@ -72,25 +72,29 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     check_every > 0: after every check_every steps (counted from t_start) short of the
     end, the model is first merged down to `budget` SVs, then checkpoint(mdl) is called.
     team = (threads, krow_work, max_wait) (_team.pxd): threads > 1 runs a team, the
-    same bits.  Returns a dict of counters and timings (n_avg: number of averaged
-    iterates; team_jobs: the jobs the team ran; team_retired: the runs it left early)."""
+    same bits.  perm: the rows' order to continue from (EpochSteps.setup).  visit: this
+    call is a share of a longer run (a partition's turn in pybudget.dask's ring): the
+    final merge is left to the caller and avg_start may lie outside this call's steps.
+    Returns a dict of counters and timings (n_avg: number of averaged iterates;
+    team_jobs: the jobs the team ran; team_retired: the runs it left early)."""
     if (mdl.d != X.shape[1] or xsq.shape[0] != X.shape[0] or codes.shape[0] != X.shape[0]
             or X.shape[0] < 1 or not lam > 0):
         raise ValueError("bsgd_run: arrays do not match")
-    if avg_start != 0 and not t_start < avg_start <= t_start + <long>epochs * X.shape[0]:
+    if avg_start < 0 or (avg_start != 0 and not visit
+                         and not t_start < avg_start <= t_start + <long>epochs * X.shape[0]):
         raise ValueError("bsgd_run: avg_start outside this run's steps")
     if np.min(codes) < 0 or np.max(codes) >= max(mdl.n_coef, 2):
         raise ValueError("bsgd_run: class codes out of range")
     if check_every > 0 and avg_start != 0:
         raise ValueError("bsgd_run: checkpoints need no averaging")
     cdef BsgdSteps st = BsgdSteps()
-    st.setup(X, xsq, mdl, mt, merge_size, seed, team)
+    st.setup(X, xsq, mdl, mt, merge_size, seed, team, perm)
     st.codes, st.lam, st.n_added = codes, lam, 0
     st.t, st.avg_start = t_start, avg_start
     # the buffer holds budget + M - 1 rows, and a step that fills it triggers maintenance:
     # one event merges M into one (M = 2: one overflow); removal/projection delete one SV
     st.coef = np.zeros(mdl.n_coef)
-    seconds = run_epochs(st, epochs, budget, progress, check_every, checkpoint)
+    seconds = run_epochs(st, epochs, budget, progress, check_every, checkpoint, not visit)
     return {"t": st.t, "n_added": st.n_added, "merge_time": st.merge_time,
             "time": seconds, "seed_state": st.rng, "team_jobs": st.team.n_jobs,
             "team_retired": st.team.retired,

@@ -242,6 +242,7 @@ import scipy.sparse as sp
 
 from pybudget._core._csr cimport CsrView, csr_span, csr_view
 from pybudget._core._csr import csr_structure
+from pybudget.budget._state import ModelState
 
 # Below this the lazy common factor is folded into the coefficients, well before
 # beta/scale could overflow or lose precision.
@@ -788,8 +789,43 @@ cdef class BudgetModel:
         n = self.n_sv
         beta = np.asarray(self.beta_mv)[:n] * self.scale
         src = np.asarray(self.src_mv)[:n].copy()
+        return self._rows(), beta, src
+
+    def state(self):
+        """The model exactly as it stands (a ModelState): restore() on a model of the
+        same shape and storage continues from it with the same bits."""
+        n = self.n_sv
+        return ModelState(self._rows(), np.asarray(self.sqn_mv)[:n].copy(),
+                          np.asarray(self.beta_mv)[:n].copy(), self.scale,
+                          np.asarray(self.src_mv)[:n].copy(),
+                          np.asarray(self.acc_mv)[:n].copy() if self.track_avg else None,
+                          self.avg_pending)
+
+    def restore(self, state):
+        """Replace the content by a ModelState taken from a model of the same d, n_coef
+        and storage (sources beyond this model's n_src are refused)."""
+        if not isinstance(state, ModelState):
+            raise TypeError("restore needs a ModelState")
+        n = state.n_sv
+        if (sp.issparse(state.Z) != self.sparse or state.Z.shape != (n, self.d)
+                or state.beta.shape != (n, self.n_coef) or n > self.cap
+                or state.sqn.shape != (n,) or state.src.shape != (n,)
+                or (state.acc is not None and state.acc.shape != (n, self.n_coef))):
+            raise ValueError("the state does not fit this model")
+        self.load(state.Z, np.zeros((n, self.n_coef)), state.src)
+        np.asarray(self.sqn_mv)[:n] = state.sqn
+        np.asarray(self.beta_mv)[:n] = state.beta
+        self.scale = state.scale
+        self.track_avg = state.acc is not None
+        if self.track_avg:
+            np.asarray(self.acc_mv)[:n] = state.acc
+        self.avg_pending = state.avg_pending
+
+    def _rows(self):
+        """A copy of the SV rows: dense, or canonical CSR for sparse storage."""
+        n = self.n_sv
         if not self.sparse:
-            return np.asarray(self.Z_mv)[:n].copy(), beta, src
+            return np.asarray(self.Z_mv)[:n].copy()
         cdef int j, t
         indptr = np.zeros(n + 1, dtype=np.int32)
         cdef int[::1] ip = indptr
@@ -805,7 +841,7 @@ cdef class BudgetModel:
                 dv[ip[j] + t] = self.sv_val[j][t]
         Z = sp.csr_matrix((data, indices, indptr), shape=(n, self.d))
         Z.has_sorted_indices = True
-        return Z, beta, src
+        return Z
 
     @property
     def stored_values(self):

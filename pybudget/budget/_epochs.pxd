@@ -13,7 +13,7 @@ cdef class EpochSteps:
     cdef double[::1] xsq        # their squared norms
     cdef double[::1] krow       # kernel row scratch, cap + 1
     cdef double[::1] f          # decision values at the current row, n_coef
-    cdef int[::1] perm          # this epoch's order
+    cdef int[::1] perm          # this epoch's order (each epoch shuffles the last)
     cdef BudgetModel mdl
     cdef Maintainer mt
     cdef int M                  # merge size
@@ -26,7 +26,7 @@ cdef class EpochSteps:
     cdef long[::1] flags        # the memory of team.flags
     cdef bint stopped           # run_steps was interrupted (set inside the team's region)
     cdef setup(self, X, double[::1] xsq, BudgetModel mdl, Maintainer mt, int M, uint64_t seed,
-               tuple team=*)
+               tuple team=*, perm=*)
     cdef void kernel_row(self, int i) noexcept nogil
     cdef bint run_steps(self, int s_begin, int s_end) noexcept nogil
     cdef void serve(self, int t, long seq) noexcept nogil

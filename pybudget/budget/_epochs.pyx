@@ -28,10 +28,18 @@ cdef int KROW_EXP = 8
 
 cdef class EpochSteps:
     cdef setup(self, X, double[::1] xsq, BudgetModel mdl, Maintainer mt, int M, uint64_t seed,
-               tuple team=(1, 0, 0)):
+               tuple team=(1, 0, 0), perm=None):
+        """perm: the order the first epoch shuffles (int32, a permutation of the rows,
+        updated in place: a run continued by another call passes it on); None: 0..n-1."""
         self.X = csr_view(X)
         self.xsq, self.mdl, self.mt, self.M, self.rng = xsq, mdl, mt, M, seed
-        self.perm = np.arange(X.shape[0], dtype=np.int32)
+        if perm is None:
+            perm = np.arange(X.shape[0], dtype=np.int32)
+        elif not (isinstance(perm, np.ndarray) and perm.dtype == np.int32
+                  and perm.shape == (X.shape[0],) and np.array_equal(
+                      np.sort(perm), np.arange(X.shape[0], dtype=np.int32))):
+            raise ValueError("perm must be an int32 permutation of the rows")
+        self.perm = perm
         self.krow = np.zeros(mdl.cap + 1)
         self.f = np.zeros(mdl.n_coef)
         self.merge_time = 0.0
@@ -144,13 +152,13 @@ cdef class EpochSteps:
 
 
 def run_epochs(EpochSteps steps, int epochs, int budget, progress=None, long check_every=0,
-               checkpoint=None):
+               checkpoint=None, bint merge_at_end=True):
     """Run `epochs` epochs over the rows `steps` was set up with.  progress(epochs_done,
     epochs, seconds), if given, is called after every epoch.  check_every > 0: after
     every check_every steps short of the end, the model is merged down to `budget` SVs
     and checkpoint(steps.mdl) is called.  The model is merged down to `budget` at the
-    end.  Raises KeyboardInterrupt when the steps were interrupted; returns the elapsed
-    seconds."""
+    end unless merge_at_end is False (a run that others continue).  Raises
+    KeyboardInterrupt when the steps were interrupted; returns the elapsed seconds."""
     if steps is None or not steps.ready:
         raise ValueError("run_epochs: the steps were not set up")
     cdef BudgetModel mdl = steps.mdl
@@ -185,6 +193,7 @@ def run_epochs(EpochSteps steps, int epochs, int budget, progress=None, long che
                 checkpoint(mdl)
         if progress is not None:
             progress(ep + 1, epochs, now() - t0)
-    with nogil:
-        steps.merge_down(budget)
+    if merge_at_end:
+        with nogil:
+            steps.merge_down(budget)
     return now() - t0

@@ -665,6 +665,14 @@ cdef class Maintainer:
             raise ValueError("model does not match this Maintainer")
         return self.run(mdl, M)
 
+    def merge_down(self, BudgetModel mdl, int budget, int M):
+        """down_to from Python: the final maintenance of a run that ended with
+        merge_at_end=False (visits of pybudget.dask's budgeted ring)."""
+        if not self.serves(mdl) or budget < 1 or M < 2:
+            raise ValueError("merge_down: model, budget or merge size do not fit")
+        with nogil:
+            self.down_to(mdl, budget, M)
+
     cdef void down_to(self, BudgetModel mdl, int budget, int M) noexcept nogil:
         """Maintain until at most `budget` SVs remain (a multi-merge buffer may hold up to
         M - 2 over budget between events): at the end of a run and at checkpoints."""

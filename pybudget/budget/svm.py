@@ -227,9 +227,13 @@ def sparse_storage(storage, X, cap, copies=1):
     rows hold at most SPARSE_ROW_SHARE of its columns on average and the dense rows
     would take more than SPARSE_MIN_VALUES values.  Dense storage of ``copies`` models
     must fit in memory (``V.dense_size``)."""
-    n, d = X.shape
+    return sparse_storage_for(storage, *X.shape, X.nnz, cap, copies)
+
+
+def sparse_storage_for(storage, n, d, nnz, cap, copies=1):
+    """sparse_storage for rows of n x d with nnz non-zeros (wherever they are)."""
     if storage == "auto":
-        sparse = (X.nnz <= SPARSE_ROW_SHARE * n * d
+        sparse = (nnz <= SPARSE_ROW_SHARE * n * d
                   and cap * d > SPARSE_MIN_VALUES)
     else:
         sparse = storage == "sparse"

@@ -14,10 +14,11 @@ from pybudget._lazy import exports as _exports
 __getattr__, __dir__ = _exports(__name__, {
     **dict.fromkeys(["GeneratedShards", "SvmlightShards", "make_classification",
                      "read_svmlight"], "pybudget.dask._sources"),
+    "BudgetSVC": "pybudget.dask.budget",
     "ClusterError": "pybudget.dask.errors",
     "ClusterRules": "pybudget.dask._plan",
     **dict.fromkeys(["LinearSVC", "LinearSVR", "LogisticRegression"],
                     "pybudget.dask.estimators")})
 
-__all__ = ["ClusterError", "ClusterRules", "GeneratedShards", "LinearSVC", "LinearSVR",
+__all__ = ["BudgetSVC", "ClusterError", "ClusterRules", "GeneratedShards", "LinearSVC", "LinearSVR",
            "LogisticRegression", "SvmlightShards", "make_classification", "read_svmlight"]

@@ -323,9 +323,9 @@ class DaskEngine:
 
 
 def _array_bytes(values):
-    """The bytes of the numpy arrays in values (lists and tuples looked into)."""
-    if isinstance(values, np.ndarray):
-        return values.nbytes
+    """The bytes of the numpy arrays in values (lists and tuples looked into; another
+    object with ``nbytes``, as a budgeted model's state, counts its own)."""
     if isinstance(values, (list, tuple)):
         return sum(_array_bytes(v) for v in values)
-    return 0
+    nbytes = getattr(values, "nbytes", 0)
+    return nbytes if isinstance(nbytes, (int, np.integer)) else 0

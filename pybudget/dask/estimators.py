@@ -62,11 +62,27 @@ def _client(client):
                          "first, or use engine='threads'") from None
 
 
-class _ClusterEstimator:
-    """The cluster's fit and prediction, put before the one-machine estimator in each
-    estimator's bases (see the module docstring)."""
+class _ClusterInput:
+    """What every cluster estimator shares, put before the one-machine estimator in its
+    bases: the training data as partition sources, the engine, and prediction by the
+    one-machine model (``to_local()``) on each chunk of a Dask array.  A subclass says
+    whether in-memory rows are dealt to the partitions (``_dealt``) and which fitted
+    attribute marks a fit (``_fitted``)."""
 
     _regression = False
+    _fitted = "coef_"
+
+    def _dealt(self, X, rules):
+        """Whether in-memory rows X go to the partitions dealt (row i to partition i mod
+        P) rather than in contiguous blocks."""
+        return True
+
+    def _rules(self):
+        rules = DEFAULT_RULES if self.rules is None else self.rules
+        if not isinstance(rules, ClusterRules):
+            raise ValueError(f"rules must be a pybudget.dask.ClusterRules or None, got "
+                             f"{type(rules).__name__}")
+        return rules
 
     def _set_cluster_params(self, method, client, n_partitions, local_sweeps, laps,
                             checkpoint_every, engine, timeout, rules):
@@ -110,11 +126,7 @@ class _ClusterEstimator:
         if getattr(self, "multi_class", "ovr") != "ovr":
             raise ValueError(f"pybudget.dask.{type(self).__name__} supports "
                              f"multi_class='ovr' only, got {self.multi_class!r}")
-        rules = DEFAULT_RULES if self.rules is None else self.rules
-        if not isinstance(rules, ClusterRules):
-            raise ValueError(f"rules must be a pybudget.dask.ClusterRules or None, got "
-                             f"{type(rules).__name__}")
-        return C, tol, max_iter, bias, sweeps, ckpt, rules
+        return C, tol, max_iter, bias, sweeps, ckpt, self._rules()
 
     def _sources(self, X, y, sample_weight, engine, rules):
         """(sources, names, locality) of the partitions of the training data.  Dask
@@ -149,10 +161,7 @@ class _ClusterEstimator:
         sw = (None if sample_weight is None
               else V.sample_weights(sample_weight, X.shape[0]))
         P = self.n_partitions or MEMORY_PARTITIONS
-        # (method "whole" takes contiguous blocks; _method decides it by the same rule on
-        # the partitions' rows and non-zeros, which sum to X's)
-        srcs, names = memory_sources(X, y, sw, P,
-                                     dealt=not self._whole_by_size(X.shape[0], X.nnz, rules))
+        srcs, names = memory_sources(X, y, sw, P, dealt=self._dealt(X, rules))
         return srcs, names, None
 
     def _dask_sources(self, X, y, sample_weight, engine):
@@ -204,6 +213,49 @@ class _ClusterEstimator:
         if self.engine == "dask":
             return DaskEngine(_client(self.client), rules, timeout=self.timeout)
         return ThreadsEngine(V.n_jobs(self.n_jobs))
+
+    def _blockwise(self, X, method, n_out):
+        """The one-machine estimator's ``method`` on X: a Dask array of X's row chunks
+        for Dask input (n_out columns, or 1-d when None), as on one machine otherwise."""
+        check_is_fitted(self, self._fitted)
+        local = getattr(self._local_class, method)
+        if not _is_dask(X):
+            return local(self, X)
+        if X.ndim != 2 or len(X.chunks[1]) != 1:
+            raise ValueError("X must be a 2-d Dask array chunked by rows only")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but the model was fitted "
+                             f"with {self.n_features_in_}")
+        fn = getattr(self.to_local(), method)
+        dtype = self.classes_.dtype if method == "predict" and hasattr(self, "classes_") \
+            else np.float64
+        if n_out is None:
+            return X.map_blocks(fn, drop_axis=1, dtype=dtype, meta=np.empty((0,), dtype))
+        return X.map_blocks(fn, chunks=(X.chunks[0], (n_out,)), dtype=dtype,
+                            meta=np.empty((0, 0), dtype))
+
+    def predict(self, X):
+        return self._blockwise(X, "predict", None)
+
+    def score(self, X, y, sample_weight=None):
+        if not (_is_dask(X) or _is_dask(y)):
+            return self._local_class.score(self, X, y, sample_weight=sample_weight)
+        pred = self.predict(X)
+        if _is_dask(pred):
+            pred = pred.compute()
+        if _is_dask(y):
+            y = y.compute()
+        metric = r2_score if self._regression else accuracy_score
+        return metric(np.asarray(y), pred, sample_weight=sample_weight)
+
+
+class _ClusterEstimator(_ClusterInput):
+    """The linear estimators' fit on the cluster (see the module docstring)."""
+
+    def _dealt(self, X, rules):
+        # (method "whole" takes contiguous blocks; _method decides it by the same rule on
+        # the partitions' rows and non-zeros, which sum to X's)
+        return not self._whole_by_size(X.shape[0], X.nnz, rules)
 
     def _fit(self, X, y, sample_weight):
         C, tol, max_iter, bias, sweeps, ckpt, rules = self._check_params()
@@ -380,40 +432,6 @@ class _ClusterEstimator:
         local.dual_objective_ = self.dual_objective_.copy()
         local.kkt_violation_ = self.kkt_violation_.copy()
         local.converged_ = self.converged_.copy()
-
-    def _blockwise(self, X, method, n_out):
-        """The one-machine estimator's ``method`` on X: a Dask array of X's row chunks
-        for Dask input (n_out columns, or 1-d when None), as on one machine otherwise."""
-        check_is_fitted(self, "coef_")
-        local = getattr(self._local_class, method)
-        if not _is_dask(X):
-            return local(self, X)
-        if X.ndim != 2 or len(X.chunks[1]) != 1:
-            raise ValueError("X must be a 2-d Dask array chunked by rows only")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but the model was fitted "
-                             f"with {self.n_features_in_}")
-        fn = getattr(self.to_local(), method)
-        dtype = self.classes_.dtype if method == "predict" and hasattr(self, "classes_") \
-            else np.float64
-        if n_out is None:
-            return X.map_blocks(fn, drop_axis=1, dtype=dtype, meta=np.empty((0,), dtype))
-        return X.map_blocks(fn, chunks=(X.chunks[0], (n_out,)), dtype=dtype,
-                            meta=np.empty((0, 0), dtype))
-
-    def predict(self, X):
-        return self._blockwise(X, "predict", None)
-
-    def score(self, X, y, sample_weight=None):
-        if not (_is_dask(X) or _is_dask(y)):
-            return self._local_class.score(self, X, y, sample_weight=sample_weight)
-        pred = self.predict(X)
-        if _is_dask(pred):
-            pred = pred.compute()
-        if _is_dask(y):
-            y = y.compute()
-        metric = r2_score if self._regression else accuracy_score
-        return metric(np.asarray(y), pred, sample_weight=sample_weight)
 
 
 def _chunk_span(bounds, p, P, n):

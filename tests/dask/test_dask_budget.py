@@ -1,0 +1,183 @@
+"""pybudget.dask.BudgetSVC: BSGD with the rows on the workers and the model travelling
+between them.  The same bits on the threads engine and on any number of workers, a
+lost worker replayed to the same bits, one machine's conventions (estimator checks,
+to_local, model files), and the refusals."""
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+
+import pybudget
+import pybudget.dask as pbd
+from pybudget.budget._offset import draw_sample, model_offset
+
+from helpers import chunked, kill_on_task, tasks_run
+
+distributed = pytest.importorskip("distributed")
+
+SPREAD = pbd.ClusterRules(small_bytes=1000)     # (small data over every worker)
+
+
+def rbf_data(n=1200, d=20, seed=0):
+    """Two classes of sparse rows that a Gaussian kernel separates better than a line
+    (labels 3 and 8: any values)."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=0.3, format="csr", random_state=seed)
+    X.data = rng.normal(size=X.data.shape)
+    r = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    y = np.where(r + 0.3 * rng.normal(size=n) > np.median(r), 8, 3)
+    return X, y
+
+
+def arrays(m):
+    return (m.support_vectors_, m.dual_coef_, m.intercept_, m.gamma_)
+
+
+def same(a, b):
+    for u, v in zip(arrays(a), arrays(b)):
+        u = u.toarray() if sp.issparse(u) else u
+        v = v.toarray() if sp.issparse(v) else v
+        np.testing.assert_array_equal(u, v)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_same_bits_on_any_number_of_workers(workers):
+    """4 chunks spread over 1, 2 and 3 workers: the threads engine's model, bit for bit,
+    and the model travelled between the workers."""
+    X, y = rbf_data()
+    Xd, yd = chunked(X, y, 4)
+    kw = dict(budget=40, epochs=2, random_state=1, rules=SPREAD)
+    ref = pbd.BudgetSVC(engine="threads", **kw).fit(Xd, yd)
+    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cl, distributed.Client(cl) as c:
+        c.wait_for_workers(workers)
+        with tasks_run(c) as ran:
+            m = pbd.BudgetSVC(client=c, **kw).fit(Xd, yd)
+    same(m, ref)
+    assert len(set(m.partition_workers_)) == workers
+    # one turn a partition an epoch, where the partition lives, then the offset's rows
+    turns = [w for name, w in ran if name == "each_task"]
+    assert len(turns) >= 8 and len(set(turns)) == workers
+    assert m.bytes_sent_["client"] > 0 and m.n_partitions_ == 4
+
+
+def test_multiclass_and_dense_input_on_the_threads_engine():
+    """One multi-class BSGD model (the classes share the SVs), in-memory dense rows
+    dealt to 3 partitions: every class predicted, one machine's accuracy within a few
+    points, the same bits run to run."""
+    rng = np.random.default_rng(2)
+    centres = rng.normal(size=(4, 6)) * 3
+    y = np.repeat(np.arange(4), 150) * 5 + 1
+    X = centres[np.repeat(np.arange(4), 150)] + rng.normal(size=(600, 6))
+    kw = dict(budget=30, random_state=0)
+    a = pbd.BudgetSVC(engine="threads", n_partitions=3, **kw).fit(X, y)
+    b = pbd.BudgetSVC(engine="threads", n_partitions=3, **kw).fit(X, y)
+    same(a, b)
+    assert a.dual_coef_.shape == (4, a.support_vectors_.shape[0]) <= (4, 30)
+    one = pybudget.BudgetSVC(**kw).fit(X, y)
+    assert set(a.predict(X)) == set(y)
+    assert a.score(X, y) >= one.score(X, y) - 0.05
+
+
+def test_offset_is_fitted_on_one_machines_sample_of_the_blocked_rows():
+    """The intercept is model_offset on draw_sample's rows of the partitions' rows in
+    partition order (in-memory rows are dealt: row i to partition i mod 3)."""
+    X, y = rbf_data(n=3000)
+    m = pbd.BudgetSVC(budget=30, random_state=4, engine="threads", n_partitions=3).fit(X, y)
+    order = np.concatenate([np.arange(p, X.shape[0], 3) for p in range(3)])
+    Xb = X[order]
+    Xb.sort_indices()
+    codes = np.searchsorted(m.classes_, y[order])
+    xsq = np.asarray(Xb.multiply(Xb).sum(axis=1)).ravel()
+    sample = draw_sample(Xb, xsq, codes, 4)
+    assert sample[0].shape[0] == 2048
+    b = model_offset(m.support_vectors_, m.dual_coef_.T, m.gamma_, sample)
+    np.testing.assert_allclose(m.intercept_, b, rtol=1e-12, atol=1e-12)
+    nob = pbd.BudgetSVC(budget=30, random_state=4, engine="threads", n_partitions=3,
+                        offset=False).fit(X, y)
+    assert np.all(nob.intercept_ == 0)
+
+
+def test_killed_worker_mid_fit_replays_the_turn(tmp_path):
+    """A worker SIGKILLed as it starts its 3rd turn: the partitions it held are rebuilt
+    on the survivor and the turn runs again from the model the client kept: one
+    recovery, the same bits."""
+    import dask
+    X, y = rbf_data()
+    Xd, yd = chunked(X, y, 4)
+    kw = dict(budget=40, epochs=2, random_state=3, rules=SPREAD)
+    ref = pbd.BudgetSVC(engine="threads", **kw).fit(Xd, yd)
+    with dask.config.set({"distributed.scheduler.active-memory-manager.interval": "50ms"}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     dashboard_address=None) as cl, \
+            distributed.Client(cl) as c:
+        deaths = kill_on_task(c, "each_task", tmp_path, nth=3, times=1)
+        m = pbd.BudgetSVC(client=c, timeout=60, **kw).fit(Xd, yd)
+    assert len(deaths()) == 1 and m.recoveries_ == 1
+    same(m, ref)
+
+
+def test_to_local_save_and_continue(tmp_path):
+    X, y = rbf_data()
+    m = pbd.BudgetSVC(budget=30, random_state=0, engine="threads").fit(X, y)
+    local = m.to_local()
+    assert type(local) is pybudget.BudgetSVC and local.budget == 30
+    np.testing.assert_array_equal(local.decision_function(X), m.decision_function(X))
+    path = tmp_path / "m.pbm"
+    pybudget.save(m, path)
+    back = pybudget.load(path)
+    np.testing.assert_array_equal(back.predict(X), m.predict(X))
+    local.partial_fit(X[:100], y[:100])            # one machine continues the model
+    assert not hasattr(m, "partial_fit")
+    again = pickle.loads(pickle.dumps(m))
+    np.testing.assert_array_equal(again.decision_function(X), m.decision_function(X))
+    c = clone(m)
+    assert c.get_params() == m.get_params() and not hasattr(c, "support_vectors_")
+
+
+def test_dask_array_prediction_is_chunked(client):
+    X, y = rbf_data()
+    Xd, yd = chunked(X, y, 3)
+    m = pbd.BudgetSVC(budget=30, random_state=0, client=client).fit(Xd, yd)
+    pred = m.predict(Xd)
+    assert hasattr(pred, "compute")
+    np.testing.assert_array_equal(pred.compute(), m.to_local().predict(X))
+    assert m.score(Xd, yd) == m.to_local().score(X, y)
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"solver": "bsca"}, "one machine's only"),
+    ({"checkpoints": 3, "averaging": "none"}, "one machine's only"),
+    ({"refit": True}, "one machine's only"),
+    ({"n_partitions": 0}, "n_partitions"),
+    ({"engine": "spark"}, "engine"),
+    ({"budget": 1}, "budget"),
+    ({"C": -1.0}, "C"),
+    ({"rules": {"small_bytes": 1}}, "ClusterRules"),
+])
+def test_bad_parameters_are_refused(kw, match):
+    X, y = rbf_data(n=100)
+    with pytest.raises(ValueError, match=match):
+        pbd.BudgetSVC(**{"engine": "threads", **kw}).fit(X, y)
+
+
+def test_bad_data_is_refused():
+    X, y = rbf_data(n=100)
+    with pytest.raises(ValueError, match="at least 2"):
+        pbd.BudgetSVC(engine="threads").fit(X, np.ones(100))
+    bad = X.toarray()
+    bad[3, 2] = np.nan
+    with pytest.raises(ValueError):
+        pbd.BudgetSVC(engine="threads").fit(bad, y)
+    with pytest.raises(ValueError):
+        pbd.BudgetSVC(engine="threads").fit(X, y[:50])
+
+
+def test_check_estimator_threads_engine():
+    from sklearn.utils.estimator_checks import check_estimator
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_estimator(pbd.BudgetSVC(budget=20, engine="threads", random_state=0))
