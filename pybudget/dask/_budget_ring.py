@@ -1,18 +1,27 @@
 """BSGD on a cluster: the rows stay on their partitions, the budgeted model travels.
 
-An epoch is one turn of every partition, in partition order.  A turn runs the BSGD steps
-of the partition's rows, in an order drawn from (seed, partition, epoch) alone, on the
-model it received (a ``budget._state.ModelState``: the SVs, their coefficients and the
-average's sums, a few hundred kB at B = 500) and returns the model and the step count.
-So the fit is one machine's BSGD on a partition-blocked order of the rows, the same bits
-for any number of workers and on the in-process engine.  The client keeps the model
-between turns: a turn whose worker is lost runs again from that model on the partition
-rebuilt elsewhere, the same bits (a partition keeps nothing between turns).
+An epoch cuts each partition's rows, in a random order drawn from (seed, partition,
+epoch), into ``laps`` shares; lap by lap, every partition runs the BSGD steps of its
+share (in an order of their own) on the model it received, the partitions of a lap in
+an order drawn from (seed, epoch, lap).  The model is a ``budget._state.ModelState``
+(the SVs, their coefficients and the average's sums: about 0.5 MB at B = 500 on a9a)
+handed on exactly, so the fit is one machine's BSGD on that order of the rows: the same
+bits for any number of workers and on the in-process engine.
 
-After the last turn the client merges the model down to the budget and fits the offset
-on one machine's sample (``budget._offset.draw_sample``'s rows, by their index in the
-partition-blocked order), as ``BudgetSVC`` does.
+Laps matter where the partitions' rows differ (files stored in an order: by label, by
+time): one turn a partition an epoch lets the model drift to each partition's rows in
+turn (w8a as 4 contiguous chunks, all positives in the first: 1.2 points below one
+machine's accuracy); finer laps mix the partitions as one machine's shuffle mixes the
+rows (docs/benchmarks.md, section 16).
+
+Consecutive visits of partitions on one worker run in one call (``Engine.together``): a
+run.  The client keeps the model between runs, so a run whose worker is lost runs
+again from that model on the partitions rebuilt elsewhere: the same bits (a partition
+keeps nothing between runs).  After the last run the client merges the model down to
+the budget and fits the offset on one machine's sample (``budget._offset.draw_sample``'s
+rows, by their index in partition order), as ``BudgetSVC`` does.
 """
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -30,7 +39,7 @@ from pybudget.dask.errors import PartitionsLost
 
 @dataclass(frozen=True)
 class BudgetRun:
-    """What every turn needs: the checked parameters and the fit's constants
+    """What every visit needs: the checked parameters and the fit's constants
     (``classes``: the labels, a row's code is its class's index)."""
     params: BudgetParams
     classes: np.ndarray
@@ -43,6 +52,7 @@ class BudgetRun:
     avg_start: int          # the first averaged step (0: no average)
     sparse: bool
     seed: int
+    laps: int
 
     @property
     def n_coef(self):
@@ -54,8 +64,8 @@ class BudgetRun:
                           sparse=self.sparse)
 
 
-class Turn(NamedTuple):
-    """A turn's result: the model after it, the global step count, and the turn's own
+class RunResult(NamedTuple):
+    """A run's result: the model after it, the global step count, and the run's own
     counters."""
     state: object
     t: int
@@ -70,25 +80,37 @@ class Turn(NamedTuple):
 def moments(part):
     """(rows, non-zeros, sum, sum of squares) of the partition's values: gamma="scale"
     and storage="auto" from sums over the partitions."""
+    V.check_squares(part.X)
     return (part.n, int(part.X.nnz), *V.value_moments(part.X))
 
 
-def turn(part, run, state, t, p, epoch):
-    """Partition p's turn of epoch ``epoch`` on the model ``state`` (None: empty) at
-    global step t."""
+def visits_run(parts, run, state, t, epoch, visits):
+    """The visits ``visits`` ([(partition, lap)], partitions ``parts`` in the same
+    order, all in this process) of epoch ``epoch``, in turn, on the model ``state``
+    (None: empty) at global step t."""
     mdl, mt = run.model()
     if state is not None:
         mdl.restore(state)
-    X = part.X
-    codes = np.searchsorted(run.classes, part.y).astype(np.int32)
-    out = bsgd_run(X, V.row_sqnorms(X), codes, mdl, mt, run.budget, run.merge_size,
-                   run.lam, 1, t, round_seed(run.seed, 0, p, epoch), run.avg_start,
-                   visit=True)
-    if mdl.out_of_memory:
-        raise MemoryError("the sparse support vectors outgrew the memory: reduce the "
-                          "budget")
-    return Turn(mdl.state(), out["t"], out["n_added"], mt.n_merges, mt.n_removed,
-                out["merge_time"])
+    added = 0
+    seconds = 0.0
+    orders = {}       # (a partition's order of the epoch, drawn once a run)
+    for part, (p, lap) in zip(parts, visits):
+        if p not in orders:
+            orders[p] = np.random.default_rng(round_seed(run.seed, 0, p, epoch)).permutation(
+                part.n)
+        share = np.sort(orders[p][lap * part.n // run.laps:(lap + 1) * part.n // run.laps])
+        X = part.X[share] if run.laps > 1 else part.X
+        codes = np.searchsorted(run.classes, part.y[share]).astype(np.int32)
+        out = bsgd_run(X, V.row_sqnorms(X), codes, mdl, mt, run.budget, run.merge_size,
+                       run.lam, 1, t, round_seed(run.seed, lap, p, epoch), run.avg_start,
+                       visit=True)
+        if mdl.out_of_memory:
+            raise MemoryError("the sparse support vectors outgrew the memory: reduce "
+                              "the budget")
+        t = out["t"]
+        added += out["n_added"]
+        seconds += out["merge_time"]
+    return RunResult(mdl.state(), t, added, mt.n_merges, mt.n_removed, seconds)
 
 
 def rows_at(part, rows):
@@ -101,6 +123,27 @@ def rows_at(part, rows):
 
 # ---- on the client ------------------------------------------------------------------
 
+class Calls:
+    """A fit's calls to its partitions: a call that loses partitions runs again once
+    they are rebuilt on the workers left (each loss counted, ``recoveries``; a
+    partition keeps nothing between calls, so the result is the same)."""
+
+    def __init__(self, engine):
+        self.engine, self.recoveries = engine, 0
+
+    def each(self, fn, *args, parts=None):
+        return self.again(lambda: self.engine.each(fn, *args, parts=parts))
+
+    def again(self, call):
+        """call() until it runs without a loss."""
+        while True:
+            try:
+                return call()
+            except PartitionsLost as lost:
+                self.recoveries = counted(self.recoveries, lost)
+                self.engine.rebuild_lost()
+
+
 def first_avg_step(params, n, budget):
     """The first averaged step of an n-row fit (``BudgetSVC``'s rule; 0: none)."""
     T = params.epochs * n
@@ -108,29 +151,59 @@ def first_avg_step(params, n, budget):
             "tail": T - _tail(n, budget, "tail") + 1}[params.averaging]
 
 
-def fit(engine, run, sizes, callback=None):
-    """BSGD for ``run.params.epochs`` epochs of turns over partitions of ``sizes`` rows;
-    returns (Z, beta (n_coef, n_sv), offset, counters).  callback(epoch, turns done,
-    n_sv), if given, after every turn."""
-    state, t = None, 0
+def auto_laps(sizes, rules):
+    """Laps of an epoch: about ``rules.budget_visits`` visits an epoch over the
+    non-empty partitions, none of fewer than ``rules.budget_visit_rows`` rows (the
+    smallest partition's), at least 1."""
+    n = [s for s in sizes if s]
+    return max(1, min(math.ceil(rules.budget_visits / len(n)),
+                      min(n) // rules.budget_visit_rows))
+
+
+def epoch_visits(run, sizes, epoch):
+    """[(partition, lap)] of one epoch, in order: lap by lap, the partitions with rows
+    in that lap's share in an order drawn from (seed, epoch, lap)."""
+    out = []
+    for lap in range(run.laps):
+        parts = [p for p in np.flatnonzero(sizes)
+                 if (lap + 1) * sizes[p] // run.laps > lap * sizes[p] // run.laps]
+        rng = np.random.default_rng(round_seed(run.seed, 1, lap, epoch))
+        out += [(int(p), lap) for p in rng.permutation(parts)]
+    return out
+
+
+def _run_of(engine, visits, state, t, run, epoch):
+    """The next run: the first visits of ``visits`` whose partitions live on one
+    worker, run there; (its result, its length)."""
+    where = engine.placement()
+    k = 1
+    while k < len(visits) and where[visits[k][0]] == where[visits[0][0]]:
+        k += 1
+    return engine.together(visits_run, [p for p, _ in visits[:k]], run, state, t, epoch,
+                           visits[:k]), k
+
+
+def fit(calls, run, sizes, callback=None):
+    """BSGD for ``run.params.epochs`` epochs of visits over partitions of ``sizes``
+    rows (``calls``: a Calls); returns (Z, beta (n_coef, n_sv), offset, counters;
+    hop_bytes: the bytes of the model each run handed on).  callback(epoch, visits
+    done, n_sv), if given, after every run."""
+    state, t, hop_bytes = None, 0, []
     n_added = n_merges = n_removed = 0
-    merge_time, recoveries = 0.0, 0
+    merge_time = 0.0
     for epoch in range(run.params.epochs):
-        for p in np.flatnonzero(sizes):
-            while True:
-                try:
-                    res = engine.each(turn, run, state, t, int(p), epoch, parts=[int(p)])[0]
-                    break
-                except PartitionsLost as lost:      # the same turn again, rebuilt
-                    recoveries = counted(recoveries, lost)
-                    engine.rebuild_lost()
-            state, t = res.state, res.t
+        visits, i = epoch_visits(run, sizes, epoch), 0
+        while i < len(visits):
+            res, k = calls.again(lambda: _run_of(calls.engine, visits[i:], state, t, run,
+                                                 epoch))
+            state, t, i = res.state, res.t, i + k
+            hop_bytes.append(state.nbytes)
             n_added += res.n_added
             n_merges += res.n_merges
             n_removed += res.n_removed
             merge_time += res.merge_time
             if callback is not None:
-                callback(epoch, int(p), state.n_sv)
+                callback(epoch, i, state.n_sv)
     mdl, mt = run.model()
     mdl.restore(state)
     mt.merge_down(mdl, run.budget, run.merge_size)
@@ -139,29 +212,22 @@ def fit(engine, run, sizes, callback=None):
         beta = mdl.averaged() / (t - run.avg_start + 1)
     counts = dict(t=t, n_added=n_added, n_merges=n_merges + mt.n_merges,
                   n_removed=n_removed + mt.n_removed, merge_time=merge_time,
-                  recoveries=recoveries)
-    b = offset(engine, run, sizes, Z, beta) if run.params.offset else np.zeros(run.n_coef)
+                  hop_bytes=hop_bytes)
+    b = offset(calls, run, sizes, Z, beta) if run.params.offset else np.zeros(run.n_coef)
     return Z, beta.T.copy(), b, counts
 
 
-def offset(engine, run, sizes, Z, beta):
-    """The offset fitted on ``draw_sample``'s rows of the partition-blocked order."""
+def offset(calls, run, sizes, Z, beta):
+    """The offset fitted on ``draw_sample``'s rows of the partitions' rows in partition
+    order."""
     n = int(np.sum(sizes))
     rng = np.random.default_rng(run.seed)
     rows = np.sort(rng.choice(n, SAMPLE, replace=False)) if n > SAMPLE else np.arange(n)
     bounds = np.concatenate([[0], np.cumsum(sizes)])
-    parts = [p for p in range(len(sizes)) if sizes[p]]
     local = {p: rows[(rows >= bounds[p]) & (rows < bounds[p + 1])] - bounds[p]
-             for p in parts}
-    parts = [p for p in parts if local[p].size]
-    got = []
-    for p in parts:
-        while True:
-            try:
-                got.append(engine.each(rows_at, local[p], parts=[p])[0])
-                break
-            except PartitionsLost:
-                engine.rebuild_lost()
+             for p in range(len(sizes))}
+    got = [calls.each(rows_at, local[p], parts=[p])[0] for p in range(len(sizes))
+           if local[p].size]
     Xs = sp.vstack([g[0] for g in got], format="csr")
     Xs.sort_indices()
     codes = np.searchsorted(run.classes, np.concatenate([g[1] for g in got]))

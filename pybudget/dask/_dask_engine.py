@@ -260,6 +260,18 @@ class DaskEngine:
             self.bytes["client"] += _array_bytes(args) * len(parts) + _array_bytes(out)
         return out
 
+    def together(self, fn, parts, *args):
+        addrs = {self.where[p] for p in parts}
+        if len(addrs) != 1:
+            raise ValueError(f"together: partitions {sorted(set(parts))} live on "
+                             f"{len(addrs)} workers")
+        addr = addrs.pop()
+        out = self._gather([self._on(addr, _worker.together_task, self.job, list(parts), fn,
+                                     *args)], also={addr})[0]
+        with self.counting:
+            self.bytes["client"] += _array_bytes(args) + _array_bytes(out)
+        return out
+
     def ring(self, spec):
         return DaskRing(self, spec)
 

@@ -38,6 +38,10 @@ class Engine(Protocol):
         None), the results in partition order.  fn is a function of a module (it
         travels to the workers by name); safe to call from several threads at once."""
 
+    def together(self, fn, parts, *args):
+        """fn([partition p for p in parts], *args) in the one process that holds every
+        partition of ``parts`` (they must live together: ``placement``); its result."""
+
     def ring(self, spec) -> "Ring":
         """The ring's weights and state, set up: every problem's local state and its
         initial weights."""
@@ -132,6 +136,9 @@ class ThreadsEngine:
     def each(self, fn, *args, parts=None):
         return [fn(self.parts[p], *args)
                 for p in (range(len(self.parts)) if parts is None else parts)]
+
+    def together(self, fn, parts, *args):
+        return fn([self.parts[p] for p in parts], *args)
 
     def ring(self, spec):
         return ThreadsRing(self, spec)

@@ -44,6 +44,18 @@ class ClusterRules:
             sending them (``math.inf``: never).
         sparse_give_up: the ring's sparse hops stop when, at a check, they have taken
             this share of the bytes of the weights they replaced.
+    Budgeted SVMs (``pybudget.dask.BudgetSVC``, laps="auto")
+        budget_visits: visits an epoch aims for (laps = budget_visits / partitions);
+        budget_visit_rows: rows a visit of the smallest partition has, at least.  Test
+            accuracy, means of 12 seeds, 4 contiguous chunks as the files store the
+            rows, against one machine's: w8a (positives all in the first chunk) at 1,
+            4, 16, 64 and 256 laps 97.50, 97.73, 98.26, 98.52 and 98.67 % against 98.72;
+            ijcnn1 95.15 ... 96.89 against 96.97; a9a 83.84 ... 83.98 against 84.10.
+            Set there; on data that played no part (30 seeds for the small sets):
+            svmguide1 96.01 against 96.04 (one lap: 92.40), mushrooms 99.99 / 100.00,
+            dna.scale 93.68 / 93.75, pendigits 97.42 / 97.39, splice 87.67 / 87.83,
+            german.numer 66.64 / 66.92 (one lap: 66.65).  A floor of 32 rows a visit
+            left svmguide1 at 95.83 and splice at 87.49: docs/benchmarks.md, section 16.
     Threads on the workers
         visit_thread_nnz: a visit spreads its problems over threads only where each
             thread sweeps at least this many non-zeros (the visit's problems times its
@@ -65,6 +77,8 @@ class ClusterRules:
     sparse_laps: float = 2
     sparse_give_up: float = 0.5
     visit_thread_nnz: int = 100_000
+    budget_visits: int = 1024
+    budget_visit_rows: int = 8
 
     def small(self, size, memory_limit=0):
         """Whether rows of ``size`` bytes (None: unknown) are small on workers with

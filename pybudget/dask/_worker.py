@@ -96,6 +96,11 @@ def each_task(job, part, fn, *args):
     return fn(_get(job, part), *args)
 
 
+def together_task(job, parts, fn, *args):
+    """fn([partitions], *args): ``Engine.together`` on this worker."""
+    return fn([_get(job, p) for p in parts], *args)
+
+
 def setup_task(job, part, spec):
     return _get(job, part).setup(spec)
 

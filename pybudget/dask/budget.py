@@ -25,20 +25,24 @@ class BudgetSVC(_ClusterInput, LocalBudgetSVC):
 
     Parameters as the one-machine estimator's, with the same meanings and defaults,
     plus ``client``, ``n_partitions``, ``engine``, ``timeout`` and ``rules`` (where
-    the partitions go) as :class:`pybudget.dask.LinearSVC` takes them.  An epoch visits
-    the partitions in turn, each running the BSGD steps of its own rows in a random
-    order of its own on the model it received: one machine's BSGD on that
-    partition-blocked order of the rows, the same model for any number of workers and
-    with ``engine="threads"`` (one machine's fit, which shuffles all rows together,
-    gives another model of about the same accuracy: docs/benchmarks.md).
-    ``gamma="scale"``, the storage, the average and the offset are decided as on one
-    machine, over all partitions' rows.  Not on a cluster yet: ``solver="bsca"``,
+    the partitions go) as :class:`pybudget.dask.LinearSVC` takes them, and ``laps``.
+    An epoch cuts each partition's rows, in a random order of its own, into ``laps``
+    shares; lap by lap, each partition runs the BSGD steps of its share on the model
+    it received, the partitions of a lap in a random order: one machine's BSGD on that
+    order of the rows, the same model for any number of workers and with
+    ``engine="threads"``.  One machine's fit shuffles all rows together; the laps come
+    close to it where the partitions' rows differ (a file sorted by label), and
+    ``laps="auto"`` aims at about ``rules.budget_visits`` (1024) visits an epoch of
+    at least ``rules.budget_visit_rows`` (8) rows each (docs/benchmarks.md, section
+    16).  ``gamma="scale"``, the storage, the average and the offset are decided as on
+    one machine, over all partitions' rows.  Not on a cluster yet: ``solver="bsca"``,
     ``checkpoints``, ``refit`` and ``partial_fit`` (``to_local()`` gives the
     one-machine estimator of the same model, which can continue it).
 
-    Attributes beyond the one-machine ones: ``bytes_sent_`` ({"client": bytes through
-    the client}), ``n_partitions_``, ``partition_workers_``, ``recoveries_``,
-    ``worker_peak_memory_``.
+    Attributes beyond the one-machine ones: ``laps_``, ``bytes_sent_`` ({"client":
+    bytes through the client}), ``hop_bytes_`` (the bytes of the model each run of
+    visits on one worker handed on, in order), ``n_partitions_``,
+    ``partition_workers_``, ``recoveries_``, ``worker_peak_memory_``.
     """
 
     _local_class = LocalBudgetSVC
@@ -48,8 +52,8 @@ class BudgetSVC(_ClusterInput, LocalBudgetSVC):
                  maintenance="merge", merge_size=2, merge_search="gss",
                  multi_merge="cascade", merge_tol=0.01, averaging="auto", checkpoints=0,
                  offset=True, refit=False, storage="auto", random_state=None, n_jobs=None,
-                 verbose=0, client=None, n_partitions=None, engine="dask", timeout=600.0,
-                 rules=None):
+                 verbose=0, client=None, n_partitions=None, laps="auto", engine="dask",
+                 timeout=600.0, rules=None):
         super().__init__(C, gamma=gamma, budget=budget, solver=solver, epochs=epochs,
                          maintenance=maintenance, merge_size=merge_size,
                          merge_search=merge_search, multi_merge=multi_merge,
@@ -58,6 +62,7 @@ class BudgetSVC(_ClusterInput, LocalBudgetSVC):
                          random_state=random_state, n_jobs=n_jobs, verbose=verbose)
         self.client = client
         self.n_partitions = n_partitions
+        self.laps = laps
         self.engine = engine
         self.timeout = timeout
         self.rules = rules
@@ -70,6 +75,8 @@ class BudgetSVC(_ClusterInput, LocalBudgetSVC):
         if self.n_partitions is not None:
             V.positive_int("n_partitions", self.n_partitions)
         V.positive("timeout", self.timeout)
+        if self.laps != "auto":
+            V.positive_int("laps", self.laps)
         for name, value, default in (("solver", p.solver, "bsgd"),
                                      ("checkpoints", p.checkpoints, 0),
                                      ("refit", p.refit, False)):
@@ -88,20 +95,22 @@ class BudgetSVC(_ClusterInput, LocalBudgetSVC):
         try:
             srcs, names, locality = self._sources(X, y, None, self.engine, rules)
             summ = engine.build(srcs, False, names, locality)
-            run, sizes = self._run(engine, summ, p, seed, X, verbose)
+            calls = _budget_ring.Calls(engine)
+            run, sizes = self._run(calls, summ, p, seed, X, rules, verbose)
             if verbose:
                 report(f"{len(srcs)} partitions, {int(np.sum(sizes))} rows, {run.d} "
-                       f"columns, budget {run.budget}, gamma {run.gamma:.4g}, "
+                       f"columns, {run.laps} laps, budget {run.budget}, gamma "
+                       f"{run.gamma:.4g}, "
                        f"{'sparse' if run.sparse else 'dense'} support vectors",
                        time.perf_counter() - t0)
 
-            def progress(epoch, part, n_sv):
+            def progress(epoch, visits, n_sv):
                 if verbose:
-                    report(f"epoch {epoch + 1}/{p.epochs}, partition {part}: {n_sv} "
+                    report(f"epoch {epoch + 1}/{p.epochs}, {visits} visits: {n_sv} "
                            f"support vectors, bytes through the client "
                            f"{engine.bytes['client']}", time.perf_counter() - t0)
 
-            Z, dual, b, counts = _budget_ring.fit(engine, run, sizes, progress)
+            Z, dual, b, counts = _budget_ring.fit(calls, run, sizes, progress)
             peaks = engine.peak_memory()
             placed = engine.placement()
             sent = dict(engine.bytes)
@@ -114,20 +123,22 @@ class BudgetSVC(_ClusterInput, LocalBudgetSVC):
         self.intercept_ = b
         self.gamma_ = run.gamma
         self.n_iter_ = p.epochs
+        self.laps_ = run.laps
         self.n_merges_ = counts["n_merges"]
         self.n_removed_ = counts["n_removed"]
         self.merge_time_ = counts["merge_time"]
         self.fit_time_ = time.perf_counter() - t0
         self.checkpoint_ = None
         self._t, self._n_seen = counts["t"], int(np.sum(sizes))
-        self.recoveries_ = counts["recoveries"]
+        self.recoveries_ = calls.recoveries
         self.bytes_sent_ = sent
+        self.hop_bytes_ = np.array(counts["hop_bytes"])
         self.n_partitions_ = len(srcs)
         self.partition_workers_ = placed
         self.worker_peak_memory_ = peaks
         return self
 
-    def _run(self, engine, summ, p, seed, X, verbose):
+    def _run(self, calls, summ, p, seed, X, rules, verbose):
         """(BudgetRun, partition sizes): the fit's constants from the partitions'
         summaries and value sums, decided as one machine decides them."""
         sizes = np.array([s.n for s in summ])
@@ -140,7 +151,7 @@ class BudgetSVC(_ClusterInput, LocalBudgetSVC):
         classes = np.unique(np.concatenate([s.labels for s in summ if s.n]))
         if classes.shape[0] < 2:
             raise ValueError(f"y has {classes.shape[0]} class; at least 2 are needed")
-        stats = engine.each(_budget_ring.moments)
+        stats = calls.each(_budget_ring.moments)
         nnz = sum(s[1] for s in stats)
         if p.gamma == "scale":
             total = total_sq = 0.0
@@ -151,11 +162,13 @@ class BudgetSVC(_ClusterInput, LocalBudgetSVC):
         else:
             gamma = p.gamma
         budget, M, cap = _effective_budget(p, n, d, verbose)
+        laps = (_budget_ring.auto_laps(sizes, rules) if self.laps == "auto"
+                else self.laps)
         run = _budget_ring.BudgetRun(
             params=p, classes=classes, d=d, gamma=gamma, budget=budget, merge_size=M,
             cap=cap, lam=1.0 / (n * p.C),
             avg_start=_budget_ring.first_avg_step(p, n, budget),
-            sparse=sparse_storage_for(p.storage, n, d, nnz, cap), seed=seed)
+            sparse=sparse_storage_for(p.storage, n, d, nnz, cap), seed=seed, laps=laps)
         return run, sizes
 
     def to_local(self):

@@ -32,10 +32,14 @@ def test_user_guide_dask_example_runs(tmp_path):
                          text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.strip().splitlines()
-    assert len(lines) == 3
+    assert len(lines) == 4
     X, y, X_test, y_test = load("debian-lib-small")
     one = pybudget.LinearSVC(C=0.1, random_state=0).fit(X, y).score(X_test, y_test)
     assert abs(float(lines[1]) - one) <= 0.005      # the one-machine model's accuracy
     assert (tmp_path / "dlib.pbm").exists()
+    # the budgeted model: its laps, and the accuracy of the model the file holds
+    laps, acc = lines[3].split()
+    kernel = pybudget.load(tmp_path / "kernel.pbm")
+    assert int(laps) > 1 and float(acc) == kernel.score(X_test, y_test) > 0.8
     assert sorted(p.name for p in tmp_path.glob("part-*.svm")) == [
         "part-0.svm", "part-1.svm", "part-2.svm"]

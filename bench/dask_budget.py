@@ -1,0 +1,191 @@
+"""pybudget.dask.BudgetSVC against one machine's BudgetSVC.
+
+Each data set as a Dask array of ``--chunks`` contiguous row chunks (the file's order),
+persisted on a LocalCluster of ``--workers`` worker processes x 1 thread; both sides with
+BudgetSVC's defaults (C = 1, gamma = "scale", B = 500, one epoch) and the seeds
+``--seeds``, one machine's fit (single-threaded, in this process) and the cluster's
+(each ``--laps`` setting) interleaved seed by seed:
+
+- accuracy on the test file (median and worst seed) and the difference of the medians
+  (goal: within 0.2 point);
+- fit time (medians), the cluster's over one machine's (after an untimed first fit that
+  imports pybudget on the workers);
+- the model each run of visits hands on: bytes a hop (median), the same model held as
+  sparse support vectors (where they would pay), and the runs of the first seed;
+- the same bits: the first seed's model (laps "auto") on 1, 2 and 3 workers, with rules
+  that spread the partitions over every worker, against the threads engine's.
+
+Writes <out>/dask_budget.json and .md.
+
+    python bench/dask_budget.py [--data a9a ijcnn1 w8a] [--seeds 0 1 2 3 4] [--laps auto 1]
+    python bench/dask_budget.py --quick     # 2,000 rows of a9a, B = 50: seconds
+"""
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# (bench/distributed.py would shadow Dask's ``distributed`` package: bench/ goes last)
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(HERE)]
+
+import numpy as np  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+
+from common import machine, median_min_max, results_dir, write_outputs  # noqa: E402
+
+
+def chunked(X, y, k):
+    import dask.array as da
+    step = -(-X.shape[0] // k)
+    return (da.from_array(X, chunks=(step, X.shape[1]), asarray=False),
+            da.from_array(y, chunks=step))
+
+
+def state_bytes_sparse(m):
+    """The bytes a hop would send with the final model's SVs held sparse (values,
+    int32 indices, row pointers; the rest as dense)."""
+    Z = sp.csr_matrix(m.support_vectors_)
+    n = Z.shape[0]
+    per_sv = 8 + 8 + 4 + 8          # squared norm, coefficient, source, average's sum
+    return Z.data.nbytes + 4 * Z.nnz + 4 * (n + 1) + per_sv * n
+
+
+def cluster(workers):
+    import distributed
+    cl = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                  dashboard_address=None)
+    c = distributed.Client(cl)
+    c.wait_for_workers(workers)
+    return cl, c
+
+
+def study(name, args, kw):
+    import pybudget
+    import pybudget.dask as pbd
+    from pybudget.datasets import load
+    X, y, Xt, yt = load(name)
+    if args.quick:
+        X, y = X[:2000], y[:2000]
+    cl, c = cluster(args.workers)
+    runs = []
+    try:
+        Xd, yd = c.persist(list(chunked(X, y, args.chunks)))
+        # (a first fit imports pybudget on the workers: not timed)
+        pbd.BudgetSVC(budget=10, client=c).fit(Xd[:2000], yd[:2000])
+        for seed in args.seeds:
+            one = pybudget.BudgetSVC(random_state=seed, **kw)
+            t0 = time.perf_counter()
+            one.fit(X, y)
+            t_one = time.perf_counter() - t0
+            r = {"seed": seed, "one_time": t_one, "one_acc": 100 * one.score(Xt, yt)}
+            for laps in args.laps:
+                m = pbd.BudgetSVC(random_state=seed, client=c, laps=laps, **kw)
+                t0 = time.perf_counter()
+                m.fit(Xd, yd)
+                r[laps] = {"time": time.perf_counter() - t0, "acc": 100 * m.score(Xt, yt),
+                           "laps": m.laps_, "hop_bytes": m.hop_bytes_.tolist(),
+                           "client_bytes": m.bytes_sent_["client"],
+                           "workers": m.partition_workers_,
+                           "sparse_hop_bytes": state_bytes_sparse(m),
+                           "n_sv": int(m.support_vectors_.shape[0])}
+                print(f"{name} seed {seed}: one machine {r['one_acc']:.2f} % {t_one:.2f} s, "
+                      f"laps={laps}: {r[laps]['acc']:.2f} % {r[laps]['time']:.2f} s",
+                      file=sys.stderr)
+            runs.append(r)
+    finally:
+        c.close()
+        cl.close()
+    bits = {}
+    seed = args.seeds[0]
+    spread = pbd.ClusterRules(small_bytes=1000)
+    Xd, yd = chunked(X, y, args.chunks)
+    ref = pbd.BudgetSVC(random_state=seed, engine="threads", rules=spread, **kw).fit(Xd, yd)
+    for workers in args.bit_workers:
+        cl, c = cluster(workers)
+        try:
+            m = pbd.BudgetSVC(random_state=seed, client=c, rules=spread, **kw).fit(Xd, yd)
+            runs_spread = len(m.hop_bytes_)
+        finally:
+            c.close()
+            cl.close()
+        same = all(np.array_equal(a.toarray() if sp.issparse(a) else a,
+                                  b.toarray() if sp.issparse(b) else b)
+                   for a, b in ((m.support_vectors_, ref.support_vectors_),
+                                (m.dual_coef_, ref.dual_coef_),
+                                (m.intercept_, ref.intercept_)))
+        bits[workers] = {"same": same, "workers_used": len(set(m.partition_workers_)),
+                         "runs": runs_spread}
+    return {"data": name, "n": X.shape[0], "d": X.shape[1], "runs": runs, "bits": bits}
+
+
+def markdown(rows, args, seconds):
+    out = [f"### pybudget.dask.BudgetSVC against one machine's BudgetSVC "
+           f"({args.chunks}-chunk Dask arrays, {args.workers} workers x 1 thread)\n",
+           "| data | one machine: accuracy % (worst) | fit s | laps | cluster: accuracy % "
+           "(worst) | fit s | / one machine | accuracy difference | bytes a hop | sparse "
+           "SVs a hop | runs |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        R = r["runs"]
+        one = [x["one_acc"] for x in R]
+        to = float(np.median([x["one_time"] for x in R]))
+        for laps in args.laps:
+            dk = [x[laps]["acc"] for x in R]
+            td = float(np.median([x[laps]["time"] for x in R]))
+            hops = [h for x in R for h in x[laps]["hop_bytes"]]
+            sparse = float(np.median([x[laps]["sparse_hop_bytes"] for x in R]))
+            out.append(f"| {r['data']} | {np.median(one):.2f} ({min(one):.2f}) | {to:.2f} | "
+                       f"{R[0][laps]['laps']} | {np.median(dk):.2f} ({min(dk):.2f}) | "
+                       f"{td:.2f} | {td / to:.2f} | {np.median(dk) - np.median(one):+.2f} | "
+                       f"{np.median(hops) / 1e3:.0f} kB | {sparse / 1e3:.0f} kB | "
+                       f"{len(R[0][laps]['hop_bytes'])} |")
+    out += ["", "Same bits as the threads engine, the first seed, laps \"auto\", rules that "
+            "spread the partitions over every worker (workers that held partitions; runs "
+            "of visits, each a hop of the model):", "",
+            "| data | " + " | ".join(f"{w} worker(s)" for w in args.bit_workers) + " |",
+            "|---|" + "---|" * len(args.bit_workers)]
+    for r in rows:
+        out.append(f"| {r['data']} | " + " | ".join(
+            f"{'yes' if b['same'] else 'NO'} ({b['workers_used']}; {b['runs']} runs)"
+            for _, b in sorted(r["bits"].items())) + " |")
+    out.append(f"\nSeeds {args.seeds}, medians; defaults of BudgetSVC on both sides "
+               "(C = 1, gamma = \"scale\", B = 500, one epoch). "
+               f"Command: `python bench/dask_budget.py {' '.join(sys.argv[1:])}` "
+               f"({seconds:.0f} s).\n")
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", nargs="+", default=["a9a", "ijcnn1", "w8a"])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    ap.add_argument("--chunks", type=int, default=4)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--bit-workers", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--laps", nargs="+", default=["auto", "1"],
+                    help="the cluster's laps settings (\"auto\" or a number)")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    args.laps = [v if v == "auto" else int(v) for v in args.laps]
+    kw = {}
+    if args.quick:
+        args.data, args.seeds, args.bit_workers, args.workers = ["a9a"], [0], [1], 1
+        kw = {"budget": 50}
+    warnings.simplefilter("ignore")
+    t0 = time.perf_counter()
+    rows = [study(name, args, kw) for name in args.data]
+    seconds = time.perf_counter() - t0
+    record = {"machine": machine(), "args": vars(args), "params": kw, "rows": rows,
+              "seconds": seconds}
+    write_outputs("dask_budget", record, markdown(rows, args, seconds),
+                  args.out or results_dir("distributed"))
+    for r in rows:
+        print(r["data"], median_min_max([x[args.laps[0]]["acc"] for x in r["runs"]]),
+              file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
