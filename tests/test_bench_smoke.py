@@ -93,3 +93,13 @@ def test_budget_threads_rule_quick(tmp_path):
     run_bench([BENCH / "budget_threads.py", "--task", "rule", "--quick", "--out", tmp_path])
     record = json.loads((tmp_path / "budget_threads_rule_quick.json").read_text())
     assert {c["pick"] for c in record["cells"]} <= {"one", "team"}
+
+
+def test_dask_budget_quick(tmp_path):
+    pytest.importorskip("distributed")
+    run_bench([BENCH / "dask_budget.py", "--quick", "--out", tmp_path],
+              cwd=tempfile.gettempdir())
+    record = json.loads((tmp_path / "dask_budget.json").read_text())
+    row = record["rows"][0]
+    assert row["bits"]["1"]["same"] and row["runs"][0]["auto"]["laps"] > 1
+    assert (tmp_path / "dask_budget.md").read_text().startswith("###")

@@ -72,7 +72,8 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     check_every > 0: after every check_every steps (counted from t_start) short of the
     end, the model is first merged down to `budget` SVs, then checkpoint(mdl) is called.
     team = (threads, krow_work, max_wait) (_team.pxd): threads > 1 runs a team, the
-    same bits.  perm: the rows' order to continue from (EpochSteps.setup).  visit: this
+    same bits.  perm: the rows an epoch steps, in the order to continue from
+    (EpochSteps.setup; a subset of X's rows: an epoch is their steps).  visit: this
     call is a share of a longer run (a partition's turn in pybudget.dask's ring): the
     final merge is left to the caller and avg_start may lie outside this call's steps.
     Returns a dict of counters and timings (n_avg: number of averaged iterates;
@@ -80,8 +81,9 @@ def bsgd_run(X, double[::1] xsq, int[::1] codes, BudgetModel mdl, Maintainer mt,
     if (mdl.d != X.shape[1] or xsq.shape[0] != X.shape[0] or codes.shape[0] != X.shape[0]
             or X.shape[0] < 1 or not lam > 0):
         raise ValueError("bsgd_run: arrays do not match")
+    cdef long n_steps = X.shape[0] if perm is None else len(perm)
     if avg_start < 0 or (avg_start != 0 and not visit
-                         and not t_start < avg_start <= t_start + <long>epochs * X.shape[0]):
+                         and not t_start < avg_start <= t_start + <long>epochs * n_steps):
         raise ValueError("bsgd_run: avg_start outside this run's steps")
     if np.min(codes) < 0 or np.max(codes) >= max(mdl.n_coef, 2):
         raise ValueError("bsgd_run: class codes out of range")

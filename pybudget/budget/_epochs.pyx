@@ -29,16 +29,18 @@ cdef int KROW_EXP = 8
 cdef class EpochSteps:
     cdef setup(self, X, double[::1] xsq, BudgetModel mdl, Maintainer mt, int M, uint64_t seed,
                tuple team=(1, 0, 0), perm=None):
-        """perm: the order the first epoch shuffles (int32, a permutation of the rows,
-        updated in place: a run continued by another call passes it on); None: 0..n-1."""
+        """perm: the rows an epoch steps, in the order its first epoch shuffles (int32,
+        distinct rows of X, updated in place: a run continued by another call passes it
+        on; a subset of the rows: an epoch is those rows' steps); None: 0..n-1."""
         self.X = csr_view(X)
         self.xsq, self.mdl, self.mt, self.M, self.rng = xsq, mdl, mt, M, seed
         if perm is None:
             perm = np.arange(X.shape[0], dtype=np.int32)
         elif not (isinstance(perm, np.ndarray) and perm.dtype == np.int32
-                  and perm.shape == (X.shape[0],) and np.array_equal(
-                      np.sort(perm), np.arange(X.shape[0], dtype=np.int32))):
-            raise ValueError("perm must be an int32 permutation of the rows")
+                  and perm.ndim == 1 and 0 < perm.shape[0] <= X.shape[0]
+                  and perm.min() >= 0 and perm.max() < X.shape[0]
+                  and np.unique(perm).shape[0] == perm.shape[0]):
+            raise ValueError("perm must be distinct int32 rows of X")
         self.perm = perm
         self.krow = np.zeros(mdl.cap + 1)
         self.f = np.zeros(mdl.n_coef)
@@ -129,7 +131,7 @@ cdef class EpochSteps:
         them.  True when interrupted by a signal (checked every 1024 steps)."""
         cdef int s, i
         if s_begin == 0:
-            rng_shuffle(&self.rng, &self.perm[0], self.X.n_rows)
+            rng_shuffle(&self.rng, &self.perm[0], self.perm.shape[0])
         for s in range(s_begin, s_end):
             if (s & 1023) == 1023 and interrupted():
                 return True
@@ -163,7 +165,7 @@ def run_epochs(EpochSteps steps, int epochs, int budget, progress=None, long che
         raise ValueError("run_epochs: the steps were not set up")
     cdef BudgetModel mdl = steps.mdl
     cdef Maintainer mt = steps.mt
-    cdef int n = steps.X.n_rows, M = steps.M
+    cdef int n = steps.perm.shape[0], M = steps.M
     if not mt.serves(mdl):
         raise ValueError("run_epochs: the maintainer was built for a different model")
     if not (M >= 2 and 1 <= budget and budget + M - 1 <= mdl.cap):

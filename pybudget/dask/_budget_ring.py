@@ -93,17 +93,17 @@ def visits_run(parts, run, state, t, epoch, visits):
         mdl.restore(state)
     added = 0
     seconds = 0.0
-    orders = {}       # (a partition's order of the epoch, drawn once a run)
+    rows = {}     # (a partition's order of the epoch, norms and codes: once a run)
     for part, (p, lap) in zip(parts, visits):
-        if p not in orders:
-            orders[p] = np.random.default_rng(round_seed(run.seed, 0, p, epoch)).permutation(
-                part.n)
-        share = np.sort(orders[p][lap * part.n // run.laps:(lap + 1) * part.n // run.laps])
-        X = part.X[share] if run.laps > 1 else part.X
-        codes = np.searchsorted(run.classes, part.y[share]).astype(np.int32)
-        out = bsgd_run(X, V.row_sqnorms(X), codes, mdl, mt, run.budget, run.merge_size,
-                       run.lam, 1, t, round_seed(run.seed, lap, p, epoch), run.avg_start,
-                       visit=True)
+        if p not in rows:
+            rng = np.random.default_rng(round_seed(run.seed, 0, p, epoch))
+            rows[p] = (rng.permutation(part.n).astype(np.int32), V.row_sqnorms(part.X),
+                       np.searchsorted(run.classes, part.y).astype(np.int32))
+        order, xsq, codes = rows[p]
+        share = np.sort(order[lap * part.n // run.laps:(lap + 1) * part.n // run.laps])
+        out = bsgd_run(part.X, xsq, codes, mdl, mt, run.budget, run.merge_size, run.lam,
+                       1, t, round_seed(run.seed, lap, p, epoch), run.avg_start,
+                       perm=share, visit=True)
         if mdl.out_of_memory:
             raise MemoryError("the sparse support vectors outgrew the memory: reduce "
                               "the budget")

@@ -60,6 +60,24 @@ def test_a_run_cut_into_calls_gives_the_bits_of_one_run(storage, averaging):
     assert t == E * n
 
 
+@pytest.mark.parametrize("storage", ["dense", "sparse"])
+def test_an_epoch_of_a_subset_of_rows_steps_those_rows(storage):
+    """perm = some rows of X (sorted): the steps of X[rows], row for row, so the same
+    bits as a run on the sliced rows."""
+    X, codes = data()
+    rows = np.flatnonzero(np.random.default_rng(1).random(X.shape[0]) < 0.3).astype(np.int32)
+    p = params(storage)
+    out = []
+    for Xr, cr, perm in ((X[rows], codes[rows], None), (X, codes, rows.copy())):
+        mdl, mt = _new_model(X.shape[1], 1, 31, 0.1, p, sparse=storage == "sparse")
+        res = bsgd_run(Xr, V.row_sqnorms(Xr), cr, mdl, mt, 30, 2, 1e-3, 2, 0, 5, 0,
+                       perm=perm)
+        out.append((arrays(mdl, False), res["t"]))
+    assert out[0][1] == out[1][1] == 2 * rows.shape[0]
+    for a, b in zip(out[0][0][:3], out[1][0][:3]):
+        assert np.array_equal(a, b)
+
+
 def test_restore_keeps_what_a_reload_would_recompute():
     """The squared norms and the unscaled coefficients come back as they were, not as
     load() would recompute them from the rows and the folded coefficients."""
@@ -97,7 +115,9 @@ def test_bad_perm_and_merge_down_are_refused():
     p = params("dense")
     mdl, mt = _new_model(X.shape[1], 1, 11, 0.1, p)
     xsq = V.row_sqnorms(X)
-    for perm in (np.arange(50), np.zeros(50, np.int32), np.arange(49, dtype=np.int32)):
+    for perm in (np.arange(50), np.zeros(50, np.int32), np.arange(1, 51, dtype=np.int32),
+                 np.arange(51, dtype=np.int32), np.arange(-1, 5, dtype=np.int32),
+                 np.zeros(0, np.int32)):
         with pytest.raises(ValueError, match="perm"):
             bsgd_run(X, xsq, codes, mdl, mt, 10, 2, 1e-2, 1, 0, 1, 0, perm=perm)
     with pytest.raises(ValueError, match="avg_start"):      # (outside a whole run's steps)
