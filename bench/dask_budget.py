@@ -15,6 +15,10 @@ BudgetSVC's defaults (C = 1, gamma = "scale", B = 500, one epoch) and the seeds
 - the same bits: the first seed's model (laps "auto") on 1, 2 and 3 workers, with rules
   that spread the partitions over every worker, against the threads engine's.
 
+With ``--peer``: against dask-ml's nearest choice on the same cluster and data
+(random features, RBFSampler or Nystroem with n_components = B, and
+``Incremental(SGDClassifier)``), accuracy and fit time (``peer``).
+
 Writes <out>/<stem>.json and .md (stem: dask_budget).  ``--engine threads`` runs the
 cluster side in this process (the same models, no Dask): for accuracy on more data.
 A data set without a test file is split 70/30 (a fixed draw).
@@ -133,6 +137,80 @@ def study(name, args, kw):
     return {"data": name, "n": X.shape[0], "d": X.shape[1], "runs": runs, "bits": bits}
 
 
+def peer(name, args, kw):
+    """dask-ml's nearest choice on the same cluster and data: random features with
+    n_components = B (scikit-learn's RBFSampler, or Nystroem on B rows drawn from
+    the training rows) at BudgetSVC's gamma, each chunk transformed where it lives,
+    and dask_ml.wrappers.Incremental(SGDClassifier(hinge, alpha = 1 / (n C))): one
+    pass of partial_fit over the chunks; against pybudget.dask.BudgetSVC (laps "auto")
+    in the same run, seed by seed."""
+    from dask_ml.wrappers import Incremental
+    from sklearn.kernel_approximation import Nystroem, RBFSampler
+    from sklearn.linear_model import SGDClassifier
+
+    import pybudget.dask as pbd
+    from pybudget.budget.svm import scale_gamma
+    from pybudget.datasets import load
+    X, y, Xt, yt = load(name)
+    if args.quick:
+        X, y = X[:2000], y[:2000]
+    B = kw.get("budget", 500)
+    gamma = scale_gamma(X)
+    classes = np.unique(y)
+    cl, c = cluster(args.workers)
+    runs = []
+    try:
+        Xd, yd = c.persist(list(chunked(X, y, args.chunks)))
+        pbd.BudgetSVC(budget=10, client=c).fit(Xd[:2000], yd[:2000])     # (imports)
+        for seed in args.seeds:
+            r = {"seed": seed}
+            t0 = time.perf_counter()
+            m = pbd.BudgetSVC(random_state=seed, client=c, **kw).fit(Xd, yd)
+            r["budget"] = {"time": time.perf_counter() - t0, "acc": 100 * m.score(Xt, yt)}
+            for label, make in (("rbf", lambda: RBFSampler(gamma=gamma, n_components=B,
+                                                           random_state=seed)),
+                                ("nystroem", lambda: Nystroem(gamma=gamma, n_components=B,
+                                                              random_state=seed))):
+                t0 = time.perf_counter()
+                rows = np.random.default_rng(seed).choice(X.shape[0], B, replace=False)
+                feat = make().fit(X[np.sort(rows)])       # (B rows: the landmarks)
+                Z = Xd.map_blocks(feat.transform, chunks=(Xd.chunks[0], (B,)),
+                                  dtype=np.float64, meta=np.empty((0, 0)))
+                sgd = SGDClassifier(loss="hinge", alpha=1.0 / (X.shape[0] * 1.0),
+                                    random_state=seed)
+                inc = Incremental(sgd, scoring="accuracy").fit(Z, yd, classes=classes)
+                elapsed = time.perf_counter() - t0
+                acc = 100 * float(np.mean(inc.estimator_.predict(feat.transform(Xt)) == yt))
+                r[label] = {"time": elapsed, "acc": acc}
+            print(f"{name} seed {seed}: " + ", ".join(
+                f"{k} {v['acc']:.2f} % {v['time']:.2f} s" for k, v in r.items()
+                if k != "seed"), file=sys.stderr)
+            runs.append(r)
+    finally:
+        c.close()
+        cl.close()
+    return {"data": name, "n": X.shape[0], "d": X.shape[1], "B": B, "runs": runs}
+
+
+def peer_markdown(rows, args, seconds):
+    out = [f"### pybudget.dask.BudgetSVC against random features with dask-ml's "
+           f"Incremental(SGDClassifier) ({args.chunks}-chunk Dask arrays, {args.workers} "
+           f"workers x 1 thread, n_components = B = {rows[0]['B']})\n",
+           "| data | method | accuracy % (worst) | fit s |", "|---|---|---|---|"]
+    names = {"budget": "pybudget.dask.BudgetSVC (laps auto)",
+             "rbf": "RBFSampler + Incremental(SGDClassifier)",
+             "nystroem": "Nystroem + Incremental(SGDClassifier)"}
+    for r in rows:
+        for key, label in names.items():
+            acc = [x[key]["acc"] for x in r["runs"]]
+            t = float(np.median([x[key]["time"] for x in r["runs"]]))
+            out.append(f"| {r['data']} | {label} | {np.median(acc):.2f} ({min(acc):.2f}) | "
+                       f"{t:.2f} |")
+    out.append(f"\nSeeds {args.seeds}, medians. Command: `python bench/dask_budget.py "
+               f"{' '.join(sys.argv[1:])}` ({seconds:.0f} s).\n")
+    return "\n".join(out)
+
+
 def markdown(rows, args, seconds):
     out = [f"### pybudget.dask.BudgetSVC against one machine's BudgetSVC "
            f"({args.chunks}-chunk Dask arrays, {args.workers} workers x 1 thread)\n",
@@ -192,6 +270,9 @@ def main():
                     help="the cluster's laps settings (\"auto\" or a number)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--stem", default="dask_budget", help="output file name")
+    ap.add_argument("--peer", action="store_true",
+                    help="against random features with dask-ml's Incremental("
+                         "SGDClassifier) instead (needs pip install dask-ml)")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     args.laps = [v if v == "auto" else int(v) for v in args.laps]
@@ -201,6 +282,14 @@ def main():
         kw = {"budget": 50}
     warnings.simplefilter("ignore")
     t0 = time.perf_counter()
+    if args.peer:
+        rows = [peer(name, args, kw) for name in args.data]
+        seconds = time.perf_counter() - t0
+        record = {"machine": machine(), "args": vars(args), "params": kw, "rows": rows,
+                  "seconds": seconds}
+        write_outputs(args.stem, record, peer_markdown(rows, args, seconds),
+                      args.out or results_dir("distributed"))
+        return
     rows = [study(name, args, kw) for name in args.data]
     seconds = time.perf_counter() - t0
     record = {"machine": machine(), "args": vars(args), "params": kw, "rows": rows,

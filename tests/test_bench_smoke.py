@@ -103,3 +103,11 @@ def test_dask_budget_quick(tmp_path):
     row = record["rows"][0]
     assert row["bits"]["1"]["same"] and row["runs"][0]["auto"]["laps"] > 1
     assert (tmp_path / "dask_budget.md").read_text().startswith("###")
+
+
+def test_dask_budget_peer_quick(tmp_path):
+    pytest.importorskip("dask_ml")
+    run_bench([BENCH / "dask_budget.py", "--peer", "--quick", "--out", tmp_path],
+              cwd=tempfile.gettempdir())
+    record = json.loads((tmp_path / "dask_budget.json").read_text())
+    assert set(record["rows"][0]["runs"][0]) == {"seed", "budget", "rbf", "nystroem"}

@@ -224,3 +224,24 @@ def test_check_estimator_threads_engine():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check_estimator(pbd.BudgetSVC(budget=20, engine="threads", random_state=0))
+
+
+def test_generated_problem_trains_on_the_workers_as_on_the_threads_engine():
+    """A problem built on the workers (pybudget.dask.make_classification, never in one
+    process): the threads engine's model, bit for bit, with the partitions on both
+    workers, and about one machine's training accuracy on the same rows."""
+    from pybudget.dask._sources import generate_rows
+    g = pbd.make_classification(6000, 500, nnz_per_row=20, n_partitions=4, random_state=1)
+    kw = dict(budget=60, random_state=0, rules=SPREAD)
+    ref = pbd.BudgetSVC(engine="threads", **kw).fit(g)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  memory_limit="800MiB", dashboard_address=None) as cl, \
+            distributed.Client(cl) as c:
+        m = pbd.BudgetSVC(client=c, **kw).fit(g)
+    same(m, ref)
+    assert len(set(m.partition_workers_)) == 2
+    rows = [generate_rows(g, p) for p in range(4)]
+    X = sp.vstack([r[0] for r in rows], format="csr")
+    y = np.concatenate([r[1] for r in rows])
+    one = pybudget.BudgetSVC(budget=60, random_state=0).fit(X, y).score(X, y)
+    assert m.score(X, y) > one - 0.02
