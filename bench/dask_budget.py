@@ -282,20 +282,14 @@ def main():
         kw = {"budget": 50}
     warnings.simplefilter("ignore")
     t0 = time.perf_counter()
-    if args.peer:
-        rows = [peer(name, args, kw) for name in args.data]
-        seconds = time.perf_counter() - t0
-        record = {"machine": machine(), "args": vars(args), "params": kw, "rows": rows,
-                  "seconds": seconds}
-        write_outputs(args.stem, record, peer_markdown(rows, args, seconds),
-                      args.out or results_dir("distributed"))
-        return
-    rows = [study(name, args, kw) for name in args.data]
+    rows = [(peer if args.peer else study)(name, args, kw) for name in args.data]
     seconds = time.perf_counter() - t0
     record = {"machine": machine(), "args": vars(args), "params": kw, "rows": rows,
               "seconds": seconds}
-    write_outputs(args.stem, record, markdown(rows, args, seconds),
-                  args.out or results_dir("distributed"))
+    write_outputs(args.stem, record, (peer_markdown if args.peer else markdown)(
+        rows, args, seconds), args.out or results_dir("distributed"))
+    if args.peer:
+        return
     for r in rows:
         print(r["data"], median_min_max([x[args.laps[0]]["acc"] for x in r["runs"]]),
               file=sys.stderr)

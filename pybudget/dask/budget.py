@@ -3,7 +3,8 @@ model travels between them (``_budget_ring``)."""
 import time
 
 import numpy as np
-from sklearn.utils._available_if import available_if
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
 
 from pybudget._core import _validation as V
 from pybudget._core._progress import report
@@ -175,7 +176,6 @@ class BudgetSVC(_ClusterInput, LocalBudgetSVC):
         """The one-machine :class:`pybudget.BudgetSVC` with these parameters (the
         cluster's left out) and this model (for ``pybudget.save``, the command line's
         ``predict``, and ``partial_fit``)."""
-        from sklearn.utils.validation import check_is_fitted
         check_is_fitted(self, "support_vectors_")
         names = LocalBudgetSVC().get_params()
         local = LocalBudgetSVC(**{k: v for k, v in self.get_params().items()
