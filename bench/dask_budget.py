@@ -15,7 +15,8 @@ BudgetSVC's defaults (C = 1, gamma = "scale", B = 500, one epoch) and the seeds
 - the same bits: the first seed's model (laps "auto") on 1, 2 and 3 workers, with rules
   that spread the partitions over every worker, against the threads engine's.
 
-With ``--peer``: against dask-ml's nearest choice on the same cluster and data
+With ``--big``: rows beyond each worker's memory limit against one machine's stream
+(``big``).  With ``--peer``: against dask-ml's nearest choice on the same cluster and data
 (random features, RBFSampler or Nystroem with n_components = B, and
 ``Incremental(SGDClassifier)``), accuracy and fit time (``peer``).
 
@@ -192,6 +193,69 @@ def peer(name, args, kw):
     return {"data": name, "n": X.shape[0], "d": X.shape[1], "B": B, "runs": runs}
 
 
+def big(name, args, kw):
+    """Rows that exceed each worker's memory limit: a problem generated on the workers
+    (``pybudget.dask.make_classification``, 4 partitions on --workers workers of
+    --big-memory MiB each), against one machine's stream of the same rows from a LIBSVM
+    file (``pybudget.stream.stream_fit``, chunks of 10,000 rows), both BudgetSVC(budget
+    B); accuracy on rows of the same problem neither saw (a fifth partition's)."""
+    import tempfile
+
+    import distributed
+    from sklearn.datasets import dump_svmlight_file
+
+    import pybudget
+    import pybudget.dask as pbd
+    from pybudget.dask._sources import generate_rows
+    from pybudget.stream import stream_fit
+    N, D, K = args.big_rows, args.big_features, args.big_nnz
+    B = kw.get("budget", 500)
+    g = pbd.make_classification(N, D, nnz_per_row=K, n_partitions=4, random_state=0)
+    held = pbd.make_classification(N * 5 // 4, D, nnz_per_row=K, n_partitions=5,
+                                   random_state=0)
+    Xt, yt = generate_rows(held, 4)          # (the same problem, rows no fit saw)
+    out = {"data": name, "n": N, "d": D, "nnz_per_row": K, "rows_mib": g.nbytes / 2**20,
+           "memory_limit_mib": args.big_memory, "workers": args.workers, "B": B}
+    with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1,
+                                  processes=True, memory_limit=f"{args.big_memory}MiB",
+                                  dashboard_address=None) as cl, distributed.Client(cl) as c:
+        t0 = time.perf_counter()
+        m = pbd.BudgetSVC(budget=B, random_state=0, client=c).fit(g)
+        out["cluster"] = {"time": time.perf_counter() - t0, "acc": 100 * m.score(Xt, yt),
+                          "worker_peak_mib": m.worker_peak_memory_, "laps": m.laps_,
+                          "client_bytes": m.bytes_sent_["client"]}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/rows.svm"
+        with open(path, "wb") as f:
+            for p in range(4):
+                dump_svmlight_file(*generate_rows(g, p), f, zero_based=False)
+        t0 = time.perf_counter()
+        one = stream_fit(pybudget.BudgetSVC(budget=B, random_state=0), path,
+                         n_features=D)
+        out["stream"] = {"time": time.perf_counter() - t0, "acc": 100 * one.score(Xt, yt)}
+    print(f"big: cluster {out['cluster']['acc']:.2f} % {out['cluster']['time']:.1f} s, "
+          f"stream {out['stream']['acc']:.2f} % {out['stream']['time']:.1f} s",
+          file=sys.stderr)
+    return out
+
+
+def big_markdown(rows, args, seconds):
+    r = rows[0]
+    c, s = r["cluster"], r["stream"]
+    peaks = ", ".join(f"{v:.0f}" for _, v in sorted(c["worker_peak_mib"].items()))
+    return (f"### Rows beyond each worker's memory limit\n\n"
+            f"A generated problem of {r['n']:,} rows x {r['d']:,} columns "
+            f"({r['nnz_per_row']} non-zeros a row, {r['rows_mib']:.0f} MiB of rows) on "
+            f"{r['workers']} workers of {r['memory_limit_mib']} MiB each, "
+            f"BudgetSVC(budget={r['B']}):\n\n"
+            "| fit | accuracy % (held-out rows) | fit s | worker peaks MiB |\n|---|---|---|---|\n"
+            f"| pybudget.dask.BudgetSVC ({c['laps']} laps) | {c['acc']:.2f} | "
+            f"{c['time']:.1f} | {peaks} |\n"
+            f"| one machine's stream_fit of the same rows | {s['acc']:.2f} | "
+            f"{s['time']:.1f} | |\n\nCommand: `python bench/dask_budget.py "
+            f"{' '.join(sys.argv[1:])}` ({seconds:.0f} s).\n")
+
+
 def peer_markdown(rows, args, seconds):
     out = [f"### pybudget.dask.BudgetSVC against random features with dask-ml's "
            f"Incremental(SGDClassifier) ({args.chunks}-chunk Dask arrays, {args.workers} "
@@ -273,22 +337,32 @@ def main():
     ap.add_argument("--peer", action="store_true",
                     help="against random features with dask-ml's Incremental("
                          "SGDClassifier) instead (needs pip install dask-ml)")
+    ap.add_argument("--big", action="store_true",
+                    help="rows beyond each worker's memory limit, against one machine's "
+                         "stream (--big-rows, --big-features, --big-nnz, --big-memory)")
+    ap.add_argument("--big-rows", type=int, default=2_000_000)
+    ap.add_argument("--big-features", type=int, default=50_000)
+    ap.add_argument("--big-nnz", type=int, default=20)
+    ap.add_argument("--big-memory", type=int, default=400, help="MiB a worker")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     args.laps = [v if v == "auto" else int(v) for v in args.laps]
     kw = {}
     if args.quick:
         args.data, args.seeds, args.bit_workers, args.workers = ["a9a"], [0], [1], 1
+        args.big_rows, args.big_features = 20_000, 2_000
         kw = {"budget": 50}
     warnings.simplefilter("ignore")
     t0 = time.perf_counter()
-    rows = [(peer if args.peer else study)(name, args, kw) for name in args.data]
+    mode, table = ((big, big_markdown) if args.big else (peer, peer_markdown) if args.peer
+                   else (study, markdown))
+    rows = [mode(name, args, kw) for name in (["generated"] if args.big else args.data)]
     seconds = time.perf_counter() - t0
     record = {"machine": machine(), "args": vars(args), "params": kw, "rows": rows,
               "seconds": seconds}
-    write_outputs(args.stem, record, (peer_markdown if args.peer else markdown)(
-        rows, args, seconds), args.out or results_dir("distributed"))
-    if args.peer:
+    write_outputs(args.stem, record, table(rows, args, seconds),
+                  args.out or results_dir("distributed"))
+    if args.peer or args.big:
         return
     for r in rows:
         print(r["data"], median_min_max([x[args.laps[0]]["acc"] for x in r["runs"]]),

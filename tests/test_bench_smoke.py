@@ -111,3 +111,11 @@ def test_dask_budget_peer_quick(tmp_path):
               cwd=tempfile.gettempdir())
     record = json.loads((tmp_path / "dask_budget.json").read_text())
     assert set(record["rows"][0]["runs"][0]) == {"seed", "budget", "rbf", "nystroem"}
+
+
+def test_dask_budget_big_quick(tmp_path):
+    pytest.importorskip("distributed")
+    run_bench([BENCH / "dask_budget.py", "--big", "--quick", "--out", tmp_path],
+              cwd=tempfile.gettempdir())
+    row = json.loads((tmp_path / "dask_budget.json").read_text())["rows"][0]
+    assert row["cluster"]["acc"] > 60 and row["stream"]["acc"] > 60
