@@ -46,23 +46,36 @@ def same(a, b):
 
 @pytest.mark.parametrize("workers", [1, 2, 3])
 def test_same_bits_on_any_number_of_workers(workers):
-    """4 chunks spread over 1, 2 and 3 workers: the threads engine's model, bit for bit,
-    and the model travelled between the workers."""
+    """2 partitions a worker, spread over 1, 2 and 3 workers (in-memory rows: the
+    engine places them; a Dask array's partitions go where Dask put its chunks): the
+    threads engine's model, bit for bit, and the model travelled between the
+    workers."""
     X, y = rbf_data()
-    Xd, yd = chunked(X, y, 4)
-    kw = dict(budget=40, epochs=2, random_state=1, rules=SPREAD)
-    ref = pbd.BudgetSVC(engine="threads", **kw).fit(Xd, yd)
+    kw = dict(budget=40, epochs=2, random_state=1, rules=SPREAD, n_partitions=2 * workers)
+    ref = pbd.BudgetSVC(engine="threads", **kw).fit(X, y)
     with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cl, distributed.Client(cl) as c:
         c.wait_for_workers(workers)
         with tasks_run(c) as ran:
-            m = pbd.BudgetSVC(client=c, **kw).fit(Xd, yd)
+            m = pbd.BudgetSVC(client=c, **kw).fit(X, y)
     same(m, ref)
     assert len(set(m.partition_workers_)) == workers
     # the runs of visits where their partitions live
     runs = [w for name, w in ran if name == "together_task"]
     assert len(runs) >= 2 * workers and len(set(runs)) == workers
-    assert m.bytes_sent_["client"] > 0 and m.n_partitions_ == 4
+    assert m.bytes_sent_["client"] > 0 and m.n_partitions_ == 2 * workers
+
+
+def test_dask_array_partitions_train_where_the_chunks_are(client):
+    """A Dask array's 4 chunks: the partitions are built where Dask put them, the
+    threads engine's bits."""
+    X, y = rbf_data()
+    Xd, yd = chunked(X, y, 4)
+    kw = dict(budget=40, random_state=1)
+    ref = pbd.BudgetSVC(engine="threads", **kw).fit(Xd, yd)
+    m = pbd.BudgetSVC(client=client, **kw).fit(Xd, yd)
+    same(m, ref)
+    assert m.n_partitions_ == 4 and None not in m.partition_workers_
 
 
 def test_multiclass_and_dense_input_on_the_threads_engine():
@@ -149,15 +162,14 @@ def test_killed_worker_mid_fit_replays_the_turn(tmp_path):
     kept: one recovery, the same bits."""
     import dask
     X, y = rbf_data()
-    Xd, yd = chunked(X, y, 4)
-    kw = dict(budget=40, epochs=2, random_state=3, rules=SPREAD)
-    ref = pbd.BudgetSVC(engine="threads", **kw).fit(Xd, yd)
+    kw = dict(budget=40, epochs=2, random_state=3, rules=SPREAD, n_partitions=4)
+    ref = pbd.BudgetSVC(engine="threads", **kw).fit(X, y)
     with dask.config.set({"distributed.scheduler.active-memory-manager.interval": "50ms"}), \
             distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                      dashboard_address=None) as cl, \
             distributed.Client(cl) as c:
         deaths = kill_on_task(c, "together_task", tmp_path, nth=3, times=1)
-        m = pbd.BudgetSVC(client=c, timeout=60, **kw).fit(Xd, yd)
+        m = pbd.BudgetSVC(client=c, timeout=60, **kw).fit(X, y)
     assert len(deaths()) == 1 and m.recoveries_ == 1
     same(m, ref)
 
