@@ -93,13 +93,8 @@ def visits_run(parts, run, state, t, epoch, visits):
         mdl.restore(state)
     added = 0
     seconds = 0.0
-    rows = {}     # (a partition's order of the epoch, norms and codes: once a run)
     for part, (p, lap) in zip(parts, visits):
-        if p not in rows:
-            rng = np.random.default_rng(round_seed(run.seed, 0, p, epoch))
-            rows[p] = (rng.permutation(part.n).astype(np.int32), V.row_sqnorms(part.X),
-                       np.searchsorted(run.classes, part.y).astype(np.int32))
-        order, xsq, codes = rows[p]
+        order, xsq, codes = _epoch_rows(part, run, p, epoch)
         share = np.sort(order[lap * part.n // run.laps:(lap + 1) * part.n // run.laps])
         out = bsgd_run(part.X, xsq, codes, mdl, mt, run.budget, run.merge_size, run.lam,
                        1, t, round_seed(run.seed, lap, p, epoch), run.avg_start,
@@ -111,6 +106,22 @@ def visits_run(parts, run, state, t, epoch, visits):
         added += out["n_added"]
         seconds += out["merge_time"]
     return RunResult(mdl.state(), t, added, mt.n_merges, mt.n_removed, seconds)
+
+
+def _epoch_rows(part, run, p, epoch):
+    """(the rows' order of the epoch, their squared norms, their codes) of partition p,
+    computed once a fit and epoch (``Partition.memo``: a visit is a share of them)."""
+    key = ("budget", run.seed, epoch)
+    if key not in part.memo:
+        fixed = part.memo.get(("budget", run.seed))
+        if fixed is None:
+            fixed = part.memo[("budget", run.seed)] = (
+                V.row_sqnorms(part.X), np.searchsorted(run.classes, part.y).astype(np.int32))
+        for old in [k for k in part.memo if len(k) == 3 and k[0] == "budget"]:
+            del part.memo[old]              # (the last epoch's order)
+        rng = np.random.default_rng(round_seed(run.seed, 0, p, epoch))
+        part.memo[key] = (rng.permutation(part.n).astype(np.int32), *fixed)
+    return part.memo[key]
 
 
 def rows_at(part, rows):

@@ -141,6 +141,10 @@ class Partition:
                    else np.asarray(sample_weight, dtype=np.float64))
         self.problems = None
         self.primals = None       # method "newton"'s problems (primal_setup)
+        # values a method derives from the rows alone, by a key that fixes them (the
+        # budgeted ring's orders and norms): the same when a rebuilt partition
+        # computes them again
+        self.memo = {}
 
     @property
     def n(self):
