@@ -15,9 +15,10 @@ BudgetSVC's defaults (C = 1, gamma = "scale", B = 500, one epoch) and the seeds
 - the same bits: the first seed's model (laps "auto") on 1, 2 and 3 workers, with rules
   that spread the partitions over every worker, against the threads engine's.
 
-With ``--big``: rows beyond each worker's memory limit against one machine's stream
-(``big``).  With ``--peer``: against dask-ml's nearest choice on the same cluster and data
-(random features, RBFSampler or Nystroem with n_components = B, and
+With ``--bsca``: one-vs-rest BSCA on the cluster against one machine's n_jobs
+(``bsca``).  With ``--big``: rows beyond each worker's memory limit against one
+machine's stream (``big``).  With ``--peer``: against dask-ml's nearest choice on the
+same cluster and data (random features, RBFSampler or Nystroem with n_components = B, and
 ``Incremental(SGDClassifier)``), accuracy and fit time (``peer``).
 
 Writes <out>/<stem>.json and .md (stem: dask_budget).  ``--engine threads`` runs the
@@ -25,6 +26,7 @@ cluster side in this process (the same models, no Dask): for accuracy on more da
 A data set without a test file is split 70/30 (a fixed draw).
 
     python bench/dask_budget.py [--data a9a ijcnn1 w8a] [--seeds 0 1 2 3 4] [--laps auto 1]
+    python bench/dask_budget.py --solver bsca  # binary BSCA travelling the partitions
     python bench/dask_budget.py --quick     # 2,000 rows of a9a, B = 50: seconds
 """
 import argparse
@@ -57,6 +59,16 @@ def state_bytes_sparse(m):
     n = Z.shape[0]
     per_sv = 8 + 8 + 4 + 8          # squared norm, coefficient, source, average's sum
     return Z.data.nbytes + 4 * Z.nnz + 4 * (n + 1) + per_sv * n
+
+
+def same_model(a, b):
+    """Whether two fitted BudgetSVCs hold the same model, bit for bit."""
+    def parts(v):         # (sparse SVs compared as stored: 10,000 x 353,591 would not fit)
+        return (v.data, v.indices, v.indptr, v.shape) if sp.issparse(v) else (v,)
+    return all(sp.issparse(getattr(a, k)) == sp.issparse(getattr(b, k))
+               and all(np.array_equal(u, v) for u, v in zip(parts(getattr(a, k)),
+                                                            parts(getattr(b, k))))
+               for k in ("support_vectors_", "dual_coef_", "intercept_"))
 
 
 def cluster(workers):
@@ -127,15 +139,74 @@ def study(name, args, kw):
         finally:
             c.close()
             cl.close()
-        same = all(np.array_equal(a.toarray() if sp.issparse(a) else a,
-                                  b.toarray() if sp.issparse(b) else b)
-                   for a, b in ((m.support_vectors_, ref.support_vectors_),
-                                (m.dual_coef_, ref.dual_coef_),
-                                (m.intercept_, ref.intercept_)))
+        same = same_model(m, ref)
         bits[workers] = {"same": same, "workers_used": len(set(m.partition_workers_)),
                          "runs": runs_spread, "time": t_spread,
                          "client_bytes": m.bytes_sent_["client"]}
     return {"data": name, "n": X.shape[0], "d": X.shape[1], "runs": runs, "bits": bits}
+
+
+def bsca(name, args, kw):
+    """One-vs-rest BSCA: pybudget.dask.BudgetSVC(solver="bsca") on the Dask array
+    (each problem whole on a worker) against one machine's BudgetSVC(solver="bsca",
+    n_jobs=--workers) in this process, on the same cores, fits interleaved seed by
+    seed (after an untimed cluster fit that imports pybudget on the workers); the
+    same model is checked for every seed."""
+    import pybudget
+    import pybudget.dask as pbd
+    from pybudget.datasets import load
+    X, y, Xt, yt = load(name)
+    if args.quick:
+        X, y = X[:2000], y[:2000]
+    cl, c = cluster(args.workers)
+    runs = []
+    try:
+        Xd, yd = c.persist(list(chunked(X, y, args.chunks)))
+        pbd.BudgetSVC(solver="bsca", budget=10, client=c).fit(Xd[:500], yd[:500])
+        for seed in args.seeds:
+            one = pybudget.BudgetSVC(solver="bsca", random_state=seed, n_jobs=args.workers,
+                                     **kw)
+            t0 = time.perf_counter()
+            one.fit(X, y)
+            t_one = time.perf_counter() - t0
+            m = pbd.BudgetSVC(solver="bsca", random_state=seed, client=c, **kw)
+            t0 = time.perf_counter()
+            m.fit(Xd, yd)
+            t_cl = time.perf_counter() - t0
+            runs.append({"seed": seed, "one_time": t_one, "time": t_cl,
+                         "same": same_model(m, one), "acc": 100 * m.score(Xt, yt),
+                         "sparse": sp.issparse(m.support_vectors_),
+                         "bytes": m.bytes_sent_})
+            print(f"{name} seed {seed}: n_jobs={args.workers} {t_one:.2f} s, cluster "
+                  f"{t_cl:.2f} s ({t_cl / t_one:.2f}x), same model {runs[-1]['same']}, "
+                  f"{runs[-1]['acc']:.2f} %", file=sys.stderr)
+    finally:
+        c.close()
+        cl.close()
+    return {"data": name, "n": X.shape[0], "d": X.shape[1],
+            "classes": int(np.unique(y).shape[0]), "runs": runs}
+
+
+def bsca_markdown(rows, args, seconds):
+    out = [f"### One-vs-rest BSCA: pybudget.dask.BudgetSVC(solver=\"bsca\") on "
+           f"{args.workers} workers x 1 thread against BudgetSVC(solver=\"bsca\", "
+           f"n_jobs={args.workers})\n",
+           "| data | classes | SVs | n_jobs fit s | cluster fit s | cluster / n_jobs "
+           "(medians) | per-seed ratios | same model | accuracy % |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        one = float(np.median([x["one_time"] for x in r["runs"]]))
+        t = float(np.median([x["time"] for x in r["runs"]]))
+        ratios = ", ".join(f"{x['time'] / x['one_time']:.2f}" for x in r["runs"])
+        same = all(x["same"] for x in r["runs"])
+        acc = float(np.median([x["acc"] for x in r["runs"]]))
+        kind = "sparse" if r["runs"][0]["sparse"] else "dense"
+        out.append(f"| {r['data']} | {r['classes']} | {kind} | {one:.2f} | {t:.2f} | "
+                   f"{t / one:.2f} | {ratios} | {'yes' if same else 'NO'} | {acc:.2f} |")
+    out.append(f"\nSeeds {args.seeds} ({args.chunks}-chunk Dask arrays), defaults "
+               f"otherwise. Command: `python bench/dask_budget.py "
+               f"{' '.join(sys.argv[1:])}` ({seconds:.0f} s).\n")
+    return "\n".join(out)
 
 
 def peer(name, args, kw):
@@ -198,8 +269,8 @@ def big(name, args, kw):
     (``pybudget.dask.make_classification``, 4 partitions on --workers workers of
     --big-memory MiB each), against one machine's stream of the same rows from a LIBSVM
     file (``pybudget.stream.stream_fit``, chunks of 10,000 rows), both BudgetSVC(budget
-    --big-budget); accuracy on rows of the same problem neither saw (a fifth
-    partition's)."""
+    --big-budget, random_state each of --seeds); accuracy on rows of the same problem
+    neither saw (a fifth partition's)."""
     import tempfile
 
     import distributed
@@ -216,7 +287,8 @@ def big(name, args, kw):
                                    random_state=0)
     Xt, yt = generate_rows(held, 4)          # (the same problem, rows no fit saw)
     out = {"data": name, "n": N, "d": D, "nnz_per_row": K, "rows_mib": g.nbytes / 2**20,
-           "memory_limit_mib": args.big_memory, "workers": args.workers, "B": B}
+           "memory_limit_mib": args.big_memory, "workers": args.workers, "B": B,
+           "runs": []}
     import dask
     # (Dask pauses a worker at 80 % of its limit, counting the partitions' rows, which it
     # does not manage; the visits run one at a time, so one paused worker would hold the
@@ -226,41 +298,52 @@ def big(name, args, kw):
                                      processes=True, memory_limit=f"{args.big_memory}MiB",
                                      dashboard_address=None) as cl, \
             distributed.Client(cl) as c:
-        t0 = time.perf_counter()
-        m = pbd.BudgetSVC(budget=B, random_state=0, client=c).fit(g)
-        out["cluster"] = {"time": time.perf_counter() - t0, "acc": 100 * m.score(Xt, yt),
-                          "worker_peak_mib": m.worker_peak_memory_, "laps": m.laps_,
-                          "client_bytes": m.bytes_sent_["client"]}
+        for seed in args.seeds:
+            t0 = time.perf_counter()
+            m = pbd.BudgetSVC(budget=B, random_state=seed, client=c).fit(g)
+            out["runs"].append({"seed": seed, "cluster": {
+                "time": time.perf_counter() - t0, "acc": 100 * m.score(Xt, yt),
+                "worker_peak_mib": m.worker_peak_memory_, "laps": m.laps_,
+                "client_bytes": m.bytes_sent_["client"]}})
     with tempfile.TemporaryDirectory() as tmp:
         path = f"{tmp}/rows.svm"
         with open(path, "wb") as f:
             for p in range(4):
                 dump_svmlight_file(*generate_rows(g, p), f, zero_based=False)
-        t0 = time.perf_counter()
-        one = stream_fit(pybudget.BudgetSVC(budget=B, random_state=0), path,
-                         n_features=D)
-        out["stream"] = {"time": time.perf_counter() - t0, "acc": 100 * one.score(Xt, yt)}
-    print(f"big: cluster {out['cluster']['acc']:.2f} % {out['cluster']['time']:.1f} s, "
-          f"stream {out['stream']['acc']:.2f} % {out['stream']['time']:.1f} s",
-          file=sys.stderr)
+        for run in out["runs"]:
+            t0 = time.perf_counter()
+            one = stream_fit(pybudget.BudgetSVC(budget=B, random_state=run["seed"]), path,
+                             n_features=D)
+            run["stream"] = {"time": time.perf_counter() - t0,
+                             "acc": 100 * one.score(Xt, yt)}
+            print(f"big, seed {run['seed']}: cluster {run['cluster']['acc']:.2f} % "
+                  f"{run['cluster']['time']:.1f} s, stream {run['stream']['acc']:.2f} % "
+                  f"{run['stream']['time']:.1f} s", file=sys.stderr)
     return out
 
 
 def big_markdown(rows, args, seconds):
     r = rows[0]
-    c, s = r["cluster"], r["stream"]
-    peaks = ", ".join(f"{v:.0f}" for _, v in sorted(c["worker_peak_mib"].items()))
-    return (f"### Rows beyond each worker's memory limit\n\n"
-            f"A generated problem of {r['n']:,} rows x {r['d']:,} columns "
-            f"({r['nnz_per_row']} non-zeros a row, {r['rows_mib']:.0f} MiB of rows) on "
-            f"{r['workers']} workers of {r['memory_limit_mib']} MiB each, "
-            f"BudgetSVC(budget={r['B']}):\n\n"
-            "| fit | accuracy % (held-out rows) | fit s | worker peaks MiB |\n|---|---|---|---|\n"
-            f"| pybudget.dask.BudgetSVC ({c['laps']} laps) | {c['acc']:.2f} | "
-            f"{c['time']:.1f} | {peaks} |\n"
-            f"| one machine's stream_fit of the same rows | {s['acc']:.2f} | "
-            f"{s['time']:.1f} | |\n\nCommand: `python bench/dask_budget.py "
-            f"{' '.join(sys.argv[1:])}` ({seconds:.0f} s).\n")
+    out = [f"### Rows beyond each worker's memory limit\n\n"
+           f"A generated problem of {r['n']:,} rows x {r['d']:,} columns "
+           f"({r['nnz_per_row']} non-zeros a row, {r['rows_mib']:.0f} MiB of rows) on "
+           f"{r['workers']} workers of {r['memory_limit_mib']} MiB each, "
+           f"BudgetSVC(budget={r['B']}), accuracy % on held-out rows of the same "
+           f"problem:\n",
+           "| random_state | pybudget.dask.BudgetSVC (laps) | fit s | worker peaks MiB | "
+           "one machine's stream_fit | fit s | difference |", "|---|---|---|---|---|---|---|"]
+    for run in r["runs"]:
+        c, s = run["cluster"], run["stream"]
+        peaks = ", ".join(f"{v:.0f}" for _, v in sorted(c["worker_peak_mib"].items()))
+        out.append(f"| {run['seed']} | {c['acc']:.2f} ({c['laps']}) | {c['time']:.1f} | "
+                   f"{peaks} | {s['acc']:.2f} | {s['time']:.1f} | "
+                   f"{c['acc'] - s['acc']:+.2f} |")
+    cl = float(np.median([x["cluster"]["acc"] for x in r["runs"]]))
+    st = float(np.median([x["stream"]["acc"] for x in r["runs"]]))
+    out.append(f"| medians | {cl:.2f} | | | {st:.2f} | | {cl - st:+.2f} |")
+    out.append(f"\nCommand: `python bench/dask_budget.py {' '.join(sys.argv[1:])}` "
+               f"({seconds:.0f} s).\n")
+    return "\n".join(out)
 
 
 def peer_markdown(rows, args, seconds):
@@ -283,8 +366,9 @@ def peer_markdown(rows, args, seconds):
 
 
 def markdown(rows, args, seconds):
-    out = [f"### pybudget.dask.BudgetSVC against one machine's BudgetSVC "
-           f"({args.chunks}-chunk Dask arrays, {args.workers} workers x 1 thread)\n",
+    out = [f"### pybudget.dask.BudgetSVC(solver=\"{args.solver}\") against one machine's "
+           f"BudgetSVC ({args.chunks}-chunk Dask arrays, {args.workers} workers x 1 "
+           f"thread)\n",
            "| data | one machine: accuracy % (worst) | fit s | laps | cluster: accuracy % "
            "(worst) | fit s | / one machine | accuracy difference | bytes a hop | sparse "
            "SVs a hop | runs |",
@@ -328,7 +412,9 @@ def markdown(rows, args, seconds):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", nargs="+", default=["a9a", "ijcnn1", "w8a"])
+    ap.add_argument("--data", nargs="+", default=None,
+                    help="default: a9a ijcnn1 w8a; with --bsca: pendigits "
+                         "debian-sections20")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--chunks", type=int, default=4)
     ap.add_argument("--workers", type=int, default=2)
@@ -344,33 +430,41 @@ def main():
     ap.add_argument("--peer", action="store_true",
                     help="against random features with dask-ml's Incremental("
                          "SGDClassifier) instead (needs pip install dask-ml)")
+    ap.add_argument("--solver", choices=("bsgd", "bsca"), default="bsgd",
+                    help="the default study's solver (both sides)")
+    ap.add_argument("--bsca", action="store_true",
+                    help="one-vs-rest BSCA on the cluster against one machine's n_jobs "
+                         "(default data: pendigits debian-sections20)")
     ap.add_argument("--big", action="store_true",
                     help="rows beyond each worker's memory limit, against one machine's "
                          "stream (--big-rows, --big-features, --big-nnz, --big-memory)")
     ap.add_argument("--big-rows", type=int, default=3_000_000)
-    ap.add_argument("--big-features", type=int, default=50_000)
+    ap.add_argument("--big-features", type=int, default=20)
     ap.add_argument("--big-nnz", type=int, default=20)
-    ap.add_argument("--big-memory", type=int, default=700, help="MiB a worker")
+    ap.add_argument("--big-memory", type=int, default=650, help="MiB a worker")
     ap.add_argument("--big-budget", type=int, default=100)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     args.laps = [v if v == "auto" else int(v) for v in args.laps]
-    kw = {}
+    args.data = args.data or (["pendigits", "debian-sections20"] if args.bsca
+                              else ["a9a", "ijcnn1", "w8a"])
+    kw = {} if args.solver == "bsgd" else {"solver": args.solver}
     if args.quick:
-        args.data, args.seeds, args.bit_workers, args.workers = ["a9a"], [0], [1], 1
-        args.big_rows, args.big_features = 20_000, 2_000
-        kw = {"budget": 50}
+        args.data, args.seeds, args.bit_workers, args.workers = \
+            ["pendigits" if args.bsca else "a9a"], [0], [1], 1
+        args.big_rows = 20_000
+        kw["budget"] = 50
     warnings.simplefilter("ignore")
     t0 = time.perf_counter()
     mode, table = ((big, big_markdown) if args.big else (peer, peer_markdown) if args.peer
-                   else (study, markdown))
+                   else (bsca, bsca_markdown) if args.bsca else (study, markdown))
     rows = [mode(name, args, kw) for name in (["generated"] if args.big else args.data)]
     seconds = time.perf_counter() - t0
     record = {"machine": machine(), "args": vars(args), "params": kw, "rows": rows,
               "seconds": seconds}
     write_outputs(args.stem, record, table(rows, args, seconds),
                   args.out or results_dir("distributed"))
-    if args.peer or args.big:
+    if args.peer or args.big or args.bsca:
         return
     for r in rows:
         print(r["data"], median_min_max([x[args.laps[0]]["acc"] for x in r["runs"]]),

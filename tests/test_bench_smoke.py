@@ -117,5 +117,13 @@ def test_dask_budget_big_quick(tmp_path):
     pytest.importorskip("distributed")
     run_bench([BENCH / "dask_budget.py", "--big", "--quick", "--out", tmp_path],
               cwd=tempfile.gettempdir())
+    run = json.loads((tmp_path / "dask_budget.json").read_text())["rows"][0]["runs"][0]
+    assert run["cluster"]["acc"] > 60 and run["stream"]["acc"] > 60
+
+
+def test_dask_budget_bsca_quick(tmp_path):
+    pytest.importorskip("distributed")
+    run_bench([BENCH / "dask_budget.py", "--bsca", "--quick", "--out", tmp_path],
+              cwd=tempfile.gettempdir())
     row = json.loads((tmp_path / "dask_budget.json").read_text())["rows"][0]
-    assert row["cluster"]["acc"] > 60 and row["stream"]["acc"] > 60
+    assert row["classes"] == 10 and row["runs"][0]["same"]

@@ -22,6 +22,7 @@ cdef class BscaSteps(EpochSteps):
     cdef double[::1] y, alpha
     cdef double C
     cdef long n_updates
+    cdef int src_offset       # row i's source index in the model: src_offset + i
 
     cdef void step(self, int i) noexcept nogil:
         self.next_step()
@@ -43,7 +44,7 @@ cdef class BscaSteps(EpochSteps):
         self.alpha[i] = a
         self.n_updates += 1
         coef = self.y[i] * delta
-        j = self.mdl.slot_of[i]
+        j = self.mdl.slot_of[self.src_offset + i]
         if j >= 0:
             bp = self.mdl.beta
             bp[j] += coef / self.mdl.scale
@@ -51,7 +52,7 @@ cdef class BscaSteps(EpochSteps):
                 bp = self.mdl.acc
                 bp[j] -= coef / self.mdl.scale * self.mdl.avg_pending
         else:
-            self.mdl.add_row(&self.X, i, self.xsq[i], &coef, i)
+            self.mdl.add_row(&self.X, i, self.xsq[i], &coef, self.src_offset + i)
             if self.mdl.n_sv >= self.mdl.cap:
                 self.maintain()
 
@@ -59,7 +60,8 @@ cdef class BscaSteps(EpochSteps):
 def bsca_run(X, double[::1] xsq, double[::1] y, double C, double[::1] alpha,
              BudgetModel mdl, Maintainer mt, int budget, int merge_size, int epochs,
              uint64_t seed, progress=None, long check_every=0, checkpoint=None,
-             long avg_start=0, tuple team=(1, 0, 0)):
+             long avg_start=0, tuple team=(1, 0, 0), perm=None, bint visit=False,
+             long t_start=0, int src_offset=0):
     """`epochs` BSCA epochs on canonical CSR X with labels y in {-1, +1}, dual variables
     alpha (updated in place) and a binary model `mdl` created with n_src = n_rows.
     `progress`, if given, is called as progress(epochs_done, epochs, seconds).
@@ -68,22 +70,31 @@ def bsca_run(X, double[::1] xsq, double[::1] y, double C, double[::1] alpha,
     average the models after steps avg_start .. epochs * n (steps counted from 1; read
     the result with mdl.averaged() / n_avg).  team = (threads, krow_work, max_wait)
     (_team.pxd): threads > 1 runs a team, the same bits; team_jobs counts the jobs it
-    ran, team_retired the runs it left early."""
-    if (mdl.n_coef != 1 or mdl.n_src != X.shape[0] or mdl.d != X.shape[1]
-            or xsq.shape[0] != X.shape[0] or y.shape[0] != X.shape[0]
-            or alpha.shape[0] != X.shape[0] or X.shape[0] < 1):
+    ran, team_retired the runs it left early.  perm: the rows an epoch steps, in the
+    order to continue from (EpochSteps.setup).  visit: this call is a share of a
+    longer run (a partition's turn in pybudget.dask's ring): the steps are counted from
+    t_start, avg_start may lie outside this call's steps, the final merge is left to
+    the caller, and X's rows are rows src_offset.. of the model's n_src sources."""
+    n_rows = X.shape[0]
+    sources_fit = (mdl.n_src >= n_rows + src_offset if visit else mdl.n_src == n_rows)
+    if (mdl.n_coef != 1 or mdl.d != X.shape[1] or xsq.shape[0] != n_rows
+            or y.shape[0] != n_rows or alpha.shape[0] != n_rows or n_rows < 1
+            or src_offset < 0 or not sources_fit):
         raise ValueError("bsca_run: arrays do not match")
-    cdef long T = <long>epochs * X.shape[0]
-    if avg_start != 0 and not 0 < avg_start <= T:
+    if not visit and (t_start != 0 or src_offset != 0):
+        raise ValueError("bsca_run: t_start and src_offset are a visit's")
+    cdef long n_steps = n_rows if perm is None else len(perm)
+    cdef long T = <long>epochs * n_steps
+    if avg_start < 0 or (avg_start != 0 and not visit and not 0 < avg_start <= T):
         raise ValueError("bsca_run: avg_start outside this run's steps")
     if check_every > 0 and avg_start != 0:
         raise ValueError("bsca_run: checkpoints need no averaging")
     cdef BscaSteps st = BscaSteps()
-    st.setup(X, xsq, mdl, mt, merge_size, seed, team)
-    st.y, st.alpha, st.C, st.n_updates = y, alpha, C, 0
-    st.t, st.avg_start = 0, avg_start
-    seconds = run_epochs(st, epochs, budget, progress, check_every, checkpoint)
-    return {"n_updates": st.n_updates, "merge_time": st.merge_time, "time": seconds,
-            "team_jobs": st.team.n_jobs,
+    st.setup(X, xsq, mdl, mt, merge_size, seed, team, perm)
+    st.y, st.alpha, st.C, st.n_updates, st.src_offset = y, alpha, C, 0, src_offset
+    st.t, st.avg_start = t_start, avg_start
+    seconds = run_epochs(st, epochs, budget, progress, check_every, checkpoint, not visit)
+    return {"t": st.t, "n_updates": st.n_updates, "merge_time": st.merge_time,
+            "time": seconds, "seed_state": st.rng, "team_jobs": st.team.n_jobs,
             "team_retired": st.team.retired,
             "n_avg": st.t - avg_start + 1 if avg_start > 0 else 0}

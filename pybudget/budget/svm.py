@@ -6,6 +6,7 @@ over all entries of X including the zeros of a sparse matrix.
 """
 import time
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -319,59 +320,84 @@ def _offset(p, X, xsq, codes, seed, Z, beta, gamma, n_threads=1):
     return b, time.perf_counter() - t0
 
 
+class ProblemFit(NamedTuple):
+    """One BSCA one-vs-rest problem fitted (``bsca_problem``): its SVs Z, their
+    coefficients, the offset, the duals alpha (None once dropped), the run's counters
+    and its checkpoint (or None)."""
+    Z: object
+    coef: np.ndarray
+    b: float
+    alpha: object
+    stats: dict
+    checkpoint: object
+
+
+def bsca_problem(X, xsq, codes, k, seed_k, p, gamma, budget, M, cap, sparse, n_prob,
+                 spare=1, verbose=0):
+    """BSCA on class k against the rest (codes: class indices) with the problem's seed,
+    a team of ``spare`` threads; everything written here is this problem's own (X and
+    xsq are only read), so problems may run side by side."""
+    n, d = X.shape
+    T = p.epochs * n
+    tail = _tail(n, budget, p.averaging)
+    avg_start = T - tail + 1 if tail else 0
+    y = np.where(codes == k, 1.0, -1.0)
+    alpha = np.zeros(n)
+    mdl, mt = _new_model(d, 1, cap, gamma, p, n_src=n, sparse=sparse)
+    progress = epoch_progress(f"class {k}: " if n_prob > 1 else "") if verbose else None
+    codes_k = (codes == k).astype(np.int32)
+    ck = (BestCheckpoint(X, xsq, codes_k, 1.0 / (n * p.C), seed_k, p.checkpoints,
+                         extra=alpha, offset=p.offset)
+          if p.checkpoints else None)
+    out = bsca_run(X, xsq, y, p.C, alpha, mdl, mt, budget, M, p.epochs,
+                   seed_k, progress, ck.every(T) if ck else 0, ck, avg_start,
+                   team_for(spare, cap))
+    _check_memory(mdl)
+    if ck:
+        Z, beta, alpha, b = ck.finish(mdl)
+        out["time"] += ck.seconds
+    else:
+        Z, beta, _ = mdl.arrays()
+        if avg_start:
+            beta = mdl.averaged() / out["n_avg"]
+        b, seconds = _offset(p, X, xsq, codes_k, seed_k, Z, beta, gamma, spare)
+        out["time"] += seconds
+    stats = {"n_updates": out["n_updates"], "merge_time": out["merge_time"],
+             "time": out["time"], "n_merges": mt.n_merges, "n_removed": mt.n_removed}
+    return ProblemFit(Z, beta[:, 0], b[0], alpha, stats, ck)
+
+
+def stack_problems(fits, sparse):
+    """(Z, dual, offsets, alphas or None, stats) of BSCA's one-vs-rest problems: the
+    SVs of all problems stacked, each problem's coefficients on its own rows of them
+    (``stats["blocks"]``) and zero on the others'."""
+    Z = (sp.vstack([f.Z for f in fits], format="csr") if sparse
+         else np.vstack([f.Z for f in fits]))
+    dual = np.zeros((len(fits), Z.shape[0]))
+    blocks, start = [], 0       # (each problem's SVs: rows start:stop of Z)
+    for row, f in enumerate(fits):
+        dual[row, start:start + f.coef.shape[0]] = f.coef
+        blocks.append((start, start + f.coef.shape[0]))
+        start += f.coef.shape[0]
+    stats = {key: sum(f.stats[key] for f in fits) for key in fits[0].stats}
+    stats.update(checkpoints=[f.checkpoint for f in fits if f.checkpoint is not None],
+                 blocks=blocks)
+    alpha = (None if any(f.alpha is None for f in fits)
+             else np.vstack([f.alpha for f in fits]))
+    return Z, dual, np.array([f.b for f in fits]), alpha, stats
+
+
 def _bsca(X, codes, n_classes, p, gamma, seed, budget, M, cap, verbose=0, n_jobs=1,
           sparse=False):
     """BSCA, one-vs-rest for more than two classes on n_jobs threads (the threads the
     problems leave over: a team per problem); SVs of all problems stacked."""
-    n, d = X.shape
     n_prob = len(binary_problems(n_classes))
     spare = max(1, n_jobs // n_prob)
     xsq = V.row_sqnorms(X)
-    T = p.epochs * n
-    tail = _tail(n, budget, p.averaging)
-    avg_start = T - tail + 1 if tail else 0
-
-    def solve(k, seed_k):
-        # everything written here is this problem's own; X and xsq are only read
-        y = np.where(codes == k, 1.0, -1.0)
-        alpha = np.zeros(n)
-        mdl, mt = _new_model(d, 1, cap, gamma, p, n_src=n, sparse=sparse)
-        progress = epoch_progress(f"class {k}: " if n_prob > 1 else "") if verbose else None
-        codes_k = (codes == k).astype(np.int32)
-        ck = (BestCheckpoint(X, xsq, codes_k, 1.0 / (n * p.C), seed_k, p.checkpoints,
-                             extra=alpha, offset=p.offset)
-              if p.checkpoints else None)
-        out = bsca_run(X, xsq, y, p.C, alpha, mdl, mt, budget, M, p.epochs,
-                       seed_k, progress, ck.every(T) if ck else 0, ck, avg_start,
-                       team_for(spare, cap))
-        _check_memory(mdl)
-        if ck:
-            Z, beta, alpha, b = ck.finish(mdl)
-            out["time"] += ck.seconds
-        else:
-            Z, beta, _ = mdl.arrays()
-            if avg_start:
-                beta = mdl.averaged() / out["n_avg"]
-            b, seconds = _offset(p, X, xsq, codes_k, seed_k, Z, beta, gamma, spare)
-            out["time"] += seconds
-        return Z, beta[:, 0], b[0], alpha, out, mt, ck
-
-    runs = one_vs_rest(n_classes, seed, solve, n_jobs)
-    Z = (sp.vstack([r[0] for r in runs], format="csr") if sparse
-         else np.vstack([r[0] for r in runs]))
-    dual = np.zeros((n_prob, Z.shape[0]))
-    blocks, start = [], 0       # (each problem's SVs: rows start:stop of Z)
-    for row, (_, coef, *_rest) in enumerate(runs):
-        dual[row, start:start + coef.shape[0]] = coef
-        blocks.append((start, start + coef.shape[0]))
-        start += coef.shape[0]
-    stats = dict(n_updates=sum(r[4]["n_updates"] for r in runs),
-                 merge_time=sum(r[4]["merge_time"] for r in runs),
-                 time=sum(r[4]["time"] for r in runs),
-                 n_merges=sum(r[5].n_merges for r in runs),
-                 n_removed=sum(r[5].n_removed for r in runs),
-                 checkpoints=[r[6] for r in runs if r[6] is not None], blocks=blocks)
-    return Z, dual, np.array([r[2] for r in runs]), np.vstack([r[3] for r in runs]), stats
+    fits = one_vs_rest(n_classes, seed, lambda k, seed_k: bsca_problem(
+        X, xsq, codes, k, seed_k, p, gamma, budget, M, cap, sparse, n_prob, spare,
+        verbose), n_jobs)
+    return stack_problems(fits, sparse)
 
 
 def _fit(X, codes, classes, p, seed, verbose=0, n_jobs=1):

@@ -1,12 +1,18 @@
-"""BSGD on a cluster: the rows stay on their partitions, the budgeted model travels.
+"""A binary budgeted SVM on a cluster (BSGD, or BSCA): the rows stay on their
+partitions, the budgeted model travels.
 
 An epoch cuts each partition's rows, in a random order drawn from (seed, partition,
-epoch), into ``laps`` shares; lap by lap, every partition runs the BSGD steps of its
-share (in an order of their own) on the model it received, the partitions of a lap in
-an order drawn from (seed, epoch, lap).  The model is a ``budget._state.ModelState``
-(the SVs, their coefficients and the average's sums: about 0.5 MB at B = 500 on a9a)
-handed on exactly, so the fit is one machine's BSGD on that order of the rows: the same
-bits for any number of workers and on the in-process engine.
+epoch), into ``laps`` shares; lap by lap, every partition runs the steps of its share
+(in an order of their own) on the model it received, the partitions of a lap in an
+order drawn from (seed, epoch, lap).  The model is a ``budget._state.ModelState``
+(the SVs, their coefficients, sources and the average's sums: about 0.5 MB at B = 500
+on a9a) handed on exactly, so the fit is one machine's BSGD or BSCA on that order of
+the rows: the same bits for any number of workers and on the in-process engine.
+
+BSCA has a dual variable per row.  The client keeps them all (8 bytes a row) and sends
+each visit its share's values, which come back updated with the model, so a partition
+keeps nothing between runs for BSGD and BSCA alike; a row's source in the model is its
+index in partition order, so an unmerged SV is still updated in place.
 
 Laps matter where the partitions' rows differ (files stored in an order: by label, by
 time): one turn a partition an epoch lets the model drift to each partition's rows in
@@ -29,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pybudget._core import _validation as V
+from pybudget.budget._bsca import bsca_run
 from pybudget.budget._bsgd import bsgd_run
 from pybudget.budget._offset import SAMPLE, model_offset
 from pybudget.budget.svm import BudgetParams, _new_model, _tail
@@ -53,26 +60,33 @@ class BudgetRun:
     sparse: bool
     seed: int
     laps: int
+    starts: tuple = ()      # BSCA: each partition's first row in partition order, and n
+
+    @property
+    def bsca(self):
+        return self.params.solver == "bsca"
 
     @property
     def n_coef(self):
         return 1 if self.classes.shape[0] == 2 else self.classes.shape[0]
 
     def model(self):
-        """A new, empty model and its maintainer."""
+        """A new, empty model and its maintainer (BSCA's: a source for every row)."""
         return _new_model(self.d, self.n_coef, self.cap, self.gamma, self.params,
-                          sparse=self.sparse)
+                          n_src=self.starts[-1] if self.bsca else 0, sparse=self.sparse)
 
 
 class RunResult(NamedTuple):
-    """A run's result: the model after it, the global step count, and the run's own
-    counters."""
+    """A run's result: the model after it, the global step count, the run's own
+    counters (n_added: BSGD's added SVs, BSCA's non-zero steps) and BSCA's duals of
+    each visit's share after it (None for BSGD)."""
     state: object
     t: int
     n_added: int
     n_merges: int
     n_removed: int
     merge_time: float
+    alphas: list = None
 
 
 # ---- on the partitions --------------------------------------------------------------
@@ -84,28 +98,52 @@ def moments(part):
     return (part.n, int(part.X.nnz), *V.value_moments(part.X))
 
 
-def visits_run(parts, run, state, t, epoch, visits):
+def visits_run(parts, run, state, t, epoch, visits, alphas=None):
     """The visits ``visits`` ([(partition, lap)], partitions ``parts`` in the same
     order, all in this process) of epoch ``epoch``, in turn, on the model ``state``
-    (None: empty) at global step t."""
+    (None: empty) at global step t; BSCA: ``alphas``, each visit's share's duals."""
     mdl, mt = run.model()
     if state is not None:
         mdl.restore(state)
     added = 0
     seconds = 0.0
-    for part, (p, lap) in zip(parts, visits):
+    out_alphas = [] if run.bsca else None
+    for v, (part, (p, lap)) in enumerate(zip(parts, visits)):
         order, xsq, codes = _epoch_rows(part, run, p, epoch)
-        share = np.sort(order[lap * part.n // run.laps:(lap + 1) * part.n // run.laps])
-        out = bsgd_run(part.X, xsq, codes, mdl, mt, run.budget, run.merge_size, run.lam,
-                       1, t, round_seed(run.seed, lap, p, epoch), run.avg_start,
-                       perm=share, visit=True)
+        share = share_rows(order, run.laps, lap)
+        seed = round_seed(run.seed, lap, p, epoch)
+        if run.bsca:
+            y, alpha = _bsca_arrays(part, run, codes)
+            alpha[share] = alphas[v]
+            out = bsca_run(part.X, xsq, y, run.params.C, alpha, mdl, mt, run.budget,
+                           run.merge_size, 1, seed, avg_start=run.avg_start,
+                           perm=share, visit=True, t_start=t, src_offset=run.starts[p])
+            out_alphas.append(alpha[share])
+            added += out["n_updates"]
+        else:
+            out = bsgd_run(part.X, xsq, codes, mdl, mt, run.budget, run.merge_size,
+                           run.lam, 1, t, seed, run.avg_start, perm=share, visit=True)
+            added += out["n_added"]
         if mdl.out_of_memory:
             raise MemoryError("the sparse support vectors outgrew the memory: reduce "
                               "the budget")
         t = out["t"]
-        added += out["n_added"]
         seconds += out["merge_time"]
-    return RunResult(mdl.state(), t, added, mt.n_merges, mt.n_removed, seconds)
+    return RunResult(mdl.state(), t, added, mt.n_merges, mt.n_removed, seconds,
+                     out_alphas)
+
+
+def epoch_order(run, p, n, epoch):
+    """Partition p's (n rows) order of the epoch, from (seed, p, epoch) alone: the
+    client draws it too (BSCA's duals of a share)."""
+    rng = np.random.default_rng(round_seed(run.seed, 0, p, epoch))
+    return rng.permutation(n).astype(np.int32)
+
+
+def share_rows(order, laps, lap):
+    """The rows of lap ``lap``'s share of an epoch's order, sorted."""
+    n = order.shape[0]
+    return np.sort(order[lap * n // laps:(lap + 1) * n // laps])
 
 
 def _epoch_rows(part, run, p, epoch):
@@ -119,8 +157,17 @@ def _epoch_rows(part, run, p, epoch):
                 V.row_sqnorms(part.X), np.searchsorted(run.classes, part.y).astype(np.int32))
         for old in [k for k in part.memo if len(k) == 3 and k[0] == "budget"]:
             del part.memo[old]              # (the last epoch's order)
-        rng = np.random.default_rng(round_seed(run.seed, 0, p, epoch))
-        part.memo[key] = (rng.permutation(part.n).astype(np.int32), *fixed)
+        part.memo[key] = (epoch_order(run, p, part.n, epoch), *fixed)
+    return part.memo[key]
+
+
+def _bsca_arrays(part, run, codes):
+    """BSCA's labels (+-1) of the partition's rows and a buffer of their duals, made
+    once a fit (``Partition.memo``): a visit sets its share's duals before it steps
+    them, and reads no other row's."""
+    key = ("bsca", run.seed)
+    if key not in part.memo:
+        part.memo[key] = (np.where(codes == 1, 1.0, -1.0), np.zeros(part.n))
     return part.memo[key]
 
 
@@ -183,30 +230,55 @@ def epoch_visits(run, sizes, epoch):
     return out
 
 
-def _run_of(engine, visits, state, t, run, epoch):
+def _run_of(engine, visits, state, t, run, epoch, duals):
     """The next run: the first visits of ``visits`` whose partitions live on one
-    worker, run there; (its result, its length)."""
+    worker, run there, with their shares' duals (BSCA; ``duals(p, lap)``); (its
+    result, its length)."""
     where = engine.placement()
     k = 1
     while k < len(visits) and where[visits[k][0]] == where[visits[0][0]]:
         k += 1
+    sent = [duals(p, lap) for p, lap in visits[:k]] if run.bsca else None
     return engine.together(visits_run, [p for p, _ in visits[:k]], run, state, t, epoch,
-                           visits[:k]), k
+                           visits[:k], sent), k
+
+
+class _Duals:
+    """BSCA's duals of all rows, in partition order, on the client: a share's values
+    out to its visit and back (the orders drawn as the partitions draw them)."""
+
+    def __init__(self, run, sizes):
+        self.run, self.sizes = run, sizes
+        self.alpha = np.zeros(int(np.sum(sizes)))
+        self.orders, self.epoch = {}, None
+
+    def rows(self, p, lap, epoch):
+        if epoch != self.epoch:
+            self.orders, self.epoch = {}, epoch
+        if p not in self.orders:
+            self.orders[p] = epoch_order(self.run, p, int(self.sizes[p]), epoch)
+        return self.run.starts[p] + share_rows(self.orders[p], self.run.laps, lap)
 
 
 def fit(calls, run, sizes, callback=None):
-    """BSGD for ``run.params.epochs`` epochs of visits over partitions of ``sizes``
-    rows (``calls``: a Calls); returns (Z, beta (n_coef, n_sv), offset, counters;
-    hop_bytes: the bytes of the model each run handed on).  callback(epoch, visits
-    done, n_sv), if given, after every run."""
+    """BSGD or BSCA for ``run.params.epochs`` epochs of visits over partitions of
+    ``sizes`` rows (``calls``: a Calls); returns (Z, beta (n_coef, n_sv), offset,
+    counters; hop_bytes: the bytes of the model each run handed on).  callback(epoch,
+    visits done, n_sv), if given, after every run."""
     state, t, hop_bytes = None, 0, []
     n_added = n_merges = n_removed = 0
     merge_time = 0.0
+    duals = _Duals(run, sizes) if run.bsca else None
     for epoch in range(run.params.epochs):
         visits, i = epoch_visits(run, sizes, epoch), 0
+        rows = None if duals is None else (lambda p, lap: duals.rows(p, lap, epoch))
+        send = None if duals is None else (lambda p, lap: duals.alpha[rows(p, lap)])
         while i < len(visits):
             res, k = calls.again(lambda: _run_of(calls.engine, visits[i:], state, t, run,
-                                                 epoch))
+                                                 epoch, send))
+            if duals is not None:
+                for (p, lap), values in zip(visits[i:i + k], res.alphas):
+                    duals.alpha[rows(p, lap)] = values
             state, t, i = res.state, res.t, i + k
             hop_bytes.append(state.nbytes)
             n_added += res.n_added
@@ -221,7 +293,7 @@ def fit(calls, run, sizes, callback=None):
     Z, beta, _ = mdl.arrays()
     if run.avg_start:
         beta = mdl.averaged() / (t - run.avg_start + 1)
-    counts = dict(t=t, n_added=n_added, n_merges=n_merges + mt.n_merges,
+    counts = dict(t=0 if run.bsca else t, n_added=n_added, n_merges=n_merges + mt.n_merges,
                   n_removed=n_removed + mt.n_removed, merge_time=merge_time,
                   hop_bytes=hop_bytes)
     b = offset(calls, run, sizes, Z, beta) if run.params.offset else np.zeros(run.n_coef)

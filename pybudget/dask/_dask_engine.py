@@ -275,8 +275,8 @@ class DaskEngine:
     def ring(self, spec):
         return DaskRing(self, spec)
 
-    def whole(self, spec, problems, tol, max_iter):
-        return _dask_whole.whole(self, spec, problems, tol, max_iter)
+    def whole(self, job, problems):
+        return _dask_whole.whole(self, job, problems)
 
     def rebuild_lost(self):
         lost = self._rebuild_lost()[1]

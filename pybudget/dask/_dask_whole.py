@@ -12,8 +12,9 @@ from pybudget.dask._scheduler import POLL_SECONDS, worker_info
 from pybudget.dask.errors import ClusterError, HostCopyMissing, PartitionsLost
 
 
-def whole(eng, spec, problems, tol, max_iter):
+def whole(eng, job, problems):
     """Method "whole" (``_whole``): all rows on each worker that will run a problem
+    of ``job`` (a ``_whole.LinearProblems``, say)
     (``_rows_everywhere``; as many as there are problems), then the problems dealt
     as the workers' threads free up, a few to a task (``_share``), so the problems
     spread over the workers' threads; while more are left than the workers have
@@ -23,10 +24,10 @@ def whole(eng, spec, problems, tol, max_iter):
     the lost partitions are rebuilt and the rows copied again (at most
     MAX_RECOVERIES times); a fit in which no task finished for ``timeout`` seconds
     is abandoned, and a problem's own error (an overflow, say) stops the others.
-    Returns the problems' outputs and their weights, put in one array as each
-    task's results arrive (``_whole.put``)."""
+    Returns the problems' outputs and what ``job.put`` made of them as each task's
+    results arrived (the linear weights in one array)."""
     from distributed import TimeoutError as WaitTimeout, wait
-    data, slots = _rows_everywhere(eng, spec, len(problems))
+    data, slots = _rows_everywhere(eng, job, len(problems))
     todo, running, outs, recoveries = list(problems)[::-1], {}, {}, 0
     row, W = {j: i for i, j in enumerate(problems)}, None
     last = time.monotonic()
@@ -43,7 +44,7 @@ def whole(eng, spec, problems, tol, max_iter):
             if recoveries > MAX_RECOVERIES:
                 raise ClusterError(f"every worker holding the rows left, "
                                    f"{recoveries} times; the fit is abandoned")
-            data, slots = _rows_everywhere(eng, spec, len(problems), rebuild=True)
+            data, slots = _rows_everywhere(eng, job, len(problems), rebuild=True)
         threads = sum(slots[a] for a in data)
         # (not near the end: a problem queued behind a long one would wait there
         # while another worker's thread is free)
@@ -54,8 +55,8 @@ def whole(eng, spec, problems, tol, max_iter):
                 js = [todo.pop() for _ in range(min(_share(len(todo), threads),
                                                     len(todo)))]
                 if js:
-                    running[eng._on(addr, _whole.solve_problems, data[addr], spec,
-                                    js, tol, max_iter)] = (addr, js)
+                    running[eng._on(addr, _whole.solve_problems, data[addr], job,
+                                    js)] = (addr, js)
         try:
             with eng.client.as_current():     # (wait() asks the default client)
                 done = wait(list(running), timeout=POLL_SECONDS,
@@ -66,8 +67,8 @@ def whole(eng, spec, problems, tol, max_iter):
             addr, js = running.pop(fut)
             if fut.status == "finished":
                 for j, out in zip(js, fut.result()):
-                    eng.bytes["client"] += out.w.nbytes
-                    W = _whole.put(W, len(problems), row[j], out)
+                    eng.bytes["client"] += job.nbytes(out)
+                    W = job.put(W, len(problems), row[j], out)
                     outs[j] = out
                 last = time.monotonic()
             elif addr in set(eng.workers()):
@@ -84,7 +85,7 @@ def whole(eng, spec, problems, tol, max_iter):
     # rows have)
     return [outs[j] for j in problems], W
 
-def _rows_everywhere(eng, spec, n_problems, rebuild=False):
+def _rows_everywhere(eng, job, n_problems, rebuild=False):
     """({worker: future of all rows there (``_whole.all_rows``)}, {worker: its
     threads}) on as many live workers as there are problems, those holding the most
     rows first; Dask moves the partitions' rows from worker to worker.  The workers
@@ -111,12 +112,12 @@ def _rows_everywhere(eng, spec, n_problems, rebuild=False):
             for host, addrs in hosts.items():
                 if not (share and len(addrs) > 1):
                     for addr in addrs:
-                        data[addr] = eng._on(addr, _whole.all_rows, spec,
+                        data[addr] = eng._on(addr, _whole.all_rows, job,
                                              *map(part, range(len(eng.where))))
                         eng.bytes["workers"] += sum(eng.part_bytes) - here[addr]
                     continue
                 name = names[addrs[0]] = f"pybudget-{uuid.uuid4().hex}"
-                data.update(_host_copy(eng, name, spec, part, addrs, host, info,
+                data.update(_host_copy(eng, name, job, part, addrs, host, info,
                                        chain))
             slots = {a: max(1, int(info.get(a, {}).get("nthreads") or 1)) for a in data}
             # (waits for the copies without bringing them to the client; the chain
@@ -144,14 +145,14 @@ def _rows_to_move(eng, made, p):
                               track=False)
     return made[p]
 
-def _host_copy(eng, name, spec, part, addrs, host, info, chain):
+def _host_copy(eng, name, job, part, addrs, host, info, chain):
     """{worker: future of all rows} for the workers ``addrs`` of ``host``, from the
     new file ``name`` that they map: each partition held on the host writes its own
     rows into it (``_whole.file_write_held``: no bytes between the workers), the
     others' rows move to the first worker, which writes them; then every worker
     maps the file (``_whole.file_rows``).  ``part(p)``: partition p's rows as a
     future; the writes go to ``chain``."""
-    first = addrs[0]
+    first, spec = addrs[0], job.spec
     shapes, starts = _whole.file_plan(spec, eng.part_info)
     written = []
     for p, (row, at) in enumerate(starts):
@@ -163,7 +164,7 @@ def _host_copy(eng, name, spec, part, addrs, host, info, chain):
                                    at, part(p)))
             eng.bytes["workers"] += eng.part_bytes[p]
     chain += written
-    return {a: eng._on(a, _whole.file_rows, name, shapes, spec, eng.n_rows, *written)
+    return {a: eng._on(a, _whole.file_rows, name, shapes, job, eng.n_rows, *written)
             for a in addrs}
 
 def _unlink_shared(eng, names, hosts):

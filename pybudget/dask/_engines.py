@@ -46,9 +46,10 @@ class Engine(Protocol):
         """The ring's weights and state, set up: every problem's local state and its
         initial weights."""
 
-    def whole(self, spec, problems, tol, max_iter) -> tuple:
-        """Method "whole" (``_whole``): every problem start to end with the one-machine
-        solver where all rows are; (the problems' outputs, their weights stacked)."""
+    def whole(self, job, problems) -> tuple:
+        """Method "whole" (``_whole``): every problem of ``job`` (a
+        ``_whole.LinearProblems``, say) start to end where all rows are; (the
+        problems' outputs, what ``job.put`` made of them as they arrived)."""
 
     def rebuild_lost(self) -> list:
         """The partitions whose workers left, rebuilt from their sources on the workers
@@ -147,13 +148,15 @@ class ThreadsEngine:
         """fn(*a) for each a in args, on this engine's threads."""
         return map_threads(fn, args, self.n_threads)
 
-    def whole(self, spec, problems, tol, max_iter):
-        """Method "whole" (``_whole``): all rows here, the problems on the threads;
-        (their outputs, their weights stacked)."""
-        data = _whole.all_rows(spec, *[(P.X, P.y, P.sw) for P in self.parts])
-        outs = self.map(lambda j: _whole.solve_problem(data, spec, j, tol, max_iter),
-                        [(j,) for j in problems])
-        return outs, _whole.weights(outs)
+    def whole(self, job, problems):
+        """Method "whole" (``_whole``): all rows here, the job's problems on the
+        threads; (their outputs, what ``job.put`` made of them)."""
+        data = _whole.all_rows(job, *[(P.X, P.y, P.sw) for P in self.parts])
+        outs = self.map(lambda j: job.solve(data, j), [(j,) for j in problems])
+        W = None
+        for i, out in enumerate(outs):
+            W = job.put(W, len(outs), i, out)
+        return outs, W
 
     def rebuild_lost(self):
         raise ClusterError("the threads engine cannot lose a partition")

@@ -74,7 +74,8 @@ class Whole(Method):
     name, unit = "whole", "sweeps of a problem"
 
     def fit(self, engine, spec, n_problems, d, *, tol, max_rounds, **_ring_options):
-        outs, W = engine.whole(spec, range(n_problems), tol, max_rounds)
+        outs, W = engine.whole(_whole.LinearProblems(spec, tol, max_rounds),
+                               range(n_problems))
         return _whole.result(outs, W, engine.bytes)
 
 

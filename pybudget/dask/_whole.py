@@ -12,6 +12,9 @@ machine's.
 Stopping: ``tol`` and ``max_iter`` are one machine's, and so is the run: the same
 call with the same plan, seed and tolerance gives one machine's model, bit for bit.
 Which worker or thread runs a problem never changes its bits.
+
+The rows' copies and the dealing of problems take any job (``LinearProblems`` here;
+BSCA's one-vs-rest problems: ``_budget_whole``).
 """
 from dataclasses import dataclass
 from itertools import accumulate
@@ -28,13 +31,15 @@ from pybudget.dask.errors import HostCopyMissing
 from pybudget.linear.plan import Rows, plan_for
 from pybudget.linear.problem import problem_costs, solve_binary
 
-def all_rows(spec, *parts):
-    """(rows, y, sample weights, plan) of all rows, from the partitions' (X, y,
+def all_rows(job, *parts):
+    """(rows, y, sample weights, prepared) of all rows, from the partitions' (X, y,
     sample_weight), in partition order: the rows in their own order (in-memory rows are
     not dealt for this method: ``_sources.memory_sources``), so that the problems see
     them as one machine does.  rows: a ``linear.plan.Rows`` (X with the squared norms);
-    y: the targets, or for classification the labels' indices in ``spec.classes``.
-    The rows, these indices and the plan (``plan_on``) serve every problem."""
+    y: the targets, or for classification the labels' indices in ``job.spec.classes``.
+    The rows, these indices and what the job makes of them once (``job.prepare``: the
+    linear plan, ``plan_on``) serve every problem of the job."""
+    spec = job.spec
     d = spec.d
     Xs = [X if X.shape[1] == d else sp.csr_matrix((X.data, X.indices, X.indptr),
                                                   shape=(X.shape[0], d))
@@ -45,7 +50,7 @@ def all_rows(spec, *parts):
     X.sort_indices()
     y = _codes(spec, y)
     rows = Rows(X, spec.bias, V.row_sqnorms(X, spec.bias))
-    return rows, y, sw, plan_on(spec, rows, y, sw)
+    return rows, y, sw, job.prepare(rows, y, sw)
 
 
 def _codes(spec, y):
@@ -98,20 +103,21 @@ def file_write_held(name, shapes, spec, row, first, job, part):
     return file_write(name, shapes, spec, row, first, partition_rows_task(job, part))
 
 
-def file_rows(name, shapes, spec, n, *written):
+def file_rows(name, shapes, job, n, *written):
     """``all_rows`` from the file that the partitions wrote (``file_write``, each
     ``written`` its result: the task waits for them), mapped, not copied, with the
-    plan made on them: each worker of the host runs this, so the same arrays and
-    the same bits on each.  HostCopyMissing where this process does not see the file."""
+    job's ``prepare`` made on them: each worker of the host runs this, so the same
+    arrays and the same bits on each.  HostCopyMissing where this process does not see
+    the file."""
     try:
         data, indices, indptr, y, sw, sqnorms = _host_memory.attach(
             name, _host_memory.layout_of(shapes))
     except OSError as exc:
         raise HostCopyMissing(f"{name}: {exc}") from None
-    X = sp.csr_matrix((data, indices, indptr), shape=(n, spec.d), copy=False)
+    X = sp.csr_matrix((data, indices, indptr), shape=(n, job.spec.d), copy=False)
     X.has_sorted_indices = True          # (as the partitions wrote them: file_write)
-    rows = Rows(X, spec.bias, sqnorms)
-    return rows, y, sw, plan_on(spec, rows, y, sw)
+    rows = Rows(X, job.spec.bias, sqnorms)
+    return rows, y, sw, job.prepare(rows, y, sw)
 
 
 def plan_on(spec, rows, y, sw):
@@ -125,9 +131,35 @@ def plan_on(spec, rows, y, sw):
     return plan_for(rows, cvec, spec.loss, spec.selection, tol_rule=spec.tol_rule)
 
 
-def solve_problems(data, spec, js, tol, max_iter):
-    """``solve_problem`` for each problem of js, in turn (a task's share of the fit)."""
-    return [solve_problem(data, spec, j, tol, max_iter) for j in js]
+def solve_problems(data, job, js):
+    """``job.solve`` for each problem of js, in turn (a task's share of the fit)."""
+    return [job.solve(data, j) for j in js]
+
+
+@dataclass(frozen=True)
+class LinearProblems:
+    """The linear problems of ``spec`` as method "whole" runs them (``solve_problem``
+    with one machine's ``tol`` and ``max_iter``).  A job of method "whole" says what
+    the rows' copies hold (``spec``: d, bias, regression, classes), what is made once
+    on all rows (``prepare``), how a problem runs on them (``solve``) and how the
+    client keeps a result as it arrives (``put``, ``nbytes``)."""
+    spec: object
+    tol: float
+    max_iter: int
+
+    def prepare(self, rows, y, sw):
+        return plan_on(self.spec, rows, y, sw)
+
+    def solve(self, data, j):
+        return solve_problem(data, self.spec, j, self.tol, self.max_iter)
+
+    @staticmethod
+    def nbytes(out):
+        return out.w.nbytes
+
+    @staticmethod
+    def put(W, n_problems, i, out):
+        return put(W, n_problems, i, out)
 
 
 @dataclass
@@ -171,19 +203,10 @@ def solve_problem(data, spec, j, tol, max_iter):
                   selection=res.selection, converged=res.converged)
 
 
-def weights(outs):
-    """The rows of the problems' weights (each ``Solved``'s w), stacked
-    into one (n_problems, d + 1) array as they come (``put``): a client that puts each
-    result there as it arrives has no copy of them all left for the end of the fit."""
-    W = None
-    for i, out in enumerate(outs):
-        W = put(W, len(outs), i, out)
-    return W
-
-
 def put(W, n_problems, i, out):
     """Problem i's weights from its ``Solved`` ``out`` (which keeps the rest) into row
-    i of W, allocated at the first call (W None); returns W."""
+    i of W, allocated at the first call (W None); returns W.  A client that puts each
+    result there as it arrives holds no second copy of them all at the end."""
     if W is None:
         W = np.empty((n_problems, out.w.shape[0]))
     W[i], out.w = out.w, None

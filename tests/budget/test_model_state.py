@@ -6,6 +6,7 @@ import pytest
 import scipy.sparse as sp
 
 from pybudget._core import _validation as V
+from pybudget.budget._bsca import bsca_run
 from pybudget.budget._bsgd import bsgd_run
 from pybudget.budget._budget import BudgetModel
 from pybudget.budget._state import ModelState
@@ -76,6 +77,77 @@ def test_an_epoch_of_a_subset_of_rows_steps_those_rows(storage):
     assert out[0][1] == out[1][1] == 2 * rows.shape[0]
     for a, b in zip(out[0][0][:3], out[1][0][:3]):
         assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("storage", ["dense", "sparse"])
+def test_a_bsca_run_cut_into_visits_gives_the_bits_of_one_run(storage):
+    """BSCA: three epochs in one call against three visits of one epoch, each on a new
+    model restored from the previous state (order, generator, duals and step count
+    passed on; the tail average begun in the last): the same SVs, coefficients,
+    sources (unmerged SVs updated in place across calls), averages and duals."""
+    X, codes = data()
+    n, d = X.shape
+    y = np.where(codes == 1, 1.0, -1.0)
+    p = check_budget_params(1.0, "scale", 100, "bsca", 3, "merge", 2, "gss", "cascade",
+                            0.01, "tail", 0, True, False, storage)
+    B, M, E, seed = 100, 2, 3, 5
+    xsq = V.row_sqnorms(X)
+    avg = E * n - _tail(n, B, "tail") + 1
+    mdl, mt = _new_model(d, 1, B + M - 1, 0.1, p, n_src=n, sparse=storage == "sparse")
+    alpha = np.zeros(n)
+    bsca_run(X, xsq, y, 1.0, alpha, mdl, mt, B, M, E, seed, avg_start=avg)
+    state, t, rng, perm, alpha2 = None, 0, seed, np.arange(n, dtype=np.int32), np.zeros(n)
+    sourced = []
+    for _ in range(E):
+        m2, mt2 = _new_model(d, 1, B + M - 1, 0.1, p, n_src=n, sparse=storage == "sparse")
+        if state is not None:
+            m2.restore(state)
+        out = bsca_run(X, xsq, y, 1.0, alpha2, m2, mt2, B, M, 1, rng, avg_start=avg,
+                       perm=perm, visit=True, t_start=t)
+        t, rng, state = out["t"], out["seed_state"], m2.state()
+        sourced.append(int(np.sum(state.src >= 0)))
+    mt2.merge_down(m2, B, M)
+    for a, b in zip(arrays(mdl, True), arrays(m2, True)):
+        assert np.array_equal(a, b)
+    assert np.array_equal(alpha, alpha2) and t == E * n
+    assert min(sourced) > 0          # (unmerged SVs handed on with their sources)
+
+
+def test_a_bsca_visit_to_a_partition_steps_its_rows_as_the_rows_of_all():
+    """A visit to the rows a.. of X (src_offset = a) against the same rows stepped as
+    rows of all of X: the same model, sources and duals (its rows' sources are their
+    index in all rows, so an SV from another partition keeps its own)."""
+    X, codes = data(n=400)
+    n, d = X.shape
+    y = np.where(codes == 1, 1.0, -1.0)
+    a = 150
+    p = check_budget_params(1.0, "scale", 100, "bsca", 1, "merge", 2, "gss", "cascade",
+                            0.01, "none", 0, True, False, "dense")
+    xsq = V.row_sqnorms(X)
+    share = np.arange(0, n - a, 2, dtype=np.int32)
+    first = np.arange(0, a, 3, dtype=np.int32)
+    runs = []
+    for local in (True, False):
+        mdl, mt = _new_model(d, 1, 101, 0.1, p, n_src=n)
+        alpha = np.zeros(n)
+        out = bsca_run(X, xsq, y, 1.0, alpha, mdl, mt, 100, 2, 1, 3, perm=first.copy(),
+                       visit=True)                     # (partition 0's rows first)
+        if local:
+            part = alpha[a:].copy()
+            bsca_run(X[a:], xsq[a:], y[a:], 1.0, part, mdl, mt, 100, 2, 1, 7,
+                     perm=share.copy(), visit=True, t_start=out["t"], src_offset=a)
+            alpha[a:] = part
+        else:
+            bsca_run(X, xsq, y, 1.0, alpha, mdl, mt, 100, 2, 1, 7, perm=share + a,
+                     visit=True, t_start=out["t"])
+        runs.append((*arrays(mdl, False)[:3], alpha))
+    for u, v in zip(*runs):
+        assert np.array_equal(u, v)
+    src = runs[0][2]
+    assert np.any((src >= 0) & (src < a)) and np.any(src >= a)
+    with pytest.raises(ValueError, match="do not match"):      # (sources beyond n_src)
+        bsca_run(X[a:], xsq[a:], y[a:], 1.0, np.zeros(n - a), mdl, mt, 100, 2, 1, 7,
+                 visit=True, src_offset=a + 1)
 
 
 def test_restore_keeps_what_a_reload_would_recompute():

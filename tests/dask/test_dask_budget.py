@@ -1,7 +1,8 @@
 """pybudget.dask.BudgetSVC: BSGD with the rows on the workers and the model travelling
-between them.  The same bits on the threads engine and on any number of workers, a
-lost worker replayed to the same bits, one machine's conventions (estimator checks,
-to_local, model files), and the refusals."""
+between them, BSCA's problems each whole on a worker.  The same bits on the threads
+engine, on any number of workers and (BSCA) as one machine's, a lost worker replayed
+to the same bits, one machine's conventions (estimator checks, to_local, model files),
+and the refusals."""
 import pickle
 import warnings
 
@@ -156,13 +157,15 @@ def test_offset_is_fitted_on_one_machines_sample_of_the_blocked_rows():
     assert np.all(nob.intercept_ == 0)
 
 
-def test_killed_worker_mid_fit_replays_the_turn(tmp_path):
+@pytest.mark.parametrize("solver", ["bsgd", "bsca"])
+def test_killed_worker_mid_fit_replays_the_turn(tmp_path, solver):
     """A worker SIGKILLed as it starts its 3rd run of visits: the partitions it held
-    are rebuilt on the survivor and the run goes again from the model the client
-    kept: one recovery, the same bits."""
+    are rebuilt on the survivor and the run goes again from the model (and BSCA's
+    duals) the client kept: one recovery, the same bits."""
     import dask
     X, y = rbf_data()
-    kw = dict(budget=40, epochs=2, random_state=3, rules=SPREAD, n_partitions=4)
+    kw = dict(solver=solver, budget=40, epochs=2, random_state=3, rules=SPREAD,
+              n_partitions=4)
     ref = pbd.BudgetSVC(engine="threads", **kw).fit(X, y)
     with dask.config.set({"distributed.scheduler.active-memory-manager.interval": "50ms"}), \
             distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
@@ -172,6 +175,82 @@ def test_killed_worker_mid_fit_replays_the_turn(tmp_path):
         m = pbd.BudgetSVC(client=c, timeout=60, **kw).fit(X, y)
     assert len(deaths()) == 1 and m.recoveries_ == 1
     same(m, ref)
+
+
+def four_classes(n=800, seed=2):
+    """rbf_data's rows in four classes (labels 10, 20, 30, 40) by the quartiles of
+    their squared norms."""
+    X, _ = rbf_data(n=n, seed=seed)
+    r = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    return X, 10 * (1 + np.searchsorted(np.quantile(r, [0.25, 0.5, 0.75]), r))
+
+
+def test_bsca_is_one_machines_model_with_the_problems_on_both_workers():
+    """solver="bsca", four classes: the one-vs-rest problems run whole on the workers
+    that hold all rows, one machine's solver and seed: one machine's model to the
+    last bit (n_jobs does not change it), from in-memory rows and from a Dask array;
+    the problems spread over both workers."""
+    X, y = four_classes()
+    kw = dict(solver="bsca", budget=30, random_state=4)
+    one = pybudget.BudgetSVC(n_jobs=2, **kw).fit(X, y)
+    same(pbd.BudgetSVC(engine="threads", **kw).fit(X, y), one)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cl, distributed.Client(cl) as c:
+        c.wait_for_workers(2)
+        with tasks_run(c) as ran:
+            m = pbd.BudgetSVC(client=c, **kw).fit(X, y)
+        same(m, one)
+        same(pbd.BudgetSVC(client=c, **kw).fit(*chunked(X, y, 3)), one)
+    solved_on = {w for name, w in ran if name == "solve_problems"}
+    assert len(solved_on) == 2
+    assert m.laps_ is None and m.hop_bytes_.shape == (0,)
+    assert m.bytes_sent_["client"] > 0 and m.score(X, y) == one.score(X, y)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_binary_bsca_travels_the_partitions_with_its_duals(workers):
+    """Binary BSCA: one model travels the partitions as BSGD's does, each visit with
+    its share's duals: the threads engine's bits on 1 and 2 workers, about one
+    machine's training accuracy."""
+    X, y = rbf_data()
+    kw = dict(solver="bsca", budget=40, epochs=2, random_state=1, rules=SPREAD,
+              n_partitions=4)
+    ref = pbd.BudgetSVC(engine="threads", **kw).fit(X, y)
+    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cl, distributed.Client(cl) as c:
+        c.wait_for_workers(workers)
+        m = pbd.BudgetSVC(client=c, **kw).fit(X, y)
+    same(m, ref)
+    assert len(set(m.partition_workers_)) == workers and m.laps_ > 1
+    one = pybudget.BudgetSVC(solver="bsca", budget=40, epochs=2, random_state=1).fit(X, y)
+    assert m.score(X, y) > one.score(X, y) - 0.03
+
+
+def test_bsca_sparse_and_dense_storage_and_dense_input():
+    """BSCA's support vectors stored sparse or dense, from a dense array: one machine's
+    model either way (the threads engine runs the cluster's code in process)."""
+    X, y = four_classes(n=400)
+    for storage in ("sparse", "dense"):
+        kw = dict(solver="bsca", budget=20, random_state=0, storage=storage)
+        m = pbd.BudgetSVC(engine="threads", **kw).fit(X.toarray(), y)
+        same(m, pybudget.BudgetSVC(**kw).fit(X.toarray(), y))
+        assert sp.issparse(m.support_vectors_) == (storage == "sparse")
+
+
+def test_bsca_killed_worker_mid_fit_runs_its_problems_again(tmp_path):
+    """A worker SIGKILLed as it starts solving: its problems run again on the worker
+    left (the rows' copy there): one machine's model."""
+    X, y = four_classes()
+    kw = dict(solver="bsca", budget=30, random_state=5)
+    one = pybudget.BudgetSVC(**kw).fit(X, y)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cl, \
+            distributed.Client(cl) as c:
+        c.wait_for_workers(2)
+        deaths = kill_on_task(c, "solve_problems", tmp_path, nth=1, times=1)
+        m = pbd.BudgetSVC(client=c, timeout=60, **kw).fit(X, y)
+    assert len(deaths()) == 1
+    same(m, one)
 
 
 def test_to_local_save_and_continue(tmp_path):
@@ -203,7 +282,6 @@ def test_dask_array_prediction_is_chunked(client):
 
 
 @pytest.mark.parametrize("kw, match", [
-    ({"solver": "bsca"}, "one machine's only"),
     ({"checkpoints": 3, "averaging": "none"}, "one machine's only"),
     ({"refit": True}, "one machine's only"),
     ({"n_partitions": 0}, "n_partitions"),

@@ -130,13 +130,14 @@ def test_file_rows_are_all_rows(case):
     of the host maps them, are all_rows' arrays, value for value and dtype for dtype
     (so the same bits)."""
     spec, parts = _parts(case)
-    ref = _whole.all_rows(spec, *parts)
+    job = _whole.LinearProblems(spec, tol=0.1, max_iter=1000)
+    ref = _whole.all_rows(job, *parts)
     name = f"pybudget-test-rows-{case.replace(' ', '-')}"
     shapes, starts = _file_plan(spec, parts)
     try:
         written = [_whole.file_write(name, shapes, spec, row, at, part)
                    for (row, at), part in reversed(list(zip(starts, parts)))]
-        made = [_whole.file_rows(name, shapes, spec, ref[0].n, *written)
+        made = [_whole.file_rows(name, shapes, job, ref[0].n, *written)
                 for _ in range(2)]         # (each worker of the host maps it)
     finally:
         _host_memory.unlink(name)
