@@ -346,6 +346,22 @@ def big_markdown(rows, args, seconds):
     return "\n".join(out)
 
 
+def fit_lines(rows, labels, ratio_to=None):
+    """Table rows "| data | fit | median accuracy (worst) | median fit s |" of each run's
+    fits ``labels`` ({key: label}), and the fit time over ``ratio_to``'s if given."""
+    out = []
+    for r in rows:
+        t_ref = (float(np.median([x[ratio_to]["time"] for x in r["runs"]]))
+                 if ratio_to else None)
+        for key, label in labels.items():
+            acc = [x[key]["acc"] for x in r["runs"]]
+            t = float(np.median([x[key]["time"] for x in r["runs"]]))
+            ratio = f" {t / t_ref:.2f} |" if ratio_to else ""
+            out.append(f"| {r['data']} | {label} | {np.median(acc):.2f} ({min(acc):.2f}) | "
+                       f"{t:.2f} |{ratio}")
+    return out
+
+
 def peer_markdown(rows, args, seconds):
     out = [f"### pybudget.dask.BudgetSVC against random features with dask-ml's "
            f"Incremental(SGDClassifier) ({args.chunks}-chunk Dask arrays, {args.workers} "
@@ -354,12 +370,7 @@ def peer_markdown(rows, args, seconds):
     names = {"budget": "pybudget.dask.BudgetSVC (laps auto)",
              "rbf": "RBFSampler + Incremental(SGDClassifier)",
              "nystroem": "Nystroem + Incremental(SGDClassifier)"}
-    for r in rows:
-        for key, label in names.items():
-            acc = [x[key]["acc"] for x in r["runs"]]
-            t = float(np.median([x[key]["time"] for x in r["runs"]]))
-            out.append(f"| {r['data']} | {label} | {np.median(acc):.2f} ({min(acc):.2f}) | "
-                       f"{t:.2f} |")
+    out += fit_lines(rows, names)
     out.append(f"\nSeeds {args.seeds}, medians. Command: `python bench/dask_budget.py "
                f"{' '.join(sys.argv[1:])}` ({seconds:.0f} s).\n")
     return "\n".join(out)

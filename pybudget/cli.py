@@ -154,10 +154,6 @@ def _make_estimator(args, kernel):
     own default (so the command and the Python API agree)."""
     from pybudget.budget.svm import BudgetSVC
     verbose = 0 if args.quiet else (2 if args.verbose and kernel == "linear" else 1)
-
-    def given(names):
-        return {k: getattr(args, k) for k in names if getattr(args, k) is not None}
-
     if kernel == "linear":
         name, kw = _linear_kwargs(args)
         if args.n_jobs is not None:
@@ -167,11 +163,22 @@ def _make_estimator(args, kernel):
             kw["n_jobs"] = args.n_jobs
         return _estimator_class(name)(C=args.c, random_state=args.seed, verbose=verbose,
                                       **kw)
-    kw = given(("budget", "solver", "epochs", "maintenance", "merge_size", "merge_search",
-                "checkpoints", "offset", "averaging", "refit", "storage", "n_jobs"))
+    kw = _budget_kwargs(args)
+    if args.n_jobs is not None:
+        kw["n_jobs"] = args.n_jobs
+    return BudgetSVC(C=args.c, random_state=args.seed, verbose=verbose, **kw)
+
+
+def _budget_kwargs(args):
+    """The keyword arguments of a BudgetSVC from the kernel options given (the ones not
+    given keep the estimator's defaults)."""
+    kw = {k: getattr(args, k) for k in ("budget", "solver", "epochs", "maintenance",
+                                        "merge_size", "merge_search", "checkpoints",
+                                        "offset", "averaging", "refit", "storage")
+          if getattr(args, k) is not None}
     if args.gamma is not None:
         kw["gamma"] = _gamma(args.gamma)
-    return BudgetSVC(C=args.c, random_state=args.seed, verbose=verbose, **kw)
+    return kw
 
 
 def _linear_kwargs(args):
@@ -323,19 +330,18 @@ def _train(args):
 CLUSTER = "--scheduler/--workers"
 
 
-def _cluster_usage(args):
+def _cluster_usage(args, kernel):
     """The one-line refusals of options that a Dask cluster does not train with."""
-    kernel_given = [flag for dest, flag in KERNEL_OPTS.items()
-                    if getattr(args, dest) is not None]
     if args.stream:
-        kernel_given.insert(0, "--stream")
-    if args.kernel == "rbf":
-        kernel_given.insert(0, "--kernel rbf")
-    if args.solver in SOLVERS:
-        kernel_given.insert(0, f"--solver {args.solver}")
-    if kernel_given:
-        raise CLIError(f"{', '.join(kernel_given)}: a Dask cluster ({CLUSTER}) trains "
-                       "linear models only")
+        raise CLIError(f"--stream reads a file on one machine; with {CLUSTER} the workers "
+                       "read the shards")
+    if kernel == "rbf":
+        linear = [flag for flag, v in (("--local-sweeps", args.local_sweeps),
+                                       (f"--method {args.method}", args.method != "auto"))
+                  if v not in (None, False)]
+        if linear:
+            raise CLIError(f"{', '.join(linear)}: the linear ring's; a BudgetSVC on "
+                           f"{CLUSTER} takes --laps only")
     if args.loss == "crammer_singer":
         raise CLIError(f"Crammer-Singer (-s 4) is one joint problem on one machine; {CLUSTER} "
                        "train one-vs-rest linear models (-s 3, 1, 7, 12 or 13)")
@@ -384,15 +390,19 @@ def _train_cluster(args):
     """TRAIN_FILE (a path or a glob of LIBSVM shards) trained on a Dask cluster
     (pybudget.dask); the model saved is the one-machine estimator with its weights."""
     from pybudget.io import save
-    _cluster_usage(args)
+    kernel = _resolve_kernel(args)
+    _cluster_usage(args, kernel)
     import pybudget.dask as pbd
     from pybudget.dask import ClusterError
-    name, kw = _linear_kwargs(args)
-    if args.local_sweeps is not None:
-        kw["local_sweeps"] = args.local_sweeps
+    if kernel == "rbf":
+        name, kw = "BudgetSVC", _budget_kwargs(args)
+    else:
+        name, kw = _linear_kwargs(args)
+        if args.local_sweeps is not None:
+            kw["local_sweeps"] = args.local_sweeps
+        kw["method"] = args.method
     if args.laps is not None:
         kw["laps"] = args.laps
-    kw["method"] = args.method
     est = getattr(pbd, name)(C=args.c, random_state=args.seed,
                              verbose=0 if args.quiet else 1, **kw)
     est._check_params()   # before starting or reaching a cluster
@@ -400,8 +410,9 @@ def _train_cluster(args):
     shards = pbd.read_svmlight(args.train_file, zero_based=args.zero_based)
     t0 = time.perf_counter()
     with _dask_client(args) as client:
-        _log(args, f"training {_describe(est)} on {len(shards.paths)} shard(s), method "
-                   f"{est.method}, {est.local_sweeps} local sweep(s) per round")
+        how = (f"laps {est.laps}" if kernel == "rbf" else
+               f"method {est.method}, {est.local_sweeps} local sweep(s) per round")
+        _log(args, f"training {_describe(est)} on {len(shards.paths)} shard(s), {how}")
         est.set_params(client=client)
         with _warnings_as_lines(args):
             try:
@@ -413,19 +424,29 @@ def _train_cluster(args):
                     raise
                 raise CLIError(f"Dask: {type(e).__name__}: {e}") from None
         est.set_params(client=None)
-        sent = est.bytes_sent_
-        from pybudget.dask._methods import METHODS
-        unit = METHODS[est.method_].unit        # ("whole" counts sweeps of a problem)
-        _log(args, f"trained by {est.method_} ({est.n_rounds_} {unit}, KKT violation "
-                   f"{np.max(est.kkt_violation_):.3g}, relative duality gap "
-                   f"{np.max(est.duality_gap_):.3g}, bytes through the client "
-                   f"{sent['client']}, between workers {sent['workers']})",
-             time.perf_counter() - t0)
+        _log(args, _cluster_summary(est), time.perf_counter() - t0)
     local = est.to_local()
     local.set_params(verbose=0)
     save(local, model_file)
     _log(args, f"model written to {model_file}")
     return 0
+
+
+def _cluster_summary(est):
+    """What a fit on the cluster did, for the log."""
+    sent = est.bytes_sent_
+    moved = (f"bytes through the client {sent['client']}, between workers "
+             f"{sent.get('workers', 0)}")
+    if type(est).__name__ == "BudgetSVC":
+        how = (f"{est.laps_} laps an epoch" if est.laps_ is not None
+               else "each one-vs-rest problem on one worker")
+        return (f"trained: {how}, {est.support_vectors_.shape[0]} support vectors, "
+                f"{moved}")
+    from pybudget.dask._methods import METHODS
+    unit = METHODS[est.method_].unit        # ("whole" counts sweeps of a problem)
+    return (f"trained by {est.method_} ({est.n_rounds_} {unit}, KKT violation "
+            f"{np.max(est.kkt_violation_):.3g}, relative duality gap "
+            f"{np.max(est.duality_gap_):.3g}, {moved})")
 
 
 def _describe(est):
@@ -580,11 +601,14 @@ model (as in liblinear).  --stream reads the file in chunks of --chunk-size rows
 (BSGD partial_fit, bounded memory) for data larger than memory.
 
 With --scheduler ADDRESS (an existing Dask cluster) or --workers N (a local cluster
-of N processes started for the run) one linear problem is trained on the
-cluster (pybudget.dask, pip install "pybudget[dask]"): TRAIN_FILE is then a path or a
-quoted glob of LIBSVM shards, one partition per file, read by the workers (which must
-see the same paths); -e and --max-iter mean what they mean on one machine (a ring
-round is one sweep).  The model file is the one-machine model, for predict as usual.
+of N processes started for the run) one problem is trained on the cluster
+(pybudget.dask, pip install "pybudget[dask]"): TRAIN_FILE is then a path or a quoted
+glob of LIBSVM shards, one partition per file, read by the workers (which must see
+the same paths); -e and --max-iter mean what they mean on one machine (a ring round
+is one sweep).  --kernel rbf trains pybudget.dask.BudgetSVC: the model travels the
+shards in --laps laps an epoch (BSCA with more than two classes: each one-vs-rest
+problem on one worker).  The model file is the one-machine model, for predict as
+usual.
 
 Progress goes to stderr (per class for linear models, per chunk with an ETA when
 streaming, per check on a cluster: round, KKT violation, relative gap, elapsed time and
@@ -596,6 +620,7 @@ examples:
   pybudget train --kernel rbf -c 10 -g 0.05 --budget 200 --epochs 3 train.txt model.pb
   pybudget train -v 5 -c 0.1 train.txt
   pybudget train --workers 4 -c 0.1 -B 1 "shards/part-*.svm.bz2" model.pb
+  pybudget train --workers 2 --kernel rbf --budget 500 "shards/part-*.svm" model.pb
   pybudget train --scheduler tcp://10.0.0.1:8786 -s 7 "/shared/part-*.svm" model.pb
   pybudget predict test.txt model.pb predictions.txt
   pybudget info model.pb"""
@@ -727,8 +752,7 @@ def build_parser():
                      help="read TRAIN_FILE in chunks (BSGD partial_fit, bounded memory)")
     ker.add_argument("--chunk-size", type=int, default=10000,
                      help="rows per chunk with --stream (default %(default)s)")
-    dk = t.add_argument_group("Dask cluster (linear models; pip install "
-                              "\"pybudget[dask]\")")
+    dk = t.add_argument_group("Dask cluster (pip install \"pybudget[dask]\")")
     where = dk.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS", default=None,
                        help="train on the Dask cluster whose scheduler is at ADDRESS "
@@ -742,7 +766,8 @@ def build_parser():
                     help="the ring's laps per round, each visit a share of one sweep "
                          "(default: 64 visits a round, at least one lap per shard, "
                          "finer for visits of more than 32768 non-zeros, doubled when "
-                         "the checks stall)")
+                         "the checks stall); --kernel rbf: laps an epoch (default: "
+                         "about 1024 visits an epoch of at least 8 rows)")
     from pybudget.dask._methods import METHODS      # (imports no Dask)
     dk.add_argument("--method", choices=("auto", *METHODS),
                     default="auto",

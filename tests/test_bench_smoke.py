@@ -127,3 +127,11 @@ def test_dask_budget_bsca_quick(tmp_path):
               cwd=tempfile.gettempdir())
     row = json.loads((tmp_path / "dask_budget.json").read_text())["rows"][0]
     assert row["classes"] == 10 and row["runs"][0]["same"]
+
+
+def test_dask_budget_merge_quick(tmp_path):
+    pytest.importorskip("distributed")
+    run_bench([BENCH / "dask_budget_merge.py", "--quick", "--out", tmp_path],
+              cwd=tempfile.gettempdir())
+    run = json.loads((tmp_path / "dask_budget_merge.json").read_text())["rows"][0]["runs"][0]
+    assert all(run[k]["acc"] > 60 for k in ("one", "ring", "merged", "more"))

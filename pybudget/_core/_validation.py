@@ -122,6 +122,16 @@ def float64_values(X, a, b):
     return X.data[X.indptr[a]:X.indptr[b]].astype(np.float64)
 
 
+def with_columns(X, d):
+    """CSR X viewed with d >= X.shape[1] columns (a shard that used fewer of the
+    problem's columns), sharing X's arrays."""
+    if X.shape[1] == d:
+        return X
+    out = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], d), copy=False)
+    out.has_sorted_indices = X.has_sorted_indices
+    return out
+
+
 def row_sqnorms(X, extra=0.0, name="X"):
     """Squared row norms of a canonical CSR X, plus extra² (a bias column); refuses data
     whose squares overflow (see check_squares).  Squares in float64 (float32 values are

@@ -286,16 +286,25 @@ def _bsgd(X, codes, n_classes, p, gamma, seed, budget, M, cap, *, n_lambda, spar
                    team_for(n_threads, cap))
     _check_memory(mdl)
     out["checkpoints"] = [ck] if ck else []
-    if ck:
-        Z, beta, _, b = ck.finish(mdl)
-        out["time"] += ck.seconds
-    else:
-        Z, beta, _ = mdl.arrays()
-        if avg_start:
-            beta = mdl.averaged() / out["n_avg"]
-        b, seconds = _offset(p, X, xsq, codes, seed, Z, beta, gamma, n_threads)
-        out["time"] += seconds
+    Z, beta, b, _ = _final_model(mdl, ck, out, avg_start, p, X, xsq, codes, seed, gamma,
+                                 n_threads)
     return Z, beta.T.copy(), b, out, mt
+
+
+def _final_model(mdl, ck, out, avg_start, p, X, xsq, codes, seed, gamma, n_threads):
+    """(Z, beta, offset, the checkpoint's extra) at the end of a run: the checkpoint's
+    best model, or the last (averaged from avg_start) with its offset fitted on
+    ``draw_sample``'s rows of X; the seconds spent added to out["time"]."""
+    if ck:
+        Z, beta, extra, b = ck.finish(mdl)
+        out["time"] += ck.seconds
+        return Z, beta, b, extra
+    Z, beta, _ = mdl.arrays()
+    if avg_start:
+        beta = mdl.averaged() / out["n_avg"]
+    b, seconds = _offset(p, X, xsq, codes, seed, Z, beta, gamma, n_threads)
+    out["time"] += seconds
+    return Z, beta, b, None
 
 
 def _check_memory(mdl):
@@ -353,15 +362,9 @@ def bsca_problem(X, xsq, codes, k, seed_k, p, gamma, budget, M, cap, sparse, n_p
                    seed_k, progress, ck.every(T) if ck else 0, ck, avg_start,
                    team_for(spare, cap))
     _check_memory(mdl)
-    if ck:
-        Z, beta, alpha, b = ck.finish(mdl)
-        out["time"] += ck.seconds
-    else:
-        Z, beta, _ = mdl.arrays()
-        if avg_start:
-            beta = mdl.averaged() / out["n_avg"]
-        b, seconds = _offset(p, X, xsq, codes_k, seed_k, Z, beta, gamma, spare)
-        out["time"] += seconds
+    Z, beta, b, best_alpha = _final_model(mdl, ck, out, avg_start, p, X, xsq, codes_k,
+                                          seed_k, gamma, spare)
+    alpha = alpha if best_alpha is None else best_alpha
     stats = {"n_updates": out["n_updates"], "merge_time": out["merge_time"],
              "time": out["time"], "n_merges": mt.n_merges, "n_removed": mt.n_removed}
     return ProblemFit(Z, beta[:, 0], b[0], alpha, stats, ck)

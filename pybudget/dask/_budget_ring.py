@@ -109,19 +109,19 @@ def visits_run(parts, run, state, t, epoch, visits, alphas=None):
     seconds = 0.0
     out_alphas = [] if run.bsca else None
     for v, (part, (p, lap)) in enumerate(zip(parts, visits)):
-        order, xsq, codes = _epoch_rows(part, run, p, epoch)
+        X, order, xsq, codes = _epoch_rows(part, run, p, epoch)
         share = share_rows(order, run.laps, lap)
         seed = round_seed(run.seed, lap, p, epoch)
         if run.bsca:
             y, alpha = _bsca_arrays(part, run, codes)
             alpha[share] = alphas[v]
-            out = bsca_run(part.X, xsq, y, run.params.C, alpha, mdl, mt, run.budget,
+            out = bsca_run(X, xsq, y, run.params.C, alpha, mdl, mt, run.budget,
                            run.merge_size, 1, seed, avg_start=run.avg_start,
                            perm=share, visit=True, t_start=t, src_offset=run.starts[p])
             out_alphas.append(alpha[share])
             added += out["n_updates"]
         else:
-            out = bsgd_run(part.X, xsq, codes, mdl, mt, run.budget, run.merge_size,
+            out = bsgd_run(X, xsq, codes, mdl, mt, run.budget, run.merge_size,
                            run.lam, 1, t, seed, run.avg_start, perm=share, visit=True)
             added += out["n_added"]
         if mdl.out_of_memory:
@@ -147,17 +147,20 @@ def share_rows(order, laps, lap):
 
 
 def _epoch_rows(part, run, p, epoch):
-    """(the rows' order of the epoch, their squared norms, their codes) of partition p,
-    computed once a fit and epoch (``Partition.memo``: a visit is a share of them)."""
+    """(the rows with the problem's d columns, the rows' order of the epoch, their
+    squared norms, their codes) of partition p, computed once a fit and epoch
+    (``Partition.memo``: a visit is a share of them)."""
     key = ("budget", run.seed, epoch)
     if key not in part.memo:
         fixed = part.memo.get(("budget", run.seed))
         if fixed is None:
             fixed = part.memo[("budget", run.seed)] = (
-                V.row_sqnorms(part.X), np.searchsorted(run.classes, part.y).astype(np.int32))
+                V.with_columns(part.X, run.d), V.row_sqnorms(part.X),
+                np.searchsorted(run.classes, part.y).astype(np.int32))
         for old in [k for k in part.memo if len(k) == 3 and k[0] == "budget"]:
             del part.memo[old]              # (the last epoch's order)
-        part.memo[key] = (epoch_order(run, p, part.n, epoch), *fixed)
+        X, xsq, codes = fixed
+        part.memo[key] = (X, epoch_order(run, p, part.n, epoch), xsq, codes)
     return part.memo[key]
 
 
@@ -171,10 +174,10 @@ def _bsca_arrays(part, run, codes):
     return part.memo[key]
 
 
-def rows_at(part, rows):
-    """The partition's rows ``rows`` (sorted local indices), canonical CSR, and their
-    labels."""
-    Xs = part.X[rows]
+def rows_at(part, rows, d):
+    """The partition's rows ``rows`` (sorted local indices), canonical CSR with d
+    columns, and their labels."""
+    Xs = V.with_columns(part.X, d)[rows]
     Xs.sort_indices()
     return Xs, part.y[rows]
 
@@ -309,7 +312,7 @@ def offset(calls, run, sizes, Z, beta):
     bounds = np.concatenate([[0], np.cumsum(sizes)])
     local = {p: rows[(rows >= bounds[p]) & (rows < bounds[p + 1])] - bounds[p]
              for p in range(len(sizes))}
-    got = [calls.each(rows_at, local[p], parts=[p])[0] for p in range(len(sizes))
+    got = [calls.each(rows_at, local[p], run.d, parts=[p])[0] for p in range(len(sizes))
            if local[p].size]
     Xs = sp.vstack([g[0] for g in got], format="csr")
     Xs.sort_indices()

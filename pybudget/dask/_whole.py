@@ -41,9 +41,7 @@ def all_rows(job, *parts):
     linear plan, ``plan_on``) serve every problem of the job."""
     spec = job.spec
     d = spec.d
-    Xs = [X if X.shape[1] == d else sp.csr_matrix((X.data, X.indices, X.indptr),
-                                                  shape=(X.shape[0], d))
-          for X, _, _ in parts]
+    Xs = [V.with_columns(X, d) for X, _, _ in parts]
     X = sp.vstack(Xs, format="csr") if len(Xs) > 1 else Xs[0]
     y = np.concatenate([p[1] for p in parts])
     sw = np.concatenate([p[2] for p in parts])

@@ -1,6 +1,6 @@
-"""BudgetSVC trained on a Dask cluster: BSGD with the rows on their workers and the
-budgeted model travelling between them (``_budget_ring``); BSCA's one-vs-rest problems
-each whole on one worker (``_budget_whole``)."""
+"""BudgetSVC trained on a Dask cluster: one model (BSGD's, binary BSCA's) with the rows
+on their workers and the budgeted model travelling between them (``_budget_ring``);
+BSCA's one-vs-rest problems each whole on one worker (``_budget_whole``)."""
 import time
 from typing import NamedTuple
 
@@ -23,7 +23,7 @@ class _Constants(NamedTuple):
     """A fit's constants, decided on the client (``BudgetSVC._constants``)."""
     classes: np.ndarray
     d: int
-    gamma: object       # a float; "scale" for BSCA (computed where the rows are)
+    gamma: object       # a float; "scale" for one-vs-rest BSCA (where the rows are)
     budget: int
     M: int
     cap: int

@@ -166,12 +166,31 @@ def test_local_cluster_error_is_one_line(capfd, tmp_path):
     assert "part-1.svm" in err and not (tmp_path / "m.pbm").exists()
 
 
+def test_scheduler_trains_a_budgeted_kernel_model(shards, scheduler, capsys, tmp_path):
+    """--kernel rbf on the cluster: pybudget.dask.BudgetSVC on the shards, the model file
+    the Python API's model (its threads engine), predict as usual."""
+    d, pattern, test = shards
+    model = tmp_path / "rbf.pbm"
+    code, out, err = run(["train", "--scheduler", scheduler, "--kernel", "rbf", "--budget",
+                          "40", "--laps", "3", pattern, model], capsys)
+    assert code == 0 and out == "", err
+    assert "training BudgetSVC(C=1, solver=bsgd, budget=40" in err and "laps 3" in err
+    assert "trained: 3 laps an epoch, 40 support vectors" in err
+    ref = reference(pbd.BudgetSVC, pattern, budget=40, laps=3)
+    got = load(model)
+    X, _ = load_svmlight_file(str(test), n_features=123)
+    X = X[:, :got.n_features_in_]       # (the shards use 122 of a9a's 123 columns)
+    np.testing.assert_array_equal(got.decision_function(X), ref.decision_function(X))
+    code, out, _ = run(["predict", test, model, tmp_path / "p.txt"], capsys)
+    assert code == 0 and float(ACC.search(out).group(1)) > 75
+
+
 BAD = [
-    (["--kernel", "rbf"], "--kernel rbf: a Dask cluster"),
-    (["--solver", "bsgd"], "--solver bsgd: a Dask cluster"),
-    (["--budget", "10"], "--budget: a Dask cluster"),
-    (["-g", "0.1"], "-g: a Dask cluster"),
-    (["--stream"], "--stream: a Dask cluster"),
+    (["--stream"], "--stream reads a file on one machine"),
+    (["--kernel", "rbf", "--local-sweeps", "2"], "--local-sweeps: the linear ring's"),
+    (["--solver", "bsca", "--method", "ring"], "--method ring: the linear ring's"),
+    (["--budget", "1"], "budget"),
+    (["--kernel", "rbf", "--checkpoints", "2", "--averaging", "none"], "one machine's only"),
     (["-s", "4"], "Crammer-Singer"),
     (["-v", "3"], "-v (cross-validation) runs on one machine"),
     (["-n", "2"], "-n (threads) applies to one machine"),

@@ -253,6 +253,36 @@ def test_bsca_killed_worker_mid_fit_runs_its_problems_again(tmp_path):
     same(m, one)
 
 
+@pytest.mark.parametrize("solver", ["bsgd", "bsca"])
+def test_libsvm_shards_that_use_fewer_columns(tmp_path, solver):
+    """LIBSVM shards whose rows use fewer than all columns (each shard's width is its
+    last column): the model has the widest shard's columns, and each partition's rows
+    are seen with them (the threads engine's model from the same shards)."""
+    from sklearn.datasets import dump_svmlight_file
+    X, y = four_classes(n=400)
+    X = X.tolil()
+    X[:200, 15:] = 0                  # (the first two shards end before column 15)
+    X = X.tocsr()
+    X.eliminate_zeros()
+    for k in range(4):
+        rows = slice(100 * k, 100 * (k + 1))
+        dump_svmlight_file(X[rows], y[rows], str(tmp_path / f"part-{k}.svm"),
+                           zero_based=False)
+    from sklearn.datasets import load_svmlight_file
+    shards = pbd.read_svmlight(str(tmp_path / "part-*.svm"))
+    m = pbd.BudgetSVC(solver=solver, budget=20, random_state=0, engine="threads").fit(shards)
+    assert m.n_features_in_ == X.shape[1]
+    # (the files' values, as the shards hold them)
+    X = sp.vstack([load_svmlight_file(str(tmp_path / f"part-{k}.svm"),
+                                      n_features=X.shape[1])[0] for k in range(4)],
+                  format="csr")
+    one = pybudget.BudgetSVC(solver=solver, budget=20, random_state=0).fit(X, y)
+    if solver == "bsca":                # (one-vs-rest: each problem on all rows)
+        same(m, one)
+    else:                               # (BSGD: the partitions' blocked order)
+        assert m.score(X, y) > one.score(X, y) - 0.1
+
+
 def test_to_local_save_and_continue(tmp_path):
     X, y = rbf_data()
     m = pbd.BudgetSVC(budget=30, random_state=0, engine="threads").fit(X, y)
