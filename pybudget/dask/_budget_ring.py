@@ -1,5 +1,5 @@
-"""A binary budgeted SVM on a cluster (BSGD, or BSCA): the rows stay on their
-partitions, the budgeted model travels.
+"""One budgeted model on a cluster (BSGD's, binary or multi-class; binary BSCA's): the
+rows stay on their partitions, the budgeted model travels.
 
 An epoch cuts each partition's rows, in a random order drawn from (seed, partition,
 epoch), into ``laps`` shares; lap by lap, every partition runs the steps of its share
@@ -71,7 +71,8 @@ class BudgetRun:
         return 1 if self.classes.shape[0] == 2 else self.classes.shape[0]
 
     def model(self):
-        """A new, empty model and its maintainer (BSCA's: a source for every row)."""
+        """A new, empty model and its maintainer (BSCA's: a source for every row, the
+        map from rows to SVs 4 bytes a row, made each run)."""
         return _new_model(self.d, self.n_coef, self.cap, self.gamma, self.params,
                           n_src=self.starts[-1] if self.bsca else 0, sparse=self.sparse)
 
