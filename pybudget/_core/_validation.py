@@ -122,6 +122,12 @@ def float64_values(X, a, b):
     return X.data[X.indptr[a]:X.indptr[b]].astype(np.float64)
 
 
+def matrix_bytes(X):
+    """The bytes of a dense array's values, or of a sparse matrix's data, indices and
+    row pointers."""
+    return X.data.nbytes + X.indices.nbytes + X.indptr.nbytes if sp.issparse(X) else X.nbytes
+
+
 def with_columns(X, d):
     """CSR X viewed with d >= X.shape[1] columns (a shard that used fewer of the
     problem's columns), sharing X's arrays."""

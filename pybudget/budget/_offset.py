@@ -42,13 +42,18 @@ Z_MIN = 3.0         # move the threshold only when the hinge minimiser lowers th
 STEPS = 256         # points on the segment from 0 to the hinge minimiser where errors are counted
 
 
-def draw_sample(X, xsq, codes, seed):
-    """(X rows, their squared norms, their codes) of a fixed random sample of
-    min(n, SAMPLE) rows of canonical CSR X, drawn with numpy's generator from `seed`
-    (independent of the solver's own generator, so training is unchanged)."""
-    n = X.shape[0]
+def sample_rows(n, seed):
+    """The sorted indices of a fixed random sample of min(n, SAMPLE) of n rows, drawn
+    with numpy's generator from `seed` (independent of the solver's own generator, so
+    training is unchanged)."""
     rng = np.random.default_rng(seed)
-    rows = np.sort(rng.choice(n, SAMPLE, replace=False)) if n > SAMPLE else np.arange(n)
+    return np.sort(rng.choice(n, SAMPLE, replace=False)) if n > SAMPLE else np.arange(n)
+
+
+def draw_sample(X, xsq, codes, seed):
+    """(X rows, their squared norms, their codes) of ``sample_rows``' rows of canonical
+    CSR X."""
+    rows = sample_rows(X.shape[0], seed)
     Xs = X[rows]
     Xs.sort_indices()
     return Xs, np.ascontiguousarray(xsq[rows]), np.asarray(codes)[rows]

@@ -4,6 +4,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pybudget._core import _validation as V
+
 
 @dataclass(frozen=True)
 class ModelState:
@@ -29,8 +31,5 @@ class ModelState:
     @property
     def nbytes(self):
         """Bytes of its arrays (what a hop sends)."""
-        Z = self.Z
-        rows = (Z.data.nbytes + Z.indices.nbytes + Z.indptr.nbytes
-                if hasattr(Z, "indptr") else Z.nbytes)
-        return (rows + self.sqn.nbytes + self.beta.nbytes + self.src.nbytes
+        return (V.matrix_bytes(self.Z) + self.sqn.nbytes + self.beta.nbytes + self.src.nbytes
                 + (0 if self.acc is None else self.acc.nbytes))

@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from pybudget._core import _validation as V
 from pybudget.budget._bsca import bsca_run
 from pybudget.budget._bsgd import bsgd_run
-from pybudget.budget._offset import SAMPLE, model_offset
+from pybudget.budget._offset import model_offset, sample_rows
 from pybudget.budget.svm import BudgetParams, _new_model, _tail
 from pybudget.dask._checkpoints import counted
 from pybudget.dask._partition import round_seed
@@ -93,10 +93,10 @@ class RunResult(NamedTuple):
 # ---- on the partitions --------------------------------------------------------------
 
 def moments(part):
-    """(rows, non-zeros, sum, sum of squares) of the partition's values: gamma="scale"
-    and storage="auto" from sums over the partitions."""
+    """(sum, sum of squares) of the partition's values: gamma="scale" from sums over
+    the partitions."""
     V.check_squares(part.X)
-    return (part.n, int(part.X.nnz), *V.value_moments(part.X))
+    return V.value_moments(part.X)
 
 
 def visits_run(parts, run, state, t, epoch, visits, alphas=None):
@@ -116,9 +116,12 @@ def visits_run(parts, run, state, t, epoch, visits, alphas=None):
         if run.bsca:
             y, alpha = _bsca_arrays(part, run, codes)
             alpha[share] = alphas[v]
+            # (a copy: the run shuffles its perm in place, and the duals go back in
+            # the share's sorted order)
             out = bsca_run(X, xsq, y, run.params.C, alpha, mdl, mt, run.budget,
                            run.merge_size, 1, seed, avg_start=run.avg_start,
-                           perm=share, visit=True, t_start=t, src_offset=run.starts[p])
+                           perm=share.copy(), visit=True, t_start=t,
+                           src_offset=run.starts[p])
             out_alphas.append(alpha[share])
             added += out["n_updates"]
         else:
@@ -236,13 +239,13 @@ def epoch_visits(run, sizes, epoch):
 
 def _run_of(engine, visits, state, t, run, epoch, duals):
     """The next run: the first visits of ``visits`` whose partitions live on one
-    worker, run there, with their shares' duals (BSCA; ``duals(p, lap)``); (its
+    worker, run there, with their shares' duals (BSCA: ``duals``, a ``_Duals``); (its
     result, its length)."""
     where = engine.placement()
     k = 1
     while k < len(visits) and where[visits[k][0]] == where[visits[0][0]]:
         k += 1
-    sent = [duals(p, lap) for p, lap in visits[:k]] if run.bsca else None
+    sent = [duals.get(p, lap, epoch) for p, lap in visits[:k]] if run.bsca else None
     return engine.together(visits_run, [p for p, _ in visits[:k]], run, state, t, epoch,
                            visits[:k], sent), k
 
@@ -256,7 +259,13 @@ class _Duals:
         self.alpha = np.zeros(int(np.sum(sizes)))
         self.orders, self.epoch = {}, None
 
-    def rows(self, p, lap, epoch):
+    def get(self, p, lap, epoch):
+        return self.alpha[self._rows(p, lap, epoch)]
+
+    def put(self, p, lap, epoch, values):
+        self.alpha[self._rows(p, lap, epoch)] = values
+
+    def _rows(self, p, lap, epoch):
         if epoch != self.epoch:
             self.orders, self.epoch = {}, epoch
         if p not in self.orders:
@@ -275,14 +284,12 @@ def fit(calls, run, sizes, callback=None):
     duals = _Duals(run, sizes) if run.bsca else None
     for epoch in range(run.params.epochs):
         visits, i = epoch_visits(run, sizes, epoch), 0
-        rows = None if duals is None else (lambda p, lap: duals.rows(p, lap, epoch))
-        send = None if duals is None else (lambda p, lap: duals.alpha[rows(p, lap)])
         while i < len(visits):
             res, k = calls.again(lambda: _run_of(calls.engine, visits[i:], state, t, run,
-                                                 epoch, send))
+                                                 epoch, duals))
             if duals is not None:
                 for (p, lap), values in zip(visits[i:i + k], res.alphas):
-                    duals.alpha[rows(p, lap)] = values
+                    duals.put(p, lap, epoch, values)
             state, t, i = res.state, res.t, i + k
             hop_bytes.append(state.nbytes)
             n_added += res.n_added
@@ -307,9 +314,7 @@ def fit(calls, run, sizes, callback=None):
 def offset(calls, run, sizes, Z, beta):
     """The offset fitted on ``draw_sample``'s rows of the partitions' rows in partition
     order."""
-    n = int(np.sum(sizes))
-    rng = np.random.default_rng(run.seed)
-    rows = np.sort(rng.choice(n, SAMPLE, replace=False)) if n > SAMPLE else np.arange(n)
+    rows = sample_rows(int(np.sum(sizes)), run.seed)
     bounds = np.concatenate([[0], np.cumsum(sizes)])
     local = {p: rows[(rows >= bounds[p]) & (rows < bounds[p + 1])] - bounds[p]
              for p in range(len(sizes))}

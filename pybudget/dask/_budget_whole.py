@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pybudget._core import _validation as V
 from pybudget._core._parallel import problem_seed
 from pybudget.budget.svm import BudgetParams, bsca_problem, scale_gamma
 
@@ -54,10 +55,7 @@ class BscaProblems:
 
     @staticmethod
     def nbytes(out):
-        Z = out[0].Z
-        size = (Z.data.nbytes + Z.indices.nbytes + Z.indptr.nbytes if hasattr(Z, "indptr")
-                else Z.nbytes)
-        return size + out[0].coef.nbytes
+        return V.matrix_bytes(out[0].Z) + out[0].coef.nbytes
 
     @staticmethod
     def put(W, n_problems, i, out):

@@ -14,6 +14,7 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
+from pybudget._core import _validation as V
 from pybudget._svmlight import open_binary, parse
 from pybudget.dask._partition import Partition, check_block
 
@@ -223,9 +224,7 @@ def source_bytes(source):
         size = os.path.getsize(source[1])
         return size * (COMPRESSED_RATIO if source[1].endswith(COMPRESSED) else TEXT_RATIO)
     if kind == "arrays":
-        X = source[1]
-        return (X.data.nbytes + X.indices.nbytes + X.indptr.nbytes if sp.issparse(X)
-                else X.nbytes)
+        return V.matrix_bytes(source[1])
     return None
 
 

@@ -68,7 +68,7 @@ class BudgetSVC(_ClusterInput, LocalBudgetSVC):
     method "whole"), and the one-vs-rest problems are dealt to the workers' threads,
     each run start to end with one machine's solver and seed: one machine's model to
     the last bit, for any number of workers.  The rows must fit in a worker's memory.
-    With ``solver="bsca"``, in-memory rows go to the partitions in contiguous blocks
+    In-memory rows go to the partitions in contiguous blocks for one-vs-rest BSCA
     (so the copy is X), otherwise dealt.
 
     Not on a cluster yet: ``checkpoints``, ``refit`` and ``partial_fit``
@@ -122,9 +122,10 @@ class BudgetSVC(_ClusterInput, LocalBudgetSVC):
                                  f"(fit pybudget.BudgetSVC on one machine)")
         return p, self._rules()
 
-    def _dealt(self, X, rules):
-        # (BSCA's copies stack the partitions in order: contiguous blocks give X)
-        return self.solver != "bsca"
+    def _dealt(self, X, y, rules):
+        # (one-vs-rest BSCA's copies stack the partitions in order: contiguous blocks
+        # give X; a model travelling the partitions likes them alike: dealt)
+        return not (self.solver == "bsca" and np.unique(y).shape[0] > 2)
 
     def fit(self, X, y=None):
         p, rules = self._check_params()
@@ -189,9 +190,9 @@ class BudgetSVC(_ClusterInput, LocalBudgetSVC):
         gamma, whole = p.gamma, _one_vs_rest(p, classes)
         if p.gamma == "scale" and not whole:       # (whole problems': where the rows are)
             total = total_sq = 0.0
-            for s in calls.each(_budget_ring.moments):    # (in partition order)
-                total += s[2]
-                total_sq += s[3]
+            for s, s_sq in calls.each(_budget_ring.moments):    # (in partition order)
+                total += s
+                total_sq += s_sq
             gamma = gamma_from_moments(n, d, total, total_sq)
         budget, M, cap = _effective_budget(p, n, d, verbose)
         n_models = len(binary_problems(classes.shape[0])) if whole else 1

@@ -72,8 +72,8 @@ class _ClusterInput:
     _regression = False
     _fitted = "coef_"
 
-    def _dealt(self, X, rules):
-        """Whether in-memory rows X go to the partitions dealt (row i to partition i mod
+    def _dealt(self, X, y, rules):
+        """Whether in-memory rows X (labels y) go to the partitions dealt (row i to partition i mod
         P) rather than in contiguous blocks."""
         return True
 
@@ -161,7 +161,7 @@ class _ClusterInput:
         sw = (None if sample_weight is None
               else V.sample_weights(sample_weight, X.shape[0]))
         P = self.n_partitions or MEMORY_PARTITIONS
-        srcs, names = memory_sources(X, y, sw, P, dealt=self._dealt(X, rules))
+        srcs, names = memory_sources(X, y, sw, P, dealt=self._dealt(X, y, rules))
         return srcs, names, None
 
     def _dask_sources(self, X, y, sample_weight, engine):
@@ -252,7 +252,7 @@ class _ClusterInput:
 class _ClusterEstimator(_ClusterInput):
     """The linear estimators' fit on the cluster (see the module docstring)."""
 
-    def _dealt(self, X, rules):
+    def _dealt(self, X, y, rules):
         # (method "whole" takes contiguous blocks; _method decides it by the same rule on
         # the partitions' rows and non-zeros, which sum to X's)
         return not self._whole_by_size(X.shape[0], X.nnz, rules)

@@ -226,6 +226,39 @@ def test_binary_bsca_travels_the_partitions_with_its_duals(workers):
     assert m.score(X, y) > one.score(X, y) - 0.03
 
 
+def test_binary_bsca_ring_is_its_visits_on_one_array_of_duals():
+    """Binary BSCA, one partition in 3 laps, 2 epochs (rows seen again): the bits of
+    bsca_run's visits in the ring's order, on one model and one array of duals, each
+    share stepped in its own shuffled order: a visit's duals go back to their rows."""
+    from types import SimpleNamespace
+
+    from pybudget._core._parallel import problem_seed
+    from pybudget.budget._bsca import bsca_run
+    from pybudget.budget.svm import _new_model
+    from pybudget.dask import _budget_ring as R
+    from pybudget.dask._partition import round_seed
+    X, y = rbf_data(n=600)
+    X.sort_indices()
+    kw = dict(solver="bsca", budget=30, gamma=0.1, epochs=2, averaging="none",
+              offset=False, random_state=2, storage="dense")
+    m = pbd.BudgetSVC(engine="threads", n_partitions=1, laps=3, **kw).fit(X, y)
+    n, d = X.shape
+    run = SimpleNamespace(seed=problem_seed(V.seed_from(2), 1))
+    xsq, alpha = V.row_sqnorms(X), np.zeros(n)
+    mdl, mt = _new_model(d, 1, 31, 0.1, pybudget.BudgetSVC(**kw)._params(), n_src=n)
+    t = 0
+    for epoch in range(2):
+        order = R.epoch_order(run, 0, n, epoch)
+        for lap in range(3):
+            t = bsca_run(X, xsq, np.where(y == 8, 1.0, -1.0), 1.0, alpha, mdl, mt, 30, 2,
+                         1, round_seed(run.seed, lap, 0, epoch),
+                         perm=R.share_rows(order, 3, lap), visit=True, t_start=t)["t"]
+    mt.merge_down(mdl, 30, 2)
+    Z, beta, _ = mdl.arrays()
+    np.testing.assert_array_equal(m.support_vectors_, Z)
+    np.testing.assert_array_equal(m.dual_coef_, beta.T)
+
+
 def test_bsca_sparse_and_dense_storage_and_dense_input():
     """BSCA's support vectors stored sparse or dense, from a dense array: one machine's
     model either way (the threads engine runs the cluster's code in process)."""
